@@ -1,0 +1,134 @@
+"""The one error tree, and the one table between HTTP statuses and errors (used both ways)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ConvriskError(Exception):
+    """Base of every error the client raises."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class APIConnectionError(ConvriskError):
+    """The service could not be reached (connection refused, reset, DNS...)."""
+
+
+class APITimeoutError(APIConnectionError):
+    """The service did not answer in time."""
+
+
+class APIError(ConvriskError):
+    """The service answered with an error."""
+
+    type: str = "api_error"
+    default_status: int = 500
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        param: str | None = None,
+        status: int | None = None,
+        code: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.param = param
+        self.status = self.default_status if status is None else status
+        self.code = code if code is not None else _DEFAULT_CODES.get(self.status, self.type)
+
+    def to_body(self) -> dict[str, Any]:
+        """The wire body of this error: `{"error": {type, code, message, param}}`."""
+        return {
+            "error": {
+                "type": self.type,
+                "code": self.code,
+                "message": self.message,
+                "param": self.param,
+            }
+        }
+
+
+class InvalidRequestError(APIError):
+    """The request was malformed or broke a rule; `param` names the offending field."""
+
+    type = "invalid_request_error"
+    default_status = 400
+
+
+class AuthenticationError(APIError):
+    """The token is missing or wrong."""
+
+    type = "authentication_error"
+    default_status = 401
+
+
+class NotFoundError(APIError):
+    """No such object or route."""
+
+    type = "not_found_error"
+    default_status = 404
+
+
+class ServiceError(APIError):
+    """The service failed (5xx), or answered something that cannot be understood."""
+
+    type = "api_error"
+    default_status = 500
+
+
+_DEFAULT_CODES: dict[int, str] = {
+    400: "invalid_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    408: "request_timeout",
+    409: "conflict",
+    413: "body_too_large",
+    415: "unsupported_media_type",
+    429: "rate_limited",
+    500: "internal_error",
+}
+
+_BY_TYPE: dict[str, type[APIError]] = {
+    cls.type: cls for cls in (InvalidRequestError, AuthenticationError, NotFoundError, ServiceError)
+}
+
+
+def error_class_for_status(status: int) -> type[APIError]:
+    """The error class a response status maps to (the reverse of `APIError.status`)."""
+    if status in (401, 403):
+        return AuthenticationError
+    if status == 404:
+        return NotFoundError
+    if 400 <= status < 500 and status not in (408, 409, 429):
+        return InvalidRequestError
+    return ServiceError
+
+
+def error_from_response(status: int, body: object, *, reason: str = "") -> APIError:
+    """Build the error for an HTTP error answer, whatever shape (or none) its body has."""
+    cls = error_class_for_status(status)
+    message = ""
+    param: str | None = None
+    code: str | None = None
+    detail = body.get("error") if isinstance(body, dict) else None
+    if isinstance(detail, dict):
+        message = str(detail.get("message") or "")
+        param = detail.get("param") if isinstance(detail.get("param"), str) else None
+        code = detail.get("code") if isinstance(detail.get("code"), str) else None
+        by_type = _BY_TYPE.get(str(detail.get("type")))
+        # Trust a known error type only where it agrees with the status family.
+        if by_type is not None and by_type.default_status // 100 == status // 100:
+            cls = by_type
+    elif isinstance(detail, str):
+        message = detail
+    elif isinstance(body, dict) and isinstance(body.get("message"), str):
+        message = body["message"]
+    if not message:
+        message = f"{status} {reason}" if reason else "the response carried no error message"
+    return cls(message, param=param, status=status, code=code)

@@ -1,0 +1,73 @@
+"""Resource models as the service returns them; unknown fields are kept."""
+
+from __future__ import annotations
+
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+# A timestamp as the service sent it: integer Unix seconds from our own service, but a remote one
+# may send milliseconds or floats. Kept unchanged so JSON output carries the service's values.
+Timestamp = int | float
+
+
+class Resource(BaseModel):
+    """Base of every returned object: extra fields kept, values as sent."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The object as a JSON-ready dict, unknown fields included."""
+        return self.model_dump(mode="json")
+
+
+class Conversation(Resource):
+    """A conversation with one contact or one group."""
+
+    contact_id: str | None = None
+    group_id: str | None = None
+    pinned_message_id: str | None = None
+    is_pinned: bool = False
+    is_muted: bool = False
+    last_active_at: Timestamp | None = None
+    last_opened_at: Timestamp | None = None
+    created_at: Timestamp
+    archived_at: Timestamp | None = None
+
+
+class RiskProfile(Resource):
+    """The risk tolerance of one customer."""
+
+    customer_id: str
+    profile_type: str
+    score: int | float
+    details: dict[str, Any]
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class Deleted(BaseModel):
+    """The answer to a delete: `{"id": ..., "deleted": true}`."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    deleted: bool = True
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The deletion as a JSON-ready dict."""
+        return self.model_dump(mode="json")
+
+
+ResourceT = TypeVar("ResourceT", bound=Resource)
+
+
+class Page(BaseModel, Generic[ResourceT]):
+    """One page of a list: `{"has_more": bool, "data": [...]}`."""
+
+    model_config = ConfigDict(extra="allow")
+
+    has_more: bool
+    data: list[ResourceT]

@@ -1,0 +1,82 @@
+"""The Backend protocol: the service's ten operations, as two resources of one shape."""
+
+from __future__ import annotations
+
+from typing import Protocol, TypeVar
+
+from .models import Conversation, Deleted, Page, Resource, RiskProfile
+from .params import (
+    DEFAULT_LIMIT,
+    ConversationCreateParams,
+    ConversationFilters,
+    ConversationUpdateParams,
+    RiskProfileCreateParams,
+    RiskProfileFilters,
+    RiskProfileUpdateParams,
+)
+
+M = TypeVar("M", bound=Resource)
+C_contra = TypeVar("C_contra", contravariant=True)
+U_contra = TypeVar("U_contra", contravariant=True)
+F_contra = TypeVar("F_contra", contravariant=True)
+
+
+class ResourceBackend(Protocol[M, C_contra, U_contra, F_contra]):
+    """list / create / retrieve / update / delete of one resource.
+
+    Implementations check their input with `api_client.params` and raise only
+    `api_client.errors` exceptions.
+    """
+
+    def list(
+        self,
+        filters: F_contra | None = None,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        starting_after: str | None = None,
+        ending_before: str | None = None,
+    ) -> Page[M]:
+        """One page, newest first; cursors are ids (the id need not still exist)."""
+        ...
+
+    def create(self, params: C_contra, *, idempotency_key: str | None = None) -> M:
+        """Create an object; a repeated idempotency key replays the first answer."""
+        ...
+
+    def retrieve(self, id: str) -> M:
+        """The object with this id, or NotFoundError."""
+        ...
+
+    def update(self, id: str, params: U_contra) -> M:
+        """Change the supplied attributes; an empty params returns the object unchanged."""
+        ...
+
+    def delete(self, id: str) -> Deleted:
+        """Remove the object for good; NotFoundError if there is none."""
+        ...
+
+
+ConversationsBackend = ResourceBackend[
+    Conversation, ConversationCreateParams, ConversationUpdateParams, ConversationFilters
+]
+RiskProfilesBackend = ResourceBackend[
+    RiskProfile, RiskProfileCreateParams, RiskProfileUpdateParams, RiskProfileFilters
+]
+
+
+class Backend(Protocol):
+    """Where the operations run: the local SQLite store, or a remote service over HTTP."""
+
+    @property
+    def conversations(self) -> ConversationsBackend:
+        """The conversations resource."""
+        ...
+
+    @property
+    def risk_profiles(self) -> RiskProfilesBackend:
+        """The risk profiles resource."""
+        ...
+
+    def close(self) -> None:
+        """Release connections and files."""
+        ...
