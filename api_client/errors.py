@@ -38,7 +38,9 @@ class APIError(ConvriskError):
         super().__init__(message)
         self.param = param
         self.status = self.default_status if status is None else status
-        self.code = code if code is not None else _DEFAULT_CODES.get(self.status, self.type)
+        if code is None:
+            code = STATUS_TABLE[self.status][1] if self.status in STATUS_TABLE else self.type
+        self.code = code
 
     def to_body(self) -> dict[str, Any]:
         """The wire body of this error: `{"error": {type, code, message, param}}`."""
@@ -80,18 +82,21 @@ class ServiceError(APIError):
     default_status = 500
 
 
-_DEFAULT_CODES: dict[int, str] = {
-    400: "invalid_request",
-    401: "unauthorized",
-    403: "forbidden",
-    404: "not_found",
-    405: "method_not_allowed",
-    408: "request_timeout",
-    409: "conflict",
-    413: "body_too_large",
-    415: "unsupported_media_type",
-    429: "rate_limited",
-    500: "internal_error",
+# The one table between HTTP statuses and errors, read both ways: the server takes an error's
+# status (`APIError.default_status`) and code from it, and the remote client maps a status back
+# to an error class with `error_class_for_status`. Statuses not listed map by family.
+STATUS_TABLE: dict[int, tuple[type[APIError], str]] = {
+    400: (InvalidRequestError, "invalid_request"),
+    401: (AuthenticationError, "unauthorized"),
+    403: (AuthenticationError, "forbidden"),
+    404: (NotFoundError, "not_found"),
+    405: (InvalidRequestError, "method_not_allowed"),
+    408: (ServiceError, "request_timeout"),
+    409: (ServiceError, "conflict"),
+    413: (InvalidRequestError, "body_too_large"),
+    415: (InvalidRequestError, "unsupported_media_type"),
+    429: (ServiceError, "rate_limited"),
+    500: (ServiceError, "internal_error"),
 }
 
 _BY_TYPE: dict[str, type[APIError]] = {
@@ -101,17 +106,19 @@ _BY_TYPE: dict[str, type[APIError]] = {
 
 def error_class_for_status(status: int) -> type[APIError]:
     """The error class a response status maps to (the reverse of `APIError.status`)."""
-    if status in (401, 403):
-        return AuthenticationError
-    if status == 404:
-        return NotFoundError
-    if 400 <= status < 500 and status not in (408, 409, 429):
+    if status in STATUS_TABLE:
+        return STATUS_TABLE[status][0]
+    if 400 <= status < 500:
         return InvalidRequestError
     return ServiceError
 
 
 def error_from_response(status: int, body: object, *, reason: str = "") -> APIError:
-    """Build the error for an HTTP error answer, whatever shape (or none) its body has."""
+    """Build the error for an HTTP error answer, whatever shape (or none) its body has.
+
+    The message always names the HTTP status: the service's own message followed by
+    `(HTTP <status>)`, or the status line when the body carries no message.
+    """
     cls = error_class_for_status(status)
     message = ""
     param: str | None = None
@@ -129,6 +136,9 @@ def error_from_response(status: int, body: object, *, reason: str = "") -> APIEr
         message = detail
     elif isinstance(body, dict) and isinstance(body.get("message"), str):
         message = body["message"]
-    if not message:
-        message = f"{status} {reason}" if reason else "the response carried no error message"
+    message = message.strip()
+    if message:
+        message = f"{message} (HTTP {status})"
+    else:
+        message = f"The service answered HTTP {status} {reason}".rstrip() + " with no error message"
     return cls(message, param=param, status=status, code=code)
