@@ -1,0 +1,345 @@
+"""The SQLite file: connections, schema migrations, transactions and the sqlite3 -> error mapping.
+
+Every sqlite3 exception stops here and leaves as an `api_client` error. Writes run in
+`BEGIN IMMEDIATE` transactions (the write lock is taken at the start, so two writers never
+deadlock upgrading a read lock), the journal is WAL (readers never block the writer), and a busy
+timeout plus a retry loop ride out other processes holding the lock.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+from api_client.errors import ServiceError
+
+T = TypeVar("T")
+
+# "cvrk": marks the file as ours, so a foreign SQLite file is refused instead of altered.
+APPLICATION_ID = 0x6376726B
+BUSY_TIMEOUT_SECONDS = 30.0
+_IDLE_CONNECTIONS = 8
+_CACHE_KIB = 16 * 1024
+
+# Each step moves the schema one version forward; user_version records the last step applied.
+# Never edit a released step: add a new one.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    # 1: the two resources, with an index per filter that also serves the id order.
+    (
+        """
+        CREATE TABLE conversations (
+            id                TEXT NOT NULL PRIMARY KEY,
+            contact_id        TEXT,
+            group_id          TEXT,
+            pinned_message_id TEXT,
+            is_pinned         INTEGER NOT NULL DEFAULT 0,
+            is_muted          INTEGER NOT NULL DEFAULT 0,
+            last_active_at,
+            last_opened_at,
+            created_at        INTEGER NOT NULL,
+            archived_at,
+            is_archived       INTEGER GENERATED ALWAYS AS (archived_at IS NOT NULL) VIRTUAL,
+            CHECK ((contact_id IS NULL) <> (group_id IS NULL))
+        )
+        """,
+        "CREATE INDEX conversations_by_muted ON conversations (is_muted, id)",
+        "CREATE INDEX conversations_by_pinned ON conversations (is_pinned, id)",
+        "CREATE INDEX conversations_by_archived ON conversations (is_archived, id)",
+        "CREATE INDEX conversations_by_group ON conversations (group_id, id)",
+        """
+        CREATE TABLE risk_profiles (
+            id           TEXT NOT NULL PRIMARY KEY,
+            customer_id  TEXT NOT NULL,
+            profile_type TEXT NOT NULL,
+            score        NOT NULL,
+            details      TEXT NOT NULL,
+            created_at   INTEGER NOT NULL,
+            updated_at   INTEGER NOT NULL
+        )
+        """,
+        "CREATE INDEX risk_profiles_by_customer ON risk_profiles (customer_id, id)",
+        "CREATE INDEX risk_profiles_by_type ON risk_profiles (profile_type, id)",
+    ),
+    # 2: idempotency keys, and the largest id issued per resource (ids never go back, even
+    # after the newest object is deleted).
+    (
+        """
+        CREATE TABLE idempotency_keys (
+            key         TEXT NOT NULL PRIMARY KEY,
+            resource    TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            response    TEXT NOT NULL,
+            created_at  INTEGER NOT NULL
+        )
+        """,
+        "CREATE INDEX idempotency_keys_by_created ON idempotency_keys (created_at)",
+        """
+        CREATE TABLE id_watermarks (
+            resource TEXT NOT NULL PRIMARY KEY,
+            last_id  TEXT NOT NULL
+        )
+        """,
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def _primary_code(exc: sqlite3.Error) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    return _primary_code(exc) in _BUSY_CODES or "database is locked" in str(exc)
+
+
+class Database:
+    """One SQLite file shared by threads (a pool of connections) and by processes (WAL)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = BUSY_TIMEOUT_SECONDS):
+        # Absolute, so that names SQLite treats specially (":memory:") are plain files here.
+        self.path = Path(path).absolute()
+        self.busy_timeout = busy_timeout
+        self._lock = threading.Lock()
+        self._prepare_lock = threading.Lock()
+        self._idle: list[sqlite3.Connection] = []
+        self._busy: set[sqlite3.Connection] = set()
+        self._prepared = False
+        self._closed = False
+
+    # -- transactions ---------------------------------------------------------------------------
+
+    def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `work` outside a write transaction (each statement reads one snapshot)."""
+        return self._run(work, write=False)
+
+    def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `work` in one `BEGIN IMMEDIATE` transaction, committed if it returns.
+
+        An api_client error raised by `work` rolls the transaction back and goes through. When
+        another process holds the lock past the busy timeout, the whole transaction is retried
+        until `busy_timeout` seconds have passed, so `work` must only touch the database.
+        """
+        return self._run(work, write=True)
+
+    def _run(self, work: Callable[[sqlite3.Connection], T], *, write: bool) -> T:
+        deadline = time.monotonic() + self.busy_timeout
+        attempt = 0
+        while True:
+            try:
+                with self._connection() as conn:
+                    if not write:
+                        return work(conn)
+                    conn.execute("BEGIN IMMEDIATE")
+                    try:
+                        result = work(conn)
+                        conn.execute("COMMIT")
+                    except BaseException:
+                        if conn.in_transaction:
+                            conn.execute("ROLLBACK")
+                        raise
+                    return result
+            except sqlite3.Error as exc:
+                if _is_busy(exc) and time.monotonic() < deadline:
+                    attempt += 1
+                    time.sleep(min(0.002 * 2**attempt, 0.1) * random.uniform(0.5, 1.0))
+                    continue
+                raise self.error(exc) from exc
+
+    # -- connections ----------------------------------------------------------------------------
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        conn = self._acquire()
+        healthy = False
+        try:
+            yield conn
+            healthy = True
+        except sqlite3.Error:
+            raise
+        except BaseException:
+            # An api_client error (or any Python error) leaves the connection usable.
+            healthy = not conn.in_transaction
+            raise
+        finally:
+            self._release(conn, healthy=healthy)
+
+    def _acquire(self) -> sqlite3.Connection:
+        with self._lock:
+            if self._closed:
+                raise ServiceError(f"The local database {self.path} has been closed.")
+            conn = self._idle.pop() if self._idle else None
+            if conn is not None:
+                self._busy.add(conn)
+                return conn
+        conn = self._open()
+        try:
+            self._prepare(conn)
+        except BaseException:
+            conn.close()
+            raise
+        with self._lock:
+            if self._closed:
+                conn.close()
+                raise ServiceError(f"The local database {self.path} has been closed.")
+            self._busy.add(conn)
+        return conn
+
+    def _release(self, conn: sqlite3.Connection, *, healthy: bool) -> None:
+        with self._lock:
+            self._busy.discard(conn)
+            if healthy and not self._closed and len(self._idle) < _IDLE_CONNECTIONS:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    def _open(self) -> sqlite3.Connection:
+        folder = self.path.parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ServiceError(
+                f"Cannot create the folder {folder} for the local database {self.path}: "
+                f"{exc.strerror or exc}."
+            ) from exc
+        try:
+            conn = sqlite3.connect(
+                self.path,
+                timeout=self.busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error as exc:
+            raise self.error(exc) from exc
+        try:
+            # WAL with synchronous=NORMAL keeps every commit atomic and consistent; a power cut
+            # may lose the last commits, never corrupt the file.
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
+        except sqlite3.Error as exc:
+            conn.close()
+            raise self.error(exc) from exc
+        return conn
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        """Once per Database: WAL journal, then the schema migrated forward."""
+        if self._prepared:
+            return
+        with self._prepare_lock:
+            if self._prepared:
+                return
+            self._retry_busy(lambda: self._use_wal(conn))
+            self._retry_busy(lambda: self._migrate(conn))
+            self._prepared = True
+
+    def _retry_busy(self, step: Callable[[], None]) -> None:
+        deadline = time.monotonic() + self.busy_timeout
+        attempt = 0
+        while True:
+            try:
+                step()
+                return
+            except sqlite3.Error as exc:
+                if _is_busy(exc) and time.monotonic() < deadline:
+                    attempt += 1
+                    time.sleep(min(0.002 * 2**attempt, 0.1) * random.uniform(0.5, 1.0))
+                    continue
+                raise self.error(exc) from exc
+
+    @staticmethod
+    def _use_wal(conn: sqlite3.Connection) -> None:
+        # Persistent in the file; a filesystem without WAL support keeps the rollback journal,
+        # which the busy timeout and BEGIN IMMEDIATE still make safe.
+        conn.execute("PRAGMA journal_mode = WAL").fetchone()
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        (version,) = conn.execute("PRAGMA user_version").fetchone()
+        if version == SCHEMA_VERSION:
+            self._check_application_id(conn)
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Read again under the write lock: another process may have migrated meanwhile.
+            (version,) = conn.execute("PRAGMA user_version").fetchone()
+            if version > SCHEMA_VERSION:
+                raise ServiceError(
+                    f"The local database {self.path} has schema version {version}, newer than "
+                    f"this convrisk knows ({SCHEMA_VERSION}); upgrade convrisk to use it."
+                )
+            if version == 0:
+                self._check_empty(conn)
+            else:
+                self._check_application_id(conn)
+            for step in MIGRATIONS[version:]:
+                for statement in step:
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _check_application_id(self, conn: sqlite3.Connection) -> None:
+        (app_id,) = conn.execute("PRAGMA application_id").fetchone()
+        if app_id != APPLICATION_ID:
+            raise ServiceError(
+                f"{self.path} is an SQLite database of another application, not a convrisk "
+                "database; choose another file with --db."
+            )
+
+    def _check_empty(self, conn: sqlite3.Connection) -> None:
+        (app_id,) = conn.execute("PRAGMA application_id").fetchone()
+        (tables,) = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        if tables or app_id not in (0, APPLICATION_ID):
+            raise ServiceError(
+                f"{self.path} is an SQLite database of another application, not a convrisk "
+                "database; choose another file with --db."
+            )
+
+    def close(self) -> None:
+        """Close every connection: idle ones now, ones in use as soon as their work ends."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+    # -- errors ---------------------------------------------------------------------------------
+
+    def error(self, exc: sqlite3.Error) -> ServiceError:
+        """The ServiceError telling a user what went wrong with the file, for an sqlite3 error."""
+        code = _primary_code(exc)
+        where = f"the local database {self.path}"
+        if code == sqlite3.SQLITE_NOTADB or "not a database" in str(exc):
+            message = f"{self.path} is not a convrisk database (SQLite: file is not a database)."
+        elif code == sqlite3.SQLITE_CANTOPEN:
+            message = (
+                f"Cannot open {where}: check that its folder exists and that you may write there."
+            )
+        elif code in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH):
+            message = f"Cannot write to {where}: the file or its folder is read-only."
+        elif code in _BUSY_CODES or _is_busy(exc):
+            message = (
+                f"{where[0].upper()}{where[1:]} stayed locked by another process for more "
+                f"than {self.busy_timeout:g} seconds."
+            )
+        elif code == sqlite3.SQLITE_FULL:
+            message = f"Cannot write to {where}: the disk is full."
+        elif code == sqlite3.SQLITE_CORRUPT:
+            message = f"{where[0].upper()}{where[1:]} is corrupt (SQLite: {exc})."
+        elif code == sqlite3.SQLITE_IOERR:
+            message = f"Input/output error on {where} (SQLite: {exc})."
+        else:
+            message = f"Error in {where}: {exc}."
+        return ServiceError(message)

@@ -1,0 +1,76 @@
+"""Time-sortable ids: a prefix and a ULID-like string (10 characters of time, 16 of randomness).
+
+The 26 characters are a 130-bit number in Crockford base32, uppercase, whose top bits are the
+creation time in milliseconds and whose low 80 bits are random. The alphabet is in ASCII order,
+so ids of one resource compare as strings exactly as they do as numbers: by creation time.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+BODY_LENGTH = 26
+RANDOM_BITS = 80
+_MAX_BODY = (1 << (5 * BODY_LENGTH)) - 1
+_DIGITS = {char: value for value, char in enumerate(ALPHABET)}
+
+
+def encode(number: int) -> str:
+    """The 26-character Crockford base32 form of a number below 2**130."""
+    if not 0 <= number <= _MAX_BODY:
+        raise ValueError(f"id number out of range: {number}")
+    chars = []
+    for _ in range(BODY_LENGTH):
+        number, digit = divmod(number, 32)
+        chars.append(ALPHABET[digit])
+    return "".join(reversed(chars))
+
+
+def decode(body: str) -> int | None:
+    """The number a 26-character id body stands for, or None when it is not one of ours."""
+    if len(body) != BODY_LENGTH:
+        return None
+    number = 0
+    for char in body:
+        digit = _DIGITS.get(char)
+        if digit is None:
+            return None
+        number = number * 32 + digit
+    return number
+
+
+def number_at(millis: int, randomness: int | None = None) -> int:
+    """The id number for a time in milliseconds and 80 random bits (drawn when not given)."""
+    if randomness is None:
+        randomness = secrets.randbits(RANDOM_BITS)
+    return (max(millis, 0) << RANDOM_BITS) | randomness
+
+
+def time_of(number: int) -> int:
+    """The creation time, in milliseconds, carried by an id number."""
+    return number >> RANDOM_BITS
+
+
+def next_number(millis: int, last: int | None) -> int:
+    """A fresh id number for `millis`, strictly greater than `last` (the largest one issued).
+
+    Within one millisecond, or when the clock went back, the successor of `last` is used, so ids
+    stay strictly increasing in creation order.
+    """
+    fresh = number_at(millis)
+    if last is not None and fresh <= last:
+        return last + 1
+    return fresh
+
+
+def id_at(prefix: str, millis: int) -> str:
+    """The smallest possible id for a time: useful as a cursor that points at a moment."""
+    return prefix + encode(number_at(millis, 0))
+
+
+def parse(prefix: str, object_id: str) -> int | None:
+    """The number of an id with this prefix, or None when the id is not of that form."""
+    if not object_id.startswith(prefix):
+        return None
+    return decode(object_id[len(prefix) :])

@@ -1,0 +1,343 @@
+"""One table-backed resource: the five operations, shared by conversations and risk profiles.
+
+What differs between the two resources (table, columns, input rules, how a row becomes a model)
+is a small `ResourceSpec`; everything else (keyset paging, ids, idempotency, not-found) is here.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import json
+import math
+import sqlite3
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from api_client.errors import InvalidRequestError, NotFoundError
+from api_client.models import Deleted, Page, Resource
+from api_client.params import DEFAULT_LIMIT, ResourceName, check_filters, check_paging
+
+from . import ids
+from .database import Database
+
+M = TypeVar("M", bound=Resource)
+C = TypeVar("C")
+U = TypeVar("U")
+F = TypeVar("F")
+
+Row = tuple[Any, ...]
+Columns = dict[str, Any]
+
+IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60
+MAX_IDEMPOTENCY_KEY_LENGTH = 255
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+@dataclass(frozen=True)
+class ResourceSpec(Generic[M]):
+    """What one resource's table looks like and how its input becomes column values."""
+
+    name: ResourceName
+    noun: str
+    table: str
+    prefix: str
+    model: type[M]
+    page: type[Page[M]]
+    columns: tuple[str, ...]
+    # filter name -> column; a boolean filter compares the column with 1 or 0.
+    filter_columns: Mapping[str, str]
+    # Untrusted body -> the column values it sets (raises InvalidRequestError naming the param).
+    create_values: Callable[[object], Columns]
+    update_values: Callable[[object], Columns]
+    # A row of `columns` -> the JSON-ready dict of the object.
+    to_dict: Callable[[Row], dict[str, Any]]
+    # Whether the table has an updated_at column, refreshed by every non-empty update.
+    has_updated_at: bool = False
+
+
+class TableResource(Generic[M, C, U, F]):
+    """The five operations of one resource over one SQLite table."""
+
+    def __init__(self, spec: ResourceSpec[M], db: Database, clock: Callable[[], float]) -> None:
+        self._spec = spec
+        self._db = db
+        self._clock = clock
+        self._select = f"SELECT {', '.join(spec.columns)} FROM {spec.table}"
+
+    # -- the five operations --------------------------------------------------------------------
+
+    def list(
+        self,
+        filters: F | None = None,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        starting_after: str | None = None,
+        ending_before: str | None = None,
+    ) -> Page[M]:
+        """One page, newest first; cursors are ids (the id need not still exist)."""
+        spec = self._spec
+        given: object = filters
+        if given is not None and not isinstance(given, Mapping):
+            raise InvalidRequestError(f"The filters for listing {spec.noun}s must be an object.")
+        checked = check_filters(spec.name, given)
+        size, after, before = check_paging(spec.name, limit, starting_after, ending_before)
+        check_text(after, "starting_after")
+        check_text(before, "ending_before")
+
+        where: builtins.list[str] = []
+        args: builtins.list[Any] = []
+        for name, value in checked.items():
+            where.append(f"{spec.filter_columns[name]} = ?")
+            args.append(int(value) if isinstance(value, bool) else value)
+            check_text(value, name)
+        # Keyset paging: newest first is id DESC; ending_before walks the other way and flips.
+        if before is not None:
+            where.append("id > ?")
+            args.append(before)
+            order = "ASC"
+        else:
+            if after is not None:
+                where.append("id < ?")
+                args.append(after)
+            order = "DESC"
+        sql = self._select
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += f" ORDER BY id {order} LIMIT ?"
+        args.append(size + 1)
+
+        rows = self._db.read(lambda conn: conn.execute(sql, args).fetchall())
+        has_more = len(rows) > size
+        rows = rows[:size]
+        if before is not None:
+            rows.reverse()
+        return spec.page(has_more=has_more, data=[self._model(row) for row in rows])
+
+    def create(self, params: C, *, idempotency_key: str | None = None) -> M:
+        """Create an object; a repeated idempotency key replays the first answer."""
+        spec = self._spec
+        values = spec.create_values(params)
+        key = _check_idempotency_key(idempotency_key)
+        fingerprint = _fingerprint(spec.name, values) if key is not None else ""
+
+        def work(conn: sqlite3.Connection) -> M:
+            moment = self._clock()
+            now = int(moment)
+            if key is not None:
+                conn.execute(
+                    "DELETE FROM idempotency_keys WHERE created_at <= ?",
+                    (now - IDEMPOTENCY_TTL_SECONDS,),
+                )
+                stored = conn.execute(
+                    "SELECT resource, fingerprint, response FROM idempotency_keys WHERE key = ?",
+                    (key,),
+                ).fetchone()
+                if stored is not None:
+                    return self._replay(key, fingerprint, stored)
+            object_id = self._issue_ids(conn, [int(moment * 1000)])[0]
+            row = {"id": object_id, **values, "created_at": now}
+            if spec.has_updated_at:
+                row["updated_at"] = now
+            names = ", ".join(row)
+            marks = ", ".join("?" for _ in row)
+            conn.execute(
+                f"INSERT INTO {spec.table} ({names}) VALUES ({marks})", tuple(row.values())
+            )
+            obj = self._fetch(conn, object_id)
+            if key is not None:
+                conn.execute(
+                    "INSERT INTO idempotency_keys"
+                    " (key, resource, fingerprint, response, created_at) VALUES (?, ?, ?, ?, ?)",
+                    (key, spec.name, fingerprint, json.dumps(obj.to_json_dict()), now),
+                )
+            return obj
+
+        return self._db.write(work)
+
+    def retrieve(self, id: str) -> M:
+        """The object with this id, or NotFoundError."""
+        object_id = self._check_id(id)
+        return self._db.read(lambda conn: self._fetch(conn, object_id))
+
+    def update(self, id: str, params: U) -> M:
+        """Change the supplied attributes; an empty params returns the object unchanged."""
+        spec = self._spec
+        object_id = self._check_id(id)
+        values = spec.update_values(params)
+        if not values:
+            return self.retrieve(object_id)
+
+        def work(conn: sqlite3.Connection) -> M:
+            changes = dict(values)
+            if spec.has_updated_at:
+                changes["updated_at"] = int(self._clock())
+            assignments = ", ".join(f"{name} = ?" for name in changes)
+            cursor = conn.execute(
+                f"UPDATE {spec.table} SET {assignments} WHERE id = ?",
+                (*changes.values(), object_id),
+            )
+            if cursor.rowcount == 0:
+                raise self._not_found(object_id)
+            return self._fetch(conn, object_id)
+
+        return self._db.write(work)
+
+    def delete(self, id: str) -> Deleted:
+        """Remove the object for good; NotFoundError if there is none."""
+        object_id = self._check_id(id)
+
+        def work(conn: sqlite3.Connection) -> Deleted:
+            cursor = conn.execute(f"DELETE FROM {self._spec.table} WHERE id = ?", (object_id,))
+            if cursor.rowcount == 0:
+                raise self._not_found(object_id)
+            return Deleted(id=object_id, deleted=True)
+
+        return self._db.write(work)
+
+    # -- bulk fill (benchmarks) -----------------------------------------------------------------
+
+    def bulk_insert(self, rows: Iterable[Columns], *, chunk: int = 50_000) -> int:
+        """Insert rows (column values with `created_at`, without id) in few large transactions.
+
+        Each row gets a fresh id whose time part is its `created_at`, strictly increasing in the
+        order given, so give rows oldest first. Returns the number of rows inserted.
+        """
+        spec = self._spec
+        total = 0
+        batch: builtins.list[Columns] = []
+
+        def flush(conn: sqlite3.Connection) -> None:
+            issued = self._issue_ids(conn, [int(row["created_at"]) * 1000 for row in batch])
+            names = ("id", *batch[0])
+            sql = (
+                f"INSERT INTO {spec.table} ({', '.join(names)}) "
+                f"VALUES ({', '.join('?' for _ in names)})"
+            )
+            pairs = zip(issued, batch, strict=True)
+            conn.executemany(sql, ((object_id, *row.values()) for object_id, row in pairs))
+
+        for row in rows:
+            batch.append(row)
+            if len(batch) >= chunk:
+                self._db.write(flush)
+                total += len(batch)
+                batch = []
+        if batch:
+            self._db.write(flush)
+            total += len(batch)
+        return total
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def _model(self, row: Row) -> M:
+        return self._spec.model.model_validate(self._spec.to_dict(row))
+
+    def _fetch(self, conn: sqlite3.Connection, object_id: str) -> M:
+        row = conn.execute(f"{self._select} WHERE id = ?", (object_id,)).fetchone()
+        if row is None:
+            raise self._not_found(object_id)
+        return self._model(row)
+
+    def _not_found(self, object_id: str) -> NotFoundError:
+        return NotFoundError(f"No such {self._spec.noun}: {object_id}", param="id")
+
+    def _check_id(self, object_id: object) -> str:
+        if not isinstance(object_id, str):
+            raise InvalidRequestError(f"The {self._spec.noun} id must be a string.", param="id")
+        if not object_id.startswith(self._spec.prefix) or not _encodable(object_id):
+            # Cannot be one of ours, so there is no such object: no need to ask the database.
+            raise self._not_found(object_id)
+        return object_id
+
+    def _issue_ids(
+        self, conn: sqlite3.Connection, millis: builtins.list[int]
+    ) -> builtins.list[str]:
+        """Fresh ids for these creation times, each above every id this table ever issued."""
+        spec = self._spec
+        # The watermark covers deleted objects; max(id) covers rows written before it existed.
+        (watermark, largest) = conn.execute(
+            f"SELECT (SELECT last_id FROM id_watermarks WHERE resource = ?),"
+            f" (SELECT max(id) FROM {spec.table})",
+            (spec.name,),
+        ).fetchone()
+        numbers = [ids.parse(spec.prefix, value) for value in (watermark, largest) if value]
+        last = max((number for number in numbers if number is not None), default=None)
+        issued: builtins.list[str] = []
+        for ms in millis:
+            last = ids.next_number(ms, last)
+            issued.append(spec.prefix + ids.encode(last))
+        conn.execute(
+            "INSERT INTO id_watermarks (resource, last_id) VALUES (?, ?)"
+            " ON CONFLICT (resource) DO UPDATE SET last_id = excluded.last_id",
+            (spec.name, issued[-1]),
+        )
+        return issued
+
+    def _replay(self, key: str, fingerprint: str, stored: Row) -> M:
+        resource, stored_fingerprint, response = stored
+        if resource != self._spec.name or stored_fingerprint != fingerprint:
+            raise InvalidRequestError(
+                f"The idempotency key {key!r} was already used with a different request in the "
+                "last 24 hours; use a new key for a new request.",
+                param="idempotency_key",
+            )
+        return self._spec.model.model_validate(json.loads(response))
+
+
+# -- input checks the database needs beyond api_client.params ----------------------------------
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def check_text(value: object, param: str) -> None:
+    """Refuse a string SQLite cannot store (a lone surrogate is not UTF-8), naming `param`."""
+    if isinstance(value, str) and not _encodable(value):
+        raise InvalidRequestError(f"{param} must be valid Unicode text.", param=param)
+
+
+def check_storable_number(value: object, param: str) -> None:
+    """Refuse an integer that does not fit SQLite's 64 bits (it could not be stored exactly)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        low, high = _INT64
+        if not low <= value <= high:
+            raise InvalidRequestError(
+                f"{param} is too large: integers must lie between {low} and {high}.", param=param
+            )
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise InvalidRequestError(f"{param} must be a finite number.", param=param)
+
+
+def json_text(value: object, param: str) -> str:
+    """The JSON text of a value taken from the caller, or InvalidRequestError naming `param`."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InvalidRequestError(f"{param} must be valid JSON: {exc}.", param=param) from exc
+    check_text(text, param)
+    return text
+
+
+def _check_idempotency_key(key: object) -> str | None:
+    if key is None:
+        return None
+    if not isinstance(key, str) or not key or len(key) > MAX_IDEMPOTENCY_KEY_LENGTH:
+        raise InvalidRequestError(
+            f"The idempotency key must be a string of 1 to {MAX_IDEMPOTENCY_KEY_LENGTH} "
+            "characters.",
+            param="idempotency_key",
+        )
+    check_text(key, "idempotency_key")
+    return key
+
+
+def _fingerprint(resource: str, values: Columns) -> str:
+    canonical = json.dumps([resource, values], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

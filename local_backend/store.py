@@ -1,0 +1,101 @@
+"""LocalBackend: the service's ten operations on one SQLite file (DESIGN sections 1 and 1.1).
+
+Safe to share between threads (a pool of connections, one per operation in flight) and between
+processes on one file (WAL, busy timeout, every write in `BEGIN IMMEDIATE`). Raises only
+`api_client` errors. Opening the file, creating its folder and migrating the schema happen on the
+first operation, not on construction or import.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from api_client.models import Conversation, RiskProfile
+from api_client.params import (
+    ConversationCreateParams,
+    ConversationFilters,
+    ConversationUpdateParams,
+    RiskProfileCreateParams,
+    RiskProfileFilters,
+    RiskProfileUpdateParams,
+)
+
+from . import conversations as _conversations
+from . import risk_profiles as _risk_profiles
+from .database import Database
+from .resource import TableResource
+
+ConversationsResource = TableResource[
+    Conversation, ConversationCreateParams, ConversationUpdateParams, ConversationFilters
+]
+RiskProfilesResource = TableResource[
+    RiskProfile, RiskProfileCreateParams, RiskProfileUpdateParams, RiskProfileFilters
+]
+
+
+class LocalBackend:
+    """The Backend protocol over one SQLite file; `clock` gives the time in Unix seconds."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._db = Database(path)
+        self._conversations: ConversationsResource = TableResource(
+            _conversations.SPEC, self._db, clock
+        )
+        self._risk_profiles: RiskProfilesResource = TableResource(
+            _risk_profiles.SPEC, self._db, clock
+        )
+        self._clock = clock
+
+    @property
+    def path(self) -> Path:
+        """The SQLite file (absolute)."""
+        return self._db.path
+
+    @property
+    def conversations(self) -> ConversationsResource:
+        """The conversations resource."""
+        return self._conversations
+
+    @property
+    def risk_profiles(self) -> RiskProfilesResource:
+        """The risk profiles resource."""
+        return self._risk_profiles
+
+    def close(self) -> None:
+        """Close every connection; the backend cannot be used afterwards."""
+        self._db.close()
+
+    def __enter__(self) -> LocalBackend:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- bulk fill, for benchmarks ----------------------------------------------------------------
+
+    def bulk_insert_conversations(
+        self, n: int, *, span_days: int = 365, seed: int = 0, chunk: int = 50_000
+    ) -> int:
+        """Add `n` realistic conversations created over the last `span_days`, in few transactions.
+
+        Ids are valid and increase with `created_at`; see `conversations.sample_rows` for the mix.
+        """
+        end = int(self._clock())
+        rows = _conversations.sample_rows(n, start=end - span_days * 86400, end=end, seed=seed)
+        return self._conversations.bulk_insert(rows, chunk=chunk)
+
+    def bulk_insert_risk_profiles(
+        self, n: int, *, span_days: int = 365, seed: int = 0, chunk: int = 50_000
+    ) -> int:
+        """Add `n` realistic risk profiles created over the last `span_days`, in bulk."""
+        end = int(self._clock())
+        rows = _risk_profiles.sample_rows(n, start=end - span_days * 86400, end=end, seed=seed)
+        return self._risk_profiles.bulk_insert(rows, chunk=chunk)
