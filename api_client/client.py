@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from types import TracebackType
 from typing import Generic, TypeVar
 
-from .errors import ServiceError
+from .errors import InvalidRequestError, ServiceError
 from .models import Conversation, Deleted, Page, Resource, RiskProfile
 from .params import (
     DEFAULT_LIMIT,
@@ -26,14 +26,62 @@ U = TypeVar("U")
 F = TypeVar("F")
 
 DEFAULT_PAGE_SIZE = MAX_LIMIT
+# Cursors remembered exactly to catch a service that pages in a circle; past this many pages
+# (a million items at the default page size) the guard keeps memory flat (see CursorGuard).
+MAX_REMEMBERED_CURSORS = 10_000
+
+
+def check_page_size(page_size: object) -> int:
+    """`page_size` must be an integer from 1 to 100 (the largest page the service gives)."""
+    if (
+        isinstance(page_size, bool)
+        or not isinstance(page_size, int)
+        or not 1 <= page_size <= MAX_LIMIT
+    ):
+        raise InvalidRequestError(
+            f"page_size must be an integer from 1 to {MAX_LIMIT}.", param="page_size"
+        )
+    return page_size
+
+
+class CursorGuard:
+    """Says whether a cursor was already seen, in bounded memory.
+
+    The first `capacity` cursors are remembered exactly, so a repeat among them is caught at
+    once. Beyond that, Brent's cycle detection (one checkpoint moved at doubling distances)
+    still catches a service that pages in a circle, within a few turns of that circle.
+    """
+
+    def __init__(self, capacity: int = MAX_REMEMBERED_CURSORS) -> None:
+        self._seen: set[str] = set()
+        self._capacity = capacity
+        self._checkpoint: str | None = None
+        self._distance = 1
+        self._steps = 0
+
+    def repeated(self, cursor: str) -> bool:
+        """True if `cursor` was seen before; otherwise remember it and return False."""
+        if cursor in self._seen or cursor == self._checkpoint:
+            return True
+        if len(self._seen) < self._capacity:
+            self._seen.add(cursor)
+            return False
+        self._steps += 1
+        if self._steps >= self._distance:
+            self._checkpoint = cursor
+            self._distance *= 2
+            self._steps = 0
+        return False
 
 
 class ResourceClient(Generic[M, C, U, F]):
     """The five verbs of one resource, plus iteration across pages."""
 
-    def __init__(self, backend: ResourceBackend[M, C, U, F], *, page_size: int) -> None:
+    def __init__(
+        self, backend: ResourceBackend[M, C, U, F], *, page_size: int = DEFAULT_PAGE_SIZE
+    ) -> None:
         self._backend = backend
-        self._page_size = max(1, min(page_size, MAX_LIMIT))
+        self._page_size = check_page_size(page_size)
 
     def list(
         self,
@@ -54,34 +102,54 @@ class ResourceClient(Generic[M, C, U, F]):
         *,
         limit: int | None = None,
         starting_after: str | None = None,
+        page_size: int | None = None,
     ) -> Iterator[Page[M]]:
         """Pages until `limit` items in all (None: every page), fetched lazily.
 
+        Each request asks for `page_size` items (default: the client's), fewer for the last.
         The last page's `has_more` says whether more items exist than were yielded. A service
         that hands back a cursor already seen raises ServiceError instead of looping.
         """
+        per_page = self._page_size if page_size is None else check_page_size(page_size)
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
+        ):
+            raise InvalidRequestError("limit must be an integer of 0 or more.", param="limit")
+        return self._pages(filters, limit, starting_after, per_page)
+
+    def _pages(
+        self,
+        filters: F | None,
+        limit: int | None,
+        starting_after: str | None,
+        per_page: int,
+    ) -> Iterator[Page[M]]:
         remaining = limit
         cursor = starting_after
-        seen: set[str] = set()
+        guard = CursorGuard()
+        if starting_after is not None:
+            guard.repeated(starting_after)
         while remaining is None or remaining > 0:
-            size = self._page_size if remaining is None else min(self._page_size, remaining)
+            size = per_page if remaining is None else min(per_page, remaining)
             page = self._backend.list(filters, limit=size, starting_after=cursor)
             if len(page.data) > size:
                 page.data = page.data[:size]
                 page.has_more = True
+            # Both faults are caught before the page is handed out, so no item is shown twice.
+            if page.has_more and not page.data:
+                raise ServiceError("The service said more items exist but sent an empty page.")
+            if page.data and guard.repeated(page.data[-1].id):
+                raise ServiceError(
+                    "The service sent a page that makes no progress: its last item "
+                    f"{page.data[-1].id} was already a cursor of this listing; stopped instead "
+                    "of looping."
+                )
             yield page
             if remaining is not None:
                 remaining -= len(page.data)
             if not page.has_more:
                 return
-            if not page.data:
-                raise ServiceError("The service said more items exist but sent an empty page.")
             cursor = page.data[-1].id
-            if cursor in seen or cursor == starting_after:
-                raise ServiceError(
-                    f"The service sent a page that makes no progress (cursor {cursor} again)."
-                )
-            seen.add(cursor)
 
     def iterate(
         self,
@@ -89,10 +157,13 @@ class ResourceClient(Generic[M, C, U, F]):
         *,
         limit: int | None = None,
         starting_after: str | None = None,
+        page_size: int | None = None,
     ) -> Iterator[M]:
         """Every item across pages, up to `limit` (None: all), in flat memory."""
-        for page in self.iter_pages(filters, limit=limit, starting_after=starting_after):
-            yield from page.data
+        pages = self.iter_pages(
+            filters, limit=limit, starting_after=starting_after, page_size=page_size
+        )
+        return (item for page in pages for item in page.data)
 
     def create(self, params: C, *, idempotency_key: str | None = None) -> M:
         """Create an object."""

@@ -237,6 +237,8 @@ class _Transport:
                 raise error
             if retry >= self._max_retries:
                 self._log(method, shown, status_text, elapsed_ms, retry, None)
+                if retry == 0:
+                    raise error
                 raise _with_note(error, f"gave up after {retry + 1} attempts")
             wait: float | None = None
             if response is not None:

@@ -1,0 +1,192 @@
+"""Tolerance of a remote service that answers differently where the interface is silent (1.3)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import httpx
+import pytest
+
+from api_client.errors import (
+    AuthenticationError,
+    InvalidRequestError,
+    NotFoundError,
+    ServiceError,
+)
+from api_client.models import Deleted
+
+from .conftest import Remote, conversation, risk_profile
+
+MakeRemote = Callable[..., Remote]
+
+
+def test_millisecond_and_float_timestamps_are_kept_as_sent(remote: MakeRemote) -> None:
+    r = remote(
+        httpx.Response(200, json=conversation(created_at=1_700_000_000_123, archived_at=1.7e9)),
+        httpx.Response(200, json=risk_profile(created_at=1700000000.25, updated_at=1700000001.5)),
+    )
+    conv = r.backend.conversations.retrieve("conv_01")
+    assert conv.created_at == 1_700_000_000_123
+    assert conv.archived_at == 1.7e9
+    prof = r.backend.risk_profiles.retrieve("rp_01")
+    assert prof.to_json_dict()["created_at"] == 1700000000.25
+
+
+def test_extra_fields_are_kept_in_the_json_output(remote: MakeRemote) -> None:
+    extra = {"object": "conversation", "unread_count": 3, "labels": ["vip"]}
+    r = remote(
+        httpx.Response(
+            200,
+            json={
+                "object": "list",
+                "url": "/v1/conversations",
+                "has_more": False,
+                "data": [conversation(**extra)],
+            },
+        ),
+    )
+    page = r.backend.conversations.list()
+    dumped = page.data[0].to_json_dict()
+    assert {k: dumped[k] for k in extra} == extra
+    assert page.model_dump()["url"] == "/v1/conversations"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        httpx.Response(204),
+        httpx.Response(200, json={"id": "conv_01", "deleted": True}),
+        httpx.Response(200, json={}),
+        httpx.Response(200, json=conversation()),
+        httpx.Response(202, text="Accepted"),
+        httpx.Response(200, text="<html>deleted</html>", headers={"Content-Type": "text/html"}),
+    ],
+)
+def test_any_successful_delete_answer_is_the_id_deleted(
+    remote: MakeRemote, answer: httpx.Response
+) -> None:
+    r = remote(answer)
+    result = r.backend.conversations.delete("conv_01")
+    assert result == Deleted(id="conv_01", deleted=True)
+    assert result.to_json_dict() == {"id": "conv_01", "deleted": True}
+
+
+@pytest.mark.parametrize(
+    ("answer", "error", "text"),
+    [
+        (
+            httpx.Response(404, json={"message": "Conversation not found"}),
+            NotFoundError,
+            "Conversation not found (HTTP 404)",
+        ),
+        (
+            httpx.Response(400, json={"error": "bad limit"}),
+            InvalidRequestError,
+            "bad limit (HTTP 400)",
+        ),
+        (
+            httpx.Response(401, json={"errors": [{"detail": "expired"}]}),
+            AuthenticationError,
+            "HTTP 401 Unauthorized",
+        ),
+        (httpx.Response(404), NotFoundError, "HTTP 404 Not Found with no error message"),
+        (httpx.Response(403, text="nope"), AuthenticationError, "HTTP 403 Forbidden"),
+        (httpx.Response(418, json=[1, 2]), InvalidRequestError, "HTTP 418"),
+        (
+            httpx.Response(400, json={"error": {"type": "not_found_error", "message": "x"}}),
+            NotFoundError,
+            "x (HTTP 400)",
+        ),
+        (
+            httpx.Response(404, json={"error": {"type": "invalid_request_error", "message": "y"}}),
+            InvalidRequestError,
+            "y (HTTP 404)",
+        ),
+    ],
+)
+def test_error_bodies_of_another_shape_or_none(
+    remote: MakeRemote, answer: httpx.Response, error: type[Exception], text: str
+) -> None:
+    r = remote(answer)
+    with pytest.raises(error) as info:
+        r.backend.conversations.retrieve("conv_01")
+    assert text in str(info.value)
+    assert getattr(info.value, "status", None) == answer.status_code
+
+
+def test_an_html_error_page_is_a_service_error_with_the_status(remote: MakeRemote) -> None:
+    html = "<html><body><h1>502 Bad Gateway</h1><hr>nginx</body></html>"
+    r = remote(*[httpx.Response(502, text=html, headers={"Content-Type": "text/html"})] * 3)
+    with pytest.raises(ServiceError) as info:
+        r.backend.conversations.list()
+    assert info.value.status == 502
+    assert str(info.value).startswith("The service answered HTTP 502 Bad Gateway")
+    assert "<html>" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("answer", "text"),
+    [
+        (httpx.Response(200), "HTTP 200 with an empty body"),
+        (httpx.Response(200, text="   "), "HTTP 200 with an empty body"),
+        (httpx.Response(200, text="{'id': 'conv_01'"), "HTTP 200 with a body that is not JSON"),
+        (
+            httpx.Response(200, text="<html>ok</html>", headers={"Content-Type": "text/html"}),
+            "not JSON (text/html)",
+        ),
+        (httpx.Response(201, content=b"\xff\xfe\x00garbage"), "HTTP 201 with a body that is not"),
+    ],
+)
+def test_an_unreadable_success_is_a_clear_service_error(
+    remote: MakeRemote, answer: httpx.Response, text: str
+) -> None:
+    r = remote(answer)
+    with pytest.raises(ServiceError) as info:
+        r.backend.conversations.create({"contact_id": "ct_1"})
+    assert text in str(info.value)
+    assert info.value.status == answer.status_code
+    assert len(r.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "text"),
+    [
+        ({"id": "conv_01"}, "created_at: Field required"),
+        ({**conversation(), "is_muted": "sometimes"}, "is_muted"),
+        ([conversation()], "does not fit"),
+        ("conv_01", "does not fit"),
+    ],
+)
+def test_a_200_that_does_not_fit_the_model_is_a_service_error(
+    remote: MakeRemote, body: object, text: str
+) -> None:
+    r = remote(httpx.Response(200, json=body))
+    with pytest.raises(ServiceError) as info:
+        r.backend.conversations.retrieve("conv_01")
+    assert "HTTP 200 with a conversation that does not fit" in str(info.value)
+    assert text in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"data": [conversation()]},
+        {"has_more": False, "data": {"id": "conv_01"}},
+        {"has_more": False, "data": [{"id": "conv_01"}]},
+    ],
+)
+def test_a_list_answer_that_does_not_fit_is_a_service_error(
+    remote: MakeRemote, body: object
+) -> None:
+    r = remote(httpx.Response(200, json=body))
+    with pytest.raises(ServiceError, match="a page of conversations that does not fit"):
+        r.backend.conversations.list()
+
+
+def test_a_badly_encoded_answer_is_a_service_error(remote: MakeRemote) -> None:
+    answer = httpx.Response(
+        200, stream=httpx.ByteStream(b"not gzip at all"), headers={"Content-Encoding": "gzip"}
+    )
+    r = remote(answer)
+    with pytest.raises(ServiceError):
+        r.backend.conversations.retrieve("conv_01")
