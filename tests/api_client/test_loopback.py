@@ -56,7 +56,7 @@ class _Server(ThreadingHTTPServer):
 def server() -> Iterator[_Server]:
     """A small list-only service on a loopback port, recording the client port of each request."""
     srv = _Server()
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     yield srv
     srv.shutdown()
