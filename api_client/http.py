@@ -121,7 +121,28 @@ def _check_base_url(base_url: str) -> httpx.URL:
         raise InvalidRequestError(
             "base_url must not carry a query or a fragment.", param="base_url"
         )
+    if url.userinfo:
+        # httpx would turn it into Basic auth in place of the bearer token.
+        raise InvalidRequestError(
+            "base_url must not carry a user name or password; set the token instead.",
+            param="base_url",
+        )
     return url
+
+
+def _check_idempotency_key(key: str | None) -> str:
+    if key is None:
+        return str(uuid.uuid4())
+    if not isinstance(key, str) or not 1 <= len(key) <= 255 or not key.isprintable():
+        raise InvalidRequestError(
+            "idempotency_key must be 1 to 255 printable characters.", param="idempotency_key"
+        )
+    if not key.isascii():
+        raise InvalidRequestError(
+            "idempotency_key must be ASCII (it is sent as an HTTP header).",
+            param="idempotency_key",
+        )
+    return key
 
 
 class _Transport:
@@ -186,8 +207,15 @@ class _Transport:
         params: Mapping[str, str] | None = None,
         body: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
+        gone_is_done: bool = False,
     ) -> httpx.Response:
-        """Send one logical request, retrying per DESIGN 1.2; returns a 2xx answer or raises."""
+        """Send one logical request, retrying per DESIGN 1.2; returns a 2xx answer or raises.
+
+        With `gone_is_done` (a delete), a 404 to a retry is the answer too when an earlier attempt
+        may have been carried out (its answer was lost or was a 5xx): the object is gone.
+        """
+        if self._http.is_closed:
+            raise ConvriskError(f"The connection to {self.host} was already closed.")
         headers: dict[str, str] = {}
         content: bytes | None = None
         if body is not None:
@@ -197,20 +225,24 @@ class _Transport:
                 raise InvalidRequestError(f"The request cannot be sent as JSON: {exc}.") from None
             headers["Content-Type"] = "application/json"
         if method == "POST":
-            headers["Idempotency-Key"] = idempotency_key or str(uuid.uuid4())
+            headers["Idempotency-Key"] = _check_idempotency_key(idempotency_key)
         shown = path
         if params:
             shown = f"{path}?{httpx.QueryParams(params)}"
         retry = 0
+        maybe_done = False
         while True:
             started = time.monotonic()
             response: httpx.Response | None = None
             error: ConvriskError
+            # Whether this attempt may have reached the service (then the request may be done).
+            reached = True
             try:
                 response = self._http.request(
                     method, path, params=params, content=content, headers=headers
                 )
             except httpx.TimeoutException as exc:
+                reached = not isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout)
                 error = APITimeoutError(
                     f"{self.host} did not answer in time ({_what_timed_out(exc)}, "
                     f"timeout {self._timeout:g} s)."
@@ -220,18 +252,22 @@ class _Transport:
                     f"The answer from {self.host} to {method} {path} could not be decoded."
                 )
             except httpx.RequestError as exc:
+                reached = not isinstance(exc, httpx.ConnectError | httpx.UnsupportedProtocol)
                 error = APIConnectionError(f"Could not reach {self.host}: {self._describe(exc)}.")
             elapsed_ms = (time.monotonic() - started) * 1000
             if response is not None:
-                if response.is_success:
-                    self._log(method, shown, str(response.status_code), elapsed_ms, retry, None)
+                status = response.status_code
+                if response.is_success or (gone_is_done and maybe_done and status == 404):
+                    self._log(method, shown, str(status), elapsed_ms, retry, None)
                     return response
                 error = self._error_for(response)
-                retryable = response.status_code in RETRY_STATUSES or response.status_code >= 500
-                status_text = str(response.status_code)
+                retryable = status in RETRY_STATUSES or status >= 500
+                status_text = str(status)
+                maybe_done = maybe_done or status >= 500
             else:
                 retryable = not isinstance(error, ServiceError)
-                status_text = type(error).__name__
+                status_text = _failure_text(error)
+                maybe_done = maybe_done or reached
             if not retryable:
                 self._log(method, shown, status_text, elapsed_ms, retry, None)
                 raise error
@@ -310,6 +346,14 @@ class _Transport:
             attempt,
             then,
         )
+
+
+def _failure_text(error: ConvriskError) -> str:
+    if isinstance(error, APITimeoutError):
+        return "timeout"
+    if isinstance(error, APIConnectionError):
+        return "connection error"
+    return "undecodable answer"
 
 
 def _what_timed_out(exc: httpx.TimeoutException) -> str:
@@ -455,7 +499,7 @@ class HTTPResource(Generic[M, C, U, F]):
 
     def delete(self, id: str) -> Deleted:
         """Remove the object; whatever the service's 2xx body, the answer is this id deleted."""
-        self._t.request("DELETE", self._item_path(id))
+        self._t.request("DELETE", self._item_path(id), gone_is_done=True)
         return Deleted(id=id, deleted=True)
 
 

@@ -291,3 +291,42 @@ def test_a_redirect_is_an_error_and_is_not_followed(remote: MakeRemote) -> None:
     assert "302" in str(info.value)
     assert "elsewhere.example" in str(info.value)
     assert [req.url.host for req in r.requests] == ["svc.test"]
+
+
+@pytest.mark.parametrize(
+    "first",
+    [httpx.ReadError("reset"), httpx.ReadTimeout("slow"), httpx.Response(502)],
+    ids=["answer-lost", "timeout", "502"],
+)
+def test_a_delete_whose_first_attempt_may_have_worked_ends_deleted_on_404(
+    remote: MakeRemote, first: httpx.Response | Exception
+) -> None:
+    r = remote(first, httpx.Response(404, json={"error": {"message": "No such conversation"}}))
+    assert r.backend.conversations.delete("conv_01").to_json_dict() == {
+        "id": "conv_01",
+        "deleted": True,
+    }
+    assert len(r.requests) == 2
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        [httpx.Response(404)],
+        [httpx.ConnectError("refused"), httpx.Response(404)],
+        [httpx.ConnectTimeout("slow"), httpx.Response(404)],
+    ],
+    ids=["plain-404", "never-connected", "connect-timeout"],
+)
+def test_a_delete_of_a_missing_object_is_not_found(
+    remote: MakeRemote, steps: list[httpx.Response | Exception]
+) -> None:
+    r = remote(*steps)
+    with pytest.raises(NotFoundError):
+        r.backend.conversations.delete("conv_01")
+
+
+def test_a_404_to_a_retried_retrieve_stays_not_found(remote: MakeRemote) -> None:
+    r = remote(httpx.ReadError("reset"), httpx.Response(404))
+    with pytest.raises(NotFoundError):
+        r.backend.conversations.retrieve("conv_01")

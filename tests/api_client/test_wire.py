@@ -255,3 +255,40 @@ def test_server_error_bodies_of_our_shape_keep_type_and_code(remote: MakeRemote)
         r.backend.conversations.list()
     assert info.value.code == "internal_error"
     assert str(info.value) == "boom (HTTP 500)"
+
+
+@pytest.mark.parametrize("key", ["", "clé-1", "a\nb", "k" * 256])
+def test_an_unusable_idempotency_key_is_refused_before_sending(
+    remote: MakeRemote, key: str
+) -> None:
+    r = remote()
+    with pytest.raises(InvalidRequestError) as info:
+        r.backend.conversations.create({"contact_id": "ct_1"}, idempotency_key=key)
+    assert info.value.param == "idempotency_key"
+    assert r.requests == []
+
+
+def test_a_base_url_with_credentials_is_refused() -> None:
+    with pytest.raises(InvalidRequestError) as info:
+        HTTPBackend("https://user:pw@svc.test", "tok")
+    assert info.value.param == "base_url"
+    assert "pw" not in str(info.value)
+
+
+def test_a_closed_backend_raises_a_client_error(remote: MakeRemote) -> None:
+    r = remote()
+    r.backend.close()
+    with pytest.raises(ConvriskError, match="closed"):
+        r.backend.conversations.list()
+    assert r.requests == []
+
+
+def test_debug_log_names_connection_failures(
+    remote: MakeRemote, caplog: pytest.LogCaptureFixture
+) -> None:
+    r = remote(httpx.ConnectError("refused"), httpx.ReadTimeout("slow"), max_retries=1)
+    with caplog.at_level(logging.DEBUG, logger="convrisk.http"), pytest.raises(ConvriskError):
+        r.backend.conversations.retrieve("conv_01")
+    lines = [rec.getMessage() for rec in caplog.records if rec.name == "convrisk.http"]
+    assert lines[0].startswith("GET /v1/conversations/conv_01 -> connection error in ")
+    assert lines[1].startswith("GET /v1/conversations/conv_01 -> timeout in ")
