@@ -1,0 +1,183 @@
+"""`convrisk config`: set, get, unset, show and path of the config file's profiles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from .context import AppContext, app_context
+from .options import read_secret
+from .settings import (
+    KEYS,
+    Flags,
+    active_profile,
+    check_key,
+    check_profile_name,
+    config_path,
+    env_name,
+    load_config,
+    mask_token,
+    parse_value,
+    resolve,
+    save_config,
+)
+
+app = typer.Typer(
+    help="""Settings in the config file, one table per profile.
+
+    The file is $XDG_CONFIG_HOME/convrisk/config.toml (CONVRISK_CONFIG overrides it), written
+    atomically with mode 0600. Keys: base_url, token, db, output, timeout, max_retries,
+    page_size; each can also come from CONVRISK_<KEY>.
+
+    \b
+    Example:
+      convrisk config set base_url https://api.example.com
+      convrisk config set token -   < token.txt
+      convrisk config show
+    """,
+    rich_markup_mode=None,
+    no_args_is_help=True,
+)
+
+Profile = Annotated[
+    str | None,
+    typer.Option(
+        "--profile",
+        metavar="P",
+        help="The profile (default: the active one: convrisk --profile P, CONVRISK_PROFILE, "
+        "or default).",
+    ),
+]
+Key = Annotated[str, typer.Argument(metavar="KEY", help=f"One of: {', '.join(KEYS)}.")]
+
+
+def _target(ctx: typer.Context, profile: str | None) -> tuple[AppContext, str, Path]:
+    run = app_context(ctx)
+    name = check_profile_name(profile) if profile else active_profile(run.flags, run.env)[0]
+    return run, name, config_path(run.env)
+
+
+def _shown(key: str, value: Any) -> str:
+    return mask_token(str(value)) if key == "token" else str(value)
+
+
+@app.command("set")
+def set_(
+    ctx: typer.Context,
+    key: Key,
+    value: Annotated[
+        str, typer.Argument(metavar="VALUE", help="The value, or - to read it from stdin.")
+    ],
+    profile: Profile = None,
+) -> None:
+    """Set KEY to VALUE in a profile (checked first; the file keeps mode 0600).
+
+    \b
+    Example:
+      convrisk config set base_url https://api.example.com
+      convrisk config set --profile staging page_size 50
+      printf '%s' "$TOKEN" | convrisk config set token -
+    """
+    run, name, path = _target(ctx, profile)
+    check_key(key)
+    text = read_secret() if value == "-" else value
+    parsed = parse_value(key, text, key)
+    if key == "db":
+        parsed = str(Path(parsed).expanduser().resolve())
+    config = load_config(path)
+    config.setdefault(name, {})[key] = parsed
+    save_config(path, config)
+    printer = run.plain_printer()
+    printer.hint(f"Set {key} = {_shown(key, parsed)} in profile {name!r} ({path}).")
+    if key == "token" and value != "-":
+        printer.hint("Tip: `convrisk config set token -` keeps the token out of shell history.")
+
+
+@app.command("get")
+def get(ctx: typer.Context, key: Key, profile: Profile = None) -> None:
+    """Print KEY as set in a profile of the config file (the token is masked).
+
+    \b
+    Example:
+      convrisk config get base_url
+      convrisk config get --profile staging timeout
+    """
+    run, name, path = _target(ctx, profile)
+    check_key(key)
+    table = load_config(path).get(name, {})
+    printer = run.plain_printer()
+    if key in table:
+        printer.line(_shown(key, table[key]))
+    else:
+        printer.hint(f"{key} is not set in profile {name!r} ({path}).")
+
+
+@app.command("unset")
+def unset(ctx: typer.Context, key: Key, profile: Profile = None) -> None:
+    """Remove KEY from a profile (its default or environment value applies again).
+
+    \b
+    Example:
+      convrisk config unset base_url
+    """
+    run, name, path = _target(ctx, profile)
+    check_key(key)
+    config = load_config(path)
+    printer = run.plain_printer()
+    if key not in config.get(name, {}):
+        printer.hint(f"{key} was not set in profile {name!r} ({path}).")
+        return
+    del config[name][key]
+    save_config(path, config)
+    printer.hint(f"Unset {key} in profile {name!r} ({path}).")
+
+
+@app.command("show")
+def show(ctx: typer.Context, profile: Profile = None) -> None:
+    """Show the settings in effect for a profile and where each comes from (token masked).
+
+    \b
+    Example:
+      convrisk config show
+      CONVRISK_TIMEOUT=5 convrisk config show --profile staging
+    """
+    run, name, path = _target(ctx, profile)
+    flags = Flags(profile=name, base_url=run.flags.base_url, db=run.flags.db)
+    settings = resolve(flags, run.env)
+    backend = f"remote {settings.base_url}" if settings.is_remote else f"local {settings.db}"
+    rows = [("profile", name, ""), ("file", str(path), ""), ("backend", backend, "")]
+    values: dict[str, Any] = {
+        "base_url": settings.base_url,
+        "token": settings.token,
+        "db": settings.db,
+        "output": settings.output,
+        "timeout": settings.timeout,
+        "max_retries": settings.max_retries,
+        "page_size": settings.page_size,
+    }
+    for key in KEYS:
+        value = values[key]
+        if key == "base_url" and value is None and "base_url" in settings.sources:
+            value = "(not used: --db or CONVRISK_DB chose the local database)"
+        shown = "(not set)" if value is None else _shown(key, value)
+        source = settings.sources.get(key, f"not set: {env_name(key)} or config set {key}")
+        rows.append((key, shown, source))
+    width = max(len(row[0]) for row in rows)
+    printer = run.plain_printer()
+    for key, shown, source in rows:
+        printer.line(f"{key:<{width}}  {shown}" + (f"  ({source})" if source else ""))
+
+
+@app.command("path")
+def path(ctx: typer.Context) -> None:
+    """Print the config file's path (it may not exist yet).
+
+    \b
+    Example:
+      convrisk config path
+      CONVRISK_CONFIG=/tmp/ci.toml convrisk config path
+    """
+    run = app_context(ctx)
+    run.plain_printer().line(str(config_path(run.env)))

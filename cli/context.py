@@ -1,0 +1,213 @@
+"""The state of one run (ctx.obj) and the composition root: settings -> backend -> Client."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from .errors import Failures, NotConfirmed, UsageProblem
+from .options import IdList
+from .output import DELETIONS, Kind, Printer
+from .settings import OUTPUT_FORMATS, Flags, Settings, resolve
+
+if TYPE_CHECKING:
+    from api_client import Client
+    from api_client.client import ResourceClient
+
+log = logging.getLogger("convrisk.cli")
+
+
+class AppContext:
+    """Flags, settings, the printer and the Client of one run; each built on first use."""
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        self.env: Mapping[str, str] = os.environ if env is None else env
+        self.flags = Flags()
+        self.output_flag: str | None = None
+        self._settings: Settings | None = None
+        self._printer: Printer | None = None
+        self._client: Client | None = None
+        self._log_handler: logging.Handler | None = None
+
+    def settings(self) -> Settings:
+        """The resolved settings (flags > environment > profile > defaults)."""
+        if self._settings is None:
+            self._settings = resolve(self.flags, self.env)
+            s = self._settings
+            log.debug(
+                "profile %s (%s); backend %s; token %s; page_size %s",
+                s.profile,
+                s.config_path,
+                s.base_url if s.is_remote else f"local {s.db}",
+                "set" if s.token else "not set",
+                s.page_size,
+            )
+        return self._settings
+
+    def printer(self, output: str | None = None) -> Printer:
+        """The printer in the format of -o, else CONVRISK_OUTPUT / the profile's output."""
+        if self._printer is None:
+            settings = self.settings()
+            fmt = output or self.output_flag or settings.output
+            self._printer = Printer(fmt, env=self.env, remote=settings.is_remote)
+        return self._printer
+
+    def plain_printer(self) -> Printer:
+        """A printer for commands that print plain lines (config, serve, --version)."""
+        if self._printer is None:
+            self._printer = Printer("table", env=self.env)
+        return self._printer
+
+    def error_printer(self) -> Printer:
+        """The printer for an error: the run's own, or one in the format asked for if any."""
+        if self._printer is not None:
+            return self._printer
+        fmt = self.output_flag or self.env.get("CONVRISK_OUTPUT", "")
+        remote = self._settings.is_remote if self._settings is not None else False
+        return Printer(fmt if fmt in OUTPUT_FORMATS else "table", env=self.env, remote=remote)
+
+    def client(self) -> Client:
+        """The Client over the chosen backend, built once per run."""
+        if self._client is None:
+            settings = self.settings()
+            if settings.is_remote and not settings.token:
+                self.printer().warning(
+                    f"No token is set for {settings.base_url}: set CONVRISK_TOKEN, or run "
+                    "`convrisk config set token -` and paste it."
+                )
+            self._client = build_client(settings)
+        return self._client
+
+    def start_debug_log(self) -> None:
+        """Send the "convrisk" loggers to stderr at DEBUG level (--debug)."""
+        from .output import debug_handler
+
+        if self._log_handler is None:
+            self._log_handler = debug_handler()
+            logger = logging.getLogger("convrisk")
+            logger.setLevel(logging.DEBUG)
+            logger.addHandler(self._log_handler)
+
+    def stop_debug_log(self) -> None:
+        """Detach the --debug handler (main() may run again in the same process, as in tests)."""
+        if self._log_handler is not None:
+            logger = logging.getLogger("convrisk")
+            logger.removeHandler(self._log_handler)
+            logger.setLevel(logging.NOTSET)
+            self._log_handler = None
+
+    def close(self) -> None:
+        """Release the backend (called when the command's context closes)."""
+        if self._client is not None:
+            client, self._client = self._client, None
+            client.close()
+
+
+def build_client(settings: Settings) -> Client:
+    """The composition root: a remote HTTPBackend for a base_url, else the local SQLite file."""
+    from api_client import Client
+
+    if settings.base_url is not None:
+        from api_client.http import HTTPBackend
+
+        remote = HTTPBackend(
+            settings.base_url,
+            settings.token,
+            timeout=settings.timeout,
+            max_retries=settings.max_retries,
+        )
+        return Client(remote, page_size=settings.page_size)
+    from local_backend.store import LocalBackend
+
+    if settings.sources.get("db") == "default":
+        settings.db.parent.mkdir(parents=True, exist_ok=True)
+    elif not settings.db.parent.is_dir():
+        raise UsageProblem(
+            f"The folder of the database {settings.db} does not exist.", param="--db"
+        )
+    return Client(LocalBackend(settings.db), page_size=settings.page_size)
+
+
+def app_context(ctx: typer.Context) -> AppContext:
+    """The AppContext of this run (made here when a test invokes the app without main())."""
+    return ctx.ensure_object(AppContext)
+
+
+# Errors that would fail the same way for every remaining id, so the loop stops.
+def _stops_the_loop(exc: BaseException) -> bool:
+    from api_client.errors import APIConnectionError, AuthenticationError
+
+    return isinstance(exc, APIConnectionError | AuthenticationError)
+
+
+def for_each_id(
+    run: AppContext,
+    kind: Kind,
+    ids: IdList,
+    action: Callable[[str], dict[str, Any]],
+    *,
+    output: str | None,
+) -> None:
+    """Run `action` per id and print each result; go on past a failure, reporting each.
+
+    Every failure is printed with its id as it happens; at the end one Failures exception
+    carries the first, so that main() exits with its code. An empty list is a success.
+    """
+    from api_client.errors import ConvriskError
+
+    printer = run.printer(output)
+    first: BaseException | None = None
+    failed = 0
+    with printer.records(kind, many=ids.many) as sink:
+        for id in ids:
+            try:
+                row = action(id)
+            except ConvriskError as exc:
+                from .output import describe_error
+
+                printer.error(describe_error(exc, remote=printer.remote, id=id))
+                first = first or exc
+                failed += 1
+                if _stops_the_loop(exc):
+                    break
+                continue
+            sink.write([row])
+    if first is not None:
+        raise Failures(first, failed)
+
+
+def delete_each(
+    run: AppContext,
+    kind: Kind,
+    ids: IdList,
+    yes: bool,
+    output: str | None,
+    resource: Callable[[Client], ResourceClient[Any, Any, Any, Any]],
+) -> None:
+    """Delete each id after a confirmation on a terminal (or --yes); refuse without either.
+
+    Prints `{"id": ..., "deleted": true}` per id whatever the service answered.
+    """
+    printer = run.printer(output)
+    if not yes:
+        if ids.from_stdin or not printer.stdin_is_terminal():
+            raise UsageProblem(
+                f"Refusing to delete {kind.plural} without confirmation: there is no terminal "
+                "to ask on. Pass --yes to delete.",
+                param="--yes",
+            )
+        shown = ", ".join(ids.given[:5]) + (", ..." if len(ids.given) > 5 else "")
+        noun = kind.noun if len(ids.given) == 1 else f"{len(ids.given)} {kind.plural}"
+        if not printer.confirm(f"Delete {noun} ({shown}) for good?"):
+            raise NotConfirmed("Nothing was deleted.")
+    target = resource(run.client())
+
+    def delete(id: str) -> dict[str, Any]:
+        target.delete(id)
+        return {"id": id, "deleted": True}
+
+    for_each_id(run, DELETIONS, ids, delete, output=output)

@@ -1,0 +1,179 @@
+"""`convrisk conv`: list, create, get, update and delete conversations."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from . import options as opt
+from .context import app_context, delete_each, for_each_id
+from .output import CONVERSATIONS
+
+if TYPE_CHECKING:
+    from api_client.params import ConversationFilters
+
+app = typer.Typer(
+    help="""Conversations with one contact or one group.
+
+    \b
+    Example:
+      convrisk conv create --contact-id c_1
+      convrisk conv list --muted --limit 50
+    """,
+    rich_markup_mode=None,
+    no_args_is_help=True,
+)
+
+GroupId = Annotated[str | None, typer.Option("--group-id", metavar="G", help="A group's id.")]
+
+
+@app.command("list")
+def list_(
+    ctx: typer.Context,
+    muted: Annotated[
+        bool | None, typer.Option("--muted/--not-muted", help="Only muted / not muted.")
+    ] = None,
+    archived: Annotated[
+        bool | None, typer.Option("--archived/--not-archived", help="Only archived / not.")
+    ] = None,
+    pinned: Annotated[
+        bool | None, typer.Option("--pinned/--not-pinned", help="Only pinned / not pinned.")
+    ] = None,
+    group_id: GroupId = None,
+    limit: opt.Limit = None,
+    all_items: opt.All = False,
+    starting_after: opt.StartingAfter = None,
+    output: opt.Output = None,
+) -> None:
+    """List conversations, newest first (filters combine with AND).
+
+    \b
+    Example:
+      convrisk conv list --muted --not-archived --limit 50
+      convrisk conv list --all -o jsonl | jq -r 'select(.group_id) | .id'
+    """
+    run = app_context(ctx)
+    total = opt.total_wanted(limit, all_items)
+    group = opt.nonempty(group_id, "--group-id")
+    filters: ConversationFilters = {
+        "muted": muted,
+        "archived": archived,
+        "pinned": pinned,
+        "group_id": group,
+    }
+    printer = run.printer(output)
+    pages = run.client().conversations.iter_pages(
+        filters, limit=total, starting_after=starting_after
+    )
+    printer.pages(CONVERSATIONS, pages, hint_more=not all_items)
+
+
+@app.command("create")
+def create(
+    ctx: typer.Context,
+    contact_id: Annotated[
+        str | None, typer.Option("--contact-id", metavar="C", help="The contact's id.")
+    ] = None,
+    group_id: GroupId = None,
+    output: opt.Output = None,
+) -> None:
+    """Create a conversation with one contact or one group (exactly one of the two).
+
+    \b
+    Example:
+      convrisk conv create --contact-id c_1
+      convrisk conv create --group-id g_7 -o id
+    """
+    run = app_context(ctx)
+    params = opt.conversation_party(contact_id, group_id)
+    printer = run.printer(output)
+    printer.one(CONVERSATIONS, run.client().conversations.create(params).to_json_dict())
+
+
+@app.command("get")
+def get(ctx: typer.Context, ids: opt.Ids, output: opt.Output = None) -> None:
+    """Show conversations by id (several ids, or - to read them from stdin).
+
+    \b
+    Example:
+      convrisk conv get conv_01HV... -o json
+      convrisk conv list --muted -o id | convrisk conv get - -o jsonl
+    """
+    run = app_context(ctx)
+    id_list = opt.id_list(ids)
+    client = run.client()
+    for_each_id(
+        run,
+        CONVERSATIONS,
+        id_list,
+        lambda id: client.conversations.retrieve(id).to_json_dict(),
+        output=output,
+    )
+
+
+@app.command("update")
+def update(
+    ctx: typer.Context,
+    ids: opt.Ids,
+    pin: Annotated[bool | None, typer.Option("--pin/--unpin", help="Pin or unpin.")] = None,
+    mute: Annotated[bool | None, typer.Option("--mute/--unmute", help="Mute or unmute.")] = None,
+    archive: Annotated[
+        bool | None,
+        typer.Option("--archive/--unarchive", help="Archive now, or unarchive."),
+    ] = None,
+    archived_at: Annotated[
+        str | None,
+        typer.Option(
+            "--archived-at",
+            metavar="TIME",
+            help="Archive at TIME: ISO 8601 (no zone means UTC), Unix seconds, or now.",
+        ),
+    ] = None,
+    pinned_message_id: Annotated[
+        str | None,
+        typer.Option("--pinned-message-id", metavar="M", help="Pin this message."),
+    ] = None,
+    clear_pinned_message: Annotated[
+        bool, typer.Option("--clear-pinned-message", help="Unpin the pinned message.")
+    ] = False,
+    output: opt.Output = None,
+) -> None:
+    """Change conversations: pin, mute, archive, pin a message.
+
+    \b
+    Example:
+      convrisk conv update conv_01HV... --mute --archive
+      convrisk conv update conv_01HV... --archived-at 2024-05-01T12:00:00Z
+      convrisk conv list --muted -o id | convrisk conv update - --unmute
+    """
+    run = app_context(ctx)
+    id_list = opt.id_list(ids)
+    changes = opt.conversation_changes(
+        pin, mute, archive, archived_at, pinned_message_id, clear_pinned_message
+    )
+    client = run.client()
+    for_each_id(
+        run,
+        CONVERSATIONS,
+        id_list,
+        lambda id: client.conversations.update(id, changes).to_json_dict(),
+        output=output,
+    )
+
+
+@app.command("delete")
+def delete(
+    ctx: typer.Context, ids: opt.Ids, yes: opt.Yes = False, output: opt.Output = None
+) -> None:
+    """Delete conversations and all their messages, for good (asks first on a terminal).
+
+    Archiving (conv update --archive) is the reversible alternative.
+
+    \b
+    Example:
+      convrisk conv delete conv_01HV...
+      convrisk conv list --archived --all -o id | convrisk conv delete - --yes
+    """
+    run = app_context(ctx)
+    delete_each(run, CONVERSATIONS, opt.id_list(ids), yes, output, lambda c: c.conversations)

@@ -1,0 +1,33 @@
+"""Errors the command line raises itself; `cli.app.main` turns each into an exit code."""
+
+from __future__ import annotations
+
+
+class CliError(Exception):
+    """Base of the command line's own errors."""
+
+    def __init__(self, message: str, *, param: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+
+
+class UsageProblem(CliError):
+    """Usage or input that is wrong, caught before any request was sent (exit 2)."""
+
+
+class NotConfirmed(CliError):
+    """The user answered no to a confirmation: nothing was changed (exit 1)."""
+
+
+class StdoutClosed(Exception):
+    """The reader of stdout went away (e.g. `| head -1`): stop quietly (exit 0)."""
+
+
+class Failures(Exception):
+    """Some of several ids failed; each was already reported. Exit with the first one's code."""
+
+    def __init__(self, first: BaseException, count: int) -> None:
+        super().__init__(f"{count} failed")
+        self.first = first
+        self.count = count

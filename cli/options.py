@@ -1,0 +1,319 @@
+"""Shared options (Annotated aliases) and the parsers for TIME, JSON details, scores and ids."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from .errors import UsageProblem
+from .settings import OUTPUT_FORMATS
+
+if TYPE_CHECKING:
+    from api_client.params import (
+        ConversationCreateParams,
+        ConversationUpdateParams,
+        RiskProfileCreateParams,
+        RiskProfileUpdateParams,
+    )
+
+
+def _remember_output(ctx: typer.Context, value: str | None) -> str | None:
+    """Check -o early (it is eager) so that even usage errors are reported in that format."""
+    if value is None:
+        return None
+    if value not in OUTPUT_FORMATS:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(OUTPUT_FORMATS)}.")
+    from .context import AppContext
+
+    ctx.ensure_object(AppContext).output_flag = value
+    return value
+
+
+Output = Annotated[
+    str | None,
+    typer.Option(
+        "-o",
+        "--output",
+        metavar="FORMAT",
+        help="table, json, jsonl, csv or id. Default: table (env CONVRISK_OUTPUT, key output).",
+        callback=_remember_output,
+        is_eager=True,
+        show_default=False,
+    ),
+]
+Limit = Annotated[
+    int | None,
+    typer.Option(
+        "--limit",
+        metavar="N",
+        help="How many items in all (default 10); pages of up to page_size are fetched.",
+        show_default=False,
+    ),
+]
+All = Annotated[bool, typer.Option("--all", help="Every item, page after page (streamed).")]
+StartingAfter = Annotated[
+    str | None,
+    typer.Option(
+        "--starting-after", metavar="ID", help="Continue after this id (the cursor of a hint)."
+    ),
+]
+Yes = Annotated[
+    bool, typer.Option("--yes", "-y", help="Delete without asking (needed without a terminal).")
+]
+Ids = Annotated[
+    list[str],
+    typer.Argument(metavar="ID...", help="One or more ids, or - to read ids from stdin."),
+]
+Details = Annotated[
+    str | None,
+    typer.Option(
+        "--details",
+        metavar="JSON|@FILE|-",
+        help="A JSON object, @file.json, or - to read it from stdin.",
+        show_default=False,
+    ),
+]
+Score = Annotated[
+    str | None, typer.Option("--score", metavar="X", help="A finite number, e.g. 72 or 72.5.")
+]
+
+
+DEFAULT_LIMIT = 10
+
+
+def total_wanted(limit: int | None, all_items: bool) -> int | None:
+    """The total number of items to fetch: --limit N (default 10), or None for --all."""
+    if all_items and limit is not None:
+        raise UsageProblem("Give --limit or --all, not both.", param="--limit")
+    if all_items:
+        return None
+    if limit is not None and limit < 1:
+        raise UsageProblem(f"--limit must be 1 or more, not {limit}.", param="--limit")
+    return DEFAULT_LIMIT if limit is None else limit
+
+
+def nonempty(value: str | None, option: str) -> str | None:
+    """The value, with an error for an empty string (which would match nothing)."""
+    if value is not None and not value.strip():
+        raise UsageProblem(f"{option} must not be empty.", param=option)
+    return value
+
+
+def parse_score(text: str) -> int | float:
+    """A finite number: whole numbers stay integers ("72" -> 72, "72.5" -> 72.5)."""
+    value = text.strip()
+    number: int | float
+    try:
+        number = int(value)
+    except ValueError:
+        try:
+            number = float(value)
+        except ValueError:
+            raise UsageProblem(
+                f"--score must be a number, not {text!r}.", param="--score"
+            ) from None
+    if isinstance(number, float) and not math.isfinite(number):
+        raise UsageProblem(f"--score must be a finite number, not {text!r}.", param="--score")
+    return number
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_details(spec: str) -> dict[str, Any]:
+    """A JSON object given inline, as `@file.json`, or `-` for stdin."""
+    if spec == "-":
+        text, source = sys.stdin.read(), "stdin"
+    elif spec.startswith("@"):
+        path = Path(spec[1:]).expanduser()
+        try:
+            text, source = path.read_text(encoding="utf-8"), str(path)
+        except OSError as exc:
+            raise UsageProblem(
+                f"--details: cannot read {path}: {exc.strerror or exc}.", param="--details"
+            ) from None
+        except UnicodeDecodeError:
+            raise UsageProblem(f"--details: {path} is not UTF-8 text.", param="--details") from None
+    else:
+        text, source = spec, "the argument"
+    try:
+        value = json.loads(text, parse_constant=_no_constants)
+    except ValueError as exc:
+        raise UsageProblem(
+            f"--details: {source} is not valid JSON: {exc}.", param="--details"
+        ) from None
+    if not isinstance(value, dict):
+        kind = "an array" if isinstance(value, list) else f"a {type(value).__name__}"
+        raise UsageProblem(
+            f'--details must be a JSON object like {{"k": 1}}, not {kind}.', param="--details"
+        )
+    return value
+
+
+def parse_time(text: str) -> int | float:
+    """Unix seconds from ISO 8601 (no zone means UTC), Unix seconds, or `now`."""
+    value = text.strip()
+    if value.lower() == "now":
+        return int(time.time())
+    seconds: float
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            raise UsageProblem(
+                f"--archived-at: {text!r} is not a time. Use ISO 8601 "
+                "(2024-05-01T12:00:00Z; no zone means UTC), Unix seconds, or now.",
+                param="--archived-at",
+            ) from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        seconds = moment.timestamp()
+    if not math.isfinite(seconds) or seconds < 0:
+        raise UsageProblem(
+            f"--archived-at: {text!r} is before 1970 or not a finite time.", param="--archived-at"
+        )
+    return int(seconds) if seconds == int(seconds) else seconds
+
+
+@dataclass
+class IdList:
+    """Ids from the arguments, or read lazily from stdin (one per line, blank lines ignored)."""
+
+    given: list[str]
+
+    @property
+    def from_stdin(self) -> bool:
+        """Whether the ids come from stdin (`-`)."""
+        return self.given == ["-"]
+
+    @property
+    def many(self) -> bool:
+        """Whether the answer is a list (several ids, or `-`) rather than one object."""
+        return self.from_stdin or len(self.given) > 1
+
+    def __iter__(self) -> Iterator[str]:
+        if not self.from_stdin:
+            yield from self.given
+            return
+        for line in sys.stdin:
+            if line.strip():
+                yield line.strip()
+
+
+def id_list(ids: list[str]) -> IdList:
+    """Check the ID... arguments: `-` must stand alone; no empty ids."""
+    if "-" in ids and len(ids) > 1:
+        raise UsageProblem("'-' reads the ids from stdin and must be the only ID.", param="ID")
+    if any(not item.strip() for item in ids):
+        raise UsageProblem("An ID must not be empty.", param="ID")
+    return IdList([item.strip() for item in ids])
+
+
+def check_one_stdin(ids: IdList, details: str | None) -> None:
+    """Only one thing can come from stdin."""
+    if ids.from_stdin and details == "-":
+        raise UsageProblem(
+            "Cannot read both the ids and --details from stdin: give one of them inline.",
+            param="--details",
+        )
+
+
+def conversation_party(contact_id: str | None, group_id: str | None) -> ConversationCreateParams:
+    """Exactly one of --contact-id and --group-id (an empty value counts as absent)."""
+    contact = contact_id.strip() if contact_id else None
+    group = group_id.strip() if group_id else None
+    if contact and group:
+        raise UsageProblem("Give --contact-id or --group-id, not both.", param="--group-id")
+    if contact:
+        return {"contact_id": contact}
+    if group:
+        return {"group_id": group}
+    raise UsageProblem("Give --contact-id C or --group-id G.", param="--contact-id")
+
+
+def conversation_changes(
+    pin: bool | None,
+    mute: bool | None,
+    archive: bool | None,
+    archived_at: str | None,
+    pinned_message_id: str | None,
+    clear_pinned_message: bool,
+) -> ConversationUpdateParams:
+    """The update of `conv update`: only what was asked for; nothing at all is a usage error."""
+    changes: ConversationUpdateParams = {}
+    if pin is not None:
+        changes["is_pinned"] = pin
+    if mute is not None:
+        changes["is_muted"] = mute
+    if archived_at is not None:
+        if archive is False:
+            raise UsageProblem(
+                "Give --unarchive or --archived-at, not both.", param="--archived-at"
+            )
+        changes["archived_at"] = parse_time(archived_at)
+    elif archive is not None:
+        changes["archived_at"] = int(time.time()) if archive else None
+    if pinned_message_id is not None and clear_pinned_message:
+        raise UsageProblem(
+            "Give --pinned-message-id or --clear-pinned-message, not both.",
+            param="--pinned-message-id",
+        )
+    if pinned_message_id is not None:
+        changes["pinned_message_id"] = nonempty(pinned_message_id, "--pinned-message-id")
+    elif clear_pinned_message:
+        changes["pinned_message_id"] = None
+    if not changes:
+        raise UsageProblem(
+            "Nothing to change: give --pin/--unpin, --mute/--unmute, --archive/--unarchive, "
+            "--archived-at, --pinned-message-id or --clear-pinned-message.",
+        )
+    return changes
+
+
+def risk_profile_changes(
+    profile_type: str | None, score: str | None, details: str | None
+) -> RiskProfileUpdateParams:
+    """The update of `risk update`: only what was asked for; nothing at all is a usage error."""
+    changes: RiskProfileUpdateParams = {}
+    if profile_type is not None:
+        changes["profile_type"] = profile_type
+        nonempty(profile_type, "--profile-type")
+    if score is not None:
+        changes["score"] = parse_score(score)
+    if details is not None:
+        changes["details"] = parse_details(details)
+    if not changes:
+        raise UsageProblem("Nothing to change: give --profile-type, --score or --details.")
+    return changes
+
+
+def risk_profile_fields(
+    customer_id: str, profile_type: str, score: str, details: str | None
+) -> RiskProfileCreateParams:
+    """The fields of `risk create`; details default to an empty object."""
+    return {
+        "customer_id": nonempty(customer_id, "--customer-id") or customer_id,
+        "profile_type": nonempty(profile_type, "--profile-type") or profile_type,
+        "score": parse_score(score),
+        "details": {} if details is None else parse_details(details),
+    }
+
+
+def read_secret() -> str:
+    """A value read from stdin (`config set token -`), without its line break."""
+    text = sys.stdin.read().strip()
+    if not text:
+        raise UsageProblem("Nothing was read from stdin: pipe the value in.", param="VALUE")
+    return text

@@ -1,0 +1,511 @@
+"""The only module that prints: every output format, errors, hints, progress and confirmations.
+
+Formats: `table` (a rich table on a terminal; tab-separated under a header line otherwise),
+`json` (an object, or an array for lists and several ids), `jsonl`, `csv` and `id`. Lists are
+written and flushed page by page, so `--all` starts printing at once in flat memory.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeVar
+
+from .errors import CliError, StdoutClosed
+
+if TYPE_CHECKING:
+    from api_client.models import Page, Resource
+
+Row = Mapping[str, Any]
+R = TypeVar("R", bound="Resource")
+CellKind = Literal["text", "bool", "time", "json", "number"]
+
+# A timestamp above this is taken to be in milliseconds (10**11 seconds is the year 5138).
+MILLISECONDS_ABOVE = 10**11
+# On a terminal a rich table is drawn for at most this many rows at a time.
+TABLE_CHUNK = 1000
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the table, TSV and CSV formats: the field, its title and how to show it."""
+
+    key: str
+    title: str
+    kind: CellKind = "text"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What is being printed: its noun for messages and its columns."""
+
+    noun: str
+    plural: str
+    columns: tuple[Column, ...]
+
+
+CONVERSATIONS = Kind(
+    "conversation",
+    "conversations",
+    (
+        Column("id", "ID"),
+        Column("contact_id", "CONTACT"),
+        Column("group_id", "GROUP"),
+        Column("is_pinned", "PINNED", "bool"),
+        Column("is_muted", "MUTED", "bool"),
+        Column("pinned_message_id", "PINNED MESSAGE"),
+        Column("last_active_at", "LAST ACTIVE", "time"),
+        Column("last_opened_at", "LAST OPENED", "time"),
+        Column("created_at", "CREATED", "time"),
+        Column("archived_at", "ARCHIVED", "time"),
+    ),
+)
+RISK_PROFILES = Kind(
+    "risk profile",
+    "risk profiles",
+    (
+        Column("id", "ID"),
+        Column("customer_id", "CUSTOMER"),
+        Column("profile_type", "TYPE"),
+        Column("score", "SCORE", "number"),
+        Column("details", "DETAILS", "json"),
+        Column("created_at", "CREATED", "time"),
+        Column("updated_at", "UPDATED", "time"),
+    ),
+)
+DELETIONS = Kind(
+    "deletion", "deletions", (Column("id", "ID"), Column("deleted", "DELETED", "bool"))
+)
+
+
+def format_timestamp(value: object) -> str:
+    """`YYYY-MM-DD HH:MM:SS` UTC from Unix seconds or milliseconds; other values as text."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "" if value is None else str(value)
+    seconds = value / 1000 if abs(value) > MILLISECONDS_ABOVE else value
+    try:
+        return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError):
+        return str(value)
+
+
+def format_cell(value: object, kind: CellKind) -> str:
+    """A value as text for tables, TSV and CSV."""
+    if value is None:
+        return ""
+    if kind == "time":
+        return format_timestamp(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict | list) or kind == "json":
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return str(value)
+
+
+def _tsv_cell(value: object, kind: CellKind) -> str:
+    # Tabs and line breaks would split a field or a row: escape them so nothing is cut.
+    text = format_cell(value, kind)
+    return text.replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+
+
+def is_terminal(stream: object) -> bool:
+    """Whether a stream is an interactive terminal."""
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if callable(isatty) else False
+    except (ValueError, OSError):
+        return False
+
+
+@dataclass
+class ErrorInfo:
+    """An error as the user sees it: one line, or one JSON object with the fields that apply."""
+
+    type: str
+    message: str
+    param: str | None = None
+    status: int | None = None
+    id: str | None = None
+
+    def line(self) -> str:
+        """`<id>: <message> (HTTP <status>)`, each part only when it applies and adds something."""
+        text = self.message
+        if self.id and self.id not in text:
+            text = f"{self.id}: {text}"
+        if self.status is not None and f"HTTP {self.status}" not in text:
+            text = f"{text} (HTTP {self.status})"
+        return text
+
+    def body(self) -> dict[str, Any]:
+        """`{"error": {...}}` with only the fields that apply."""
+        fields: dict[str, Any] = {"type": self.type, "message": self.message}
+        for key in ("param", "status", "id"):
+            value = getattr(self, key)
+            if value is not None:
+                fields[key] = value
+        return {"error": fields}
+
+
+def describe_error(exc: BaseException, *, remote: bool, id: str | None = None) -> ErrorInfo:
+    """The ErrorInfo of any exception the command line reports."""
+    if isinstance(exc, CliError):
+        return ErrorInfo("usage_error", exc.message, param=exc.param, id=id)
+    errors = sys.modules.get("api_client.errors")
+    if errors is not None:
+        if isinstance(exc, errors.APIError):
+            status = exc.status if remote else None
+            return ErrorInfo(exc.type, exc.message, param=exc.param, status=status, id=id)
+        if isinstance(exc, errors.APITimeoutError):
+            return ErrorInfo("timeout_error", exc.message, id=id)
+        if isinstance(exc, errors.APIConnectionError):
+            return ErrorInfo("connection_error", exc.message, id=id)
+        if isinstance(exc, errors.ConvriskError):
+            return ErrorInfo("api_error", exc.message, id=id)
+    message = str(exc) or type(exc).__name__
+    return ErrorInfo("internal_error", f"Unexpected {type(exc).__name__}: {message}", id=id)
+
+
+class Printer:
+    """Writes everything the user sees, in the chosen format; nothing else prints."""
+
+    def __init__(self, fmt: str, *, env: Mapping[str, str], remote: bool = False) -> None:
+        self.fmt = fmt
+        self.remote = remote
+        self._no_color = bool(env.get("NO_COLOR")) or env.get("TERM") == "dumb"
+        self._progress = False
+
+    # -- streams -------------------------------------------------------------------------------
+
+    def stdout_is_terminal(self) -> bool:
+        """Whether stdout is a terminal."""
+        return is_terminal(sys.stdout)
+
+    def stderr_is_terminal(self) -> bool:
+        """Whether stderr is a terminal."""
+        return is_terminal(sys.stderr)
+
+    def stdin_is_terminal(self) -> bool:
+        """Whether stdin is a terminal (someone can answer a question)."""
+        return is_terminal(sys.stdin)
+
+    def _color(self, code: str, text: str) -> str:
+        if self._no_color or not self.stderr_is_terminal():
+            return text
+        return f"\x1b[{code}m{text}\x1b[0m"
+
+    def write(self, text: str) -> None:
+        """Write to stdout and flush; a closed pipe stops the command quietly."""
+        self._clear_progress()
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise StdoutClosed() from None
+
+    def _stderr(self, text: str) -> None:
+        try:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+        except BrokenPipeError:
+            pass
+
+    # -- messages on stderr --------------------------------------------------------------------
+
+    def line(self, text: str) -> None:
+        """One line of plain output on stdout (a config value, a path, the version)."""
+        self.write(text + "\n")
+
+    def notice(self, text: str) -> None:
+        """One line on stderr, as is."""
+        self._clear_progress()
+        self._stderr(text + "\n")
+
+    def hint(self, text: str) -> None:
+        """A hint on stderr (dim on a terminal), never on stdout."""
+        self.notice(self._color("2", text))
+
+    def warning(self, text: str) -> None:
+        """A warning on stderr."""
+        self.notice(self._color("33", "Warning:") + " " + text)
+
+    def error(self, info: ErrorInfo) -> None:
+        """An error on stderr: `Error: ...`, or one JSON line with -o json/jsonl."""
+        if self.fmt in ("json", "jsonl"):
+            self.notice(json.dumps(info.body(), ensure_ascii=False))
+        else:
+            self.notice(self._color("31", "Error:") + " " + info.line())
+
+    def progress(self, text: str) -> None:
+        """A one-line progress indicator on stderr, only when stderr is a terminal."""
+        if not self.stderr_is_terminal():
+            return
+        self._stderr("\r\x1b[K" + self._color("2", text))
+        self._progress = True
+
+    def _clear_progress(self) -> None:
+        if self._progress:
+            self._progress = False
+            self._stderr("\r\x1b[K")
+
+    def confirm(self, question: str) -> bool:
+        """Ask a yes/no question on the terminal (stderr); the default is no."""
+        import typer
+
+        self._clear_progress()
+        return typer.confirm(question, default=False, err=True)
+
+    # -- records -------------------------------------------------------------------------------
+
+    @contextmanager
+    def records(self, kind: Kind, *, many: bool) -> Iterator[Sink]:
+        """A sink for rows of one kind; the output is finished even after an error.
+
+        `many` chooses the shape: a JSON array (also when empty) rather than one object, and a
+        header line even with no rows.
+        """
+        sink = self._sink(kind, many)
+        try:
+            yield sink
+        except BaseException:
+            # Finish what was started (so a JSON array stays valid), but print nothing for a
+            # list that failed before its first page: an empty result would be a lie.
+            if sink.count:
+                sink.close()
+            raise
+        sink.close()
+
+    def _sink(self, kind: Kind, many: bool) -> Sink:
+        if self.fmt == "json":
+            return JsonSink(self, kind, many, indent=2 if self.stdout_is_terminal() else None)
+        if self.fmt == "jsonl":
+            return JsonlSink(self, kind, many)
+        if self.fmt == "csv":
+            return CsvSink(self, kind, many)
+        if self.fmt == "id":
+            return IdSink(self, kind, many)
+        if self.stdout_is_terminal():
+            return RichSink(self, kind, many)
+        return TsvSink(self, kind, many)
+
+    def one(self, kind: Kind, row: Row) -> None:
+        """A single object (create, or get/update with one id)."""
+        with self.records(kind, many=False) as sink:
+            sink.write([row])
+
+    def pages(self, kind: Kind, pages: Iterable[Page[R]], *, hint_more: bool) -> None:
+        """Every page of a list as it arrives; a hint on stderr when more items exist."""
+        count = 0
+        last: Page[R] | None = None
+        with self.records(kind, many=True) as sink:
+            for page in pages:
+                sink.write([item.to_json_dict() for item in page.data])
+                count += len(page.data)
+                last = page
+                if page.has_more:
+                    self.progress(f"{count} {kind.plural}...")
+        self._clear_progress()
+        if last is not None and last.has_more and hint_more and last.data:
+            self.hint(
+                f"More {kind.plural} exist: use --all, or --limit N, or "
+                f"--starting-after {last.data[-1].id} to see them."
+            )
+        elif count == 0 and self.fmt == "table" and self.stdout_is_terminal():
+            self.hint(f"No {kind.plural}.")
+
+
+class Sink:
+    """Where the rows of one command go, in one format."""
+
+    def __init__(self, printer: Printer, kind: Kind, many: bool) -> None:
+        self.printer = printer
+        self.kind = kind
+        self.many = many
+        self.count = 0
+
+    def write(self, rows: Sequence[Row]) -> None:
+        """Print these rows now (one page, or one object)."""
+        if rows:
+            self.printer.write(self.render(rows))
+            self.count += len(rows)
+
+    def render(self, rows: Sequence[Row]) -> str:
+        """The text of these rows."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Finish the output (close a JSON array, print a lone header)."""
+
+
+class JsonSink(Sink):
+    """An object, or an array streamed item by item; indented on a terminal."""
+
+    def __init__(self, printer: Printer, kind: Kind, many: bool, *, indent: int | None) -> None:
+        super().__init__(printer, kind, many)
+        self.indent = indent
+
+    def _dump(self, row: Row) -> str:
+        if self.indent is None:
+            return json.dumps(row, separators=(",", ":"), ensure_ascii=False)
+        return json.dumps(row, indent=self.indent, ensure_ascii=False)
+
+    def render(self, rows: Sequence[Row]) -> str:
+        """Objects on their own, or array items with their separators."""
+        if not self.many:
+            return "".join(self._dump(row) + "\n" for row in rows)
+        if self.indent is None:
+            items = ",".join(self._dump(row) for row in rows)
+            return ("[" if self.count == 0 else ",") + items
+        pad = " " * self.indent
+        items = ",\n".join(pad + self._dump(row).replace("\n", "\n" + pad) for row in rows)
+        return ("[\n" if self.count == 0 else ",\n") + items
+
+    def close(self) -> None:
+        """Close the array (an empty one when nothing was written)."""
+        if not self.many:
+            return
+        if self.count == 0:
+            self.printer.write("[]\n")
+        else:
+            self.printer.write("]\n" if self.indent is None else "\n]\n")
+
+
+class JsonlSink(Sink):
+    """One compact JSON object per line."""
+
+    def render(self, rows: Sequence[Row]) -> str:
+        """One line per row."""
+        return "".join(
+            json.dumps(row, separators=(",", ":"), ensure_ascii=False) + "\n" for row in rows
+        )
+
+
+class IdSink(Sink):
+    """Ids only, one per line."""
+
+    def render(self, rows: Sequence[Row]) -> str:
+        """One id per line."""
+        return "".join(f"{row['id']}\n" for row in rows)
+
+
+class _HeaderSink(Sink):
+    """A format with a header line: written before the first row, or alone for an empty list."""
+
+    def header(self) -> str:
+        """The header line."""
+        raise NotImplementedError
+
+    def body(self, rows: Sequence[Row]) -> str:
+        """The rows without the header."""
+        raise NotImplementedError
+
+    def render(self, rows: Sequence[Row]) -> str:
+        """The header first time, then the rows."""
+        return (self.header() if self.count == 0 else "") + self.body(rows)
+
+    def close(self) -> None:
+        """A header alone when a list came back empty."""
+        if self.many and self.count == 0:
+            self.printer.write(self.header())
+
+
+class TsvSink(_HeaderSink):
+    """Tab-separated columns under a header line of field names; nothing cut or wrapped."""
+
+    def header(self) -> str:
+        """Field names."""
+        return "\t".join(column.key for column in self.kind.columns) + "\n"
+
+    def body(self, rows: Sequence[Row]) -> str:
+        """One line per row."""
+        return "".join(
+            "\t".join(_tsv_cell(row.get(c.key), c.kind) for c in self.kind.columns) + "\n"
+            for row in rows
+        )
+
+
+class CsvSink(_HeaderSink):
+    """CSV (the csv module's quoting) under a header line of field names."""
+
+    def _csv(self, lines: Iterable[Sequence[str]]) -> str:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerows(lines)
+        return buffer.getvalue()
+
+    def header(self) -> str:
+        """Field names."""
+        return self._csv([[column.key for column in self.kind.columns]])
+
+    def body(self, rows: Sequence[Row]) -> str:
+        """One record per row; details as JSON text."""
+        return self._csv(
+            [format_cell(row.get(c.key), c.kind) for c in self.kind.columns] for row in rows
+        )
+
+
+class RichSink(Sink):
+    """A rich table on a terminal, drawn when the rows are in (in chunks for long lists)."""
+
+    def __init__(self, printer: Printer, kind: Kind, many: bool) -> None:
+        super().__init__(printer, kind, many)
+        self.rows: list[list[str]] = []
+
+    def write(self, rows: Sequence[Row]) -> None:
+        """Keep the rows; draw a table when a chunk is full."""
+        self.rows.extend(
+            [format_cell(row.get(c.key), c.kind) for c in self.kind.columns] for row in rows
+        )
+        self.count += len(rows)
+        if len(self.rows) >= TABLE_CHUNK:
+            self._draw()
+
+    def _draw(self) -> None:
+        from rich.console import Console
+        from rich.table import Table
+        from rich.text import Text
+
+        table = Table(show_edge=False, pad_edge=False, header_style="bold")
+        for column in self.kind.columns:
+            table.add_column(column.title, no_wrap=column.key == "id", overflow="fold")
+        for cells in self.rows:
+            table.add_row(*(Text(cell) for cell in cells))
+        self.rows = []
+        out = io.StringIO()
+        console = Console(
+            file=out,
+            force_terminal=not self.printer._no_color,
+            no_color=self.printer._no_color,
+            width=_terminal_width(sys.stdout),
+            highlight=False,
+        )
+        console.print(table)
+        self.printer.write(out.getvalue())
+
+    def close(self) -> None:
+        """Draw what is left."""
+        if self.rows:
+            self._draw()
+
+
+def debug_handler() -> logging.Handler:
+    """A stderr handler for `--debug` (the loggers never see the token)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("debug: %(name)s: %(message)s"))
+    return handler
+
+
+def _terminal_width(stream: TextIO) -> int:
+    import os
+    import shutil
+
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, ValueError, OSError):
+        return shutil.get_terminal_size().columns

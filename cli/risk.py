@@ -1,0 +1,167 @@
+"""`convrisk risk`: list, create, get, update and delete risk profiles."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from . import options as opt
+from .context import app_context, delete_each, for_each_id
+from .output import RISK_PROFILES
+
+if TYPE_CHECKING:
+    from api_client.params import RiskProfileFilters
+
+app = typer.Typer(
+    help="""Risk profiles: the risk tolerance of a customer.
+
+    \b
+    Example:
+      convrisk risk create --customer-id cus_1 --profile-type moderate --score 72
+      convrisk risk list --customer-id cus_1
+    """,
+    rich_markup_mode=None,
+    no_args_is_help=True,
+)
+
+ProfileType = Annotated[
+    str | None,
+    typer.Option(
+        "--profile-type", metavar="T", help="conservative, moderate, aggressive, or another type."
+    ),
+]
+
+
+@app.command("list")
+def list_(
+    ctx: typer.Context,
+    customer_id: Annotated[
+        str | None, typer.Option("--customer-id", metavar="C", help="Only this customer's.")
+    ] = None,
+    profile_type: ProfileType = None,
+    limit: opt.Limit = None,
+    all_items: opt.All = False,
+    starting_after: opt.StartingAfter = None,
+    output: opt.Output = None,
+) -> None:
+    """List risk profiles, newest first (filters combine with AND).
+
+    \b
+    Example:
+      convrisk risk list --profile-type aggressive --limit 100
+      convrisk risk list --all -o csv > risk-profiles.csv
+    """
+    run = app_context(ctx)
+    total = opt.total_wanted(limit, all_items)
+    filters: RiskProfileFilters = {
+        "customer_id": opt.nonempty(customer_id, "--customer-id"),
+        "profile_type": opt.nonempty(profile_type, "--profile-type"),
+    }
+    printer = run.printer(output)
+    pages = run.client().risk_profiles.iter_pages(
+        filters, limit=total, starting_after=starting_after
+    )
+    printer.pages(RISK_PROFILES, pages, hint_more=not all_items)
+
+
+@app.command("create")
+def create(
+    ctx: typer.Context,
+    customer_id: Annotated[
+        str, typer.Option("--customer-id", metavar="C", help="The customer's id.")
+    ],
+    profile_type: Annotated[
+        str,
+        typer.Option(
+            "--profile-type",
+            metavar="T",
+            help="conservative, moderate, aggressive, or another type.",
+        ),
+    ],
+    score: Annotated[
+        str, typer.Option("--score", metavar="X", help="A finite number, e.g. 72 or 72.5.")
+    ],
+    details: opt.Details = None,
+    output: opt.Output = None,
+) -> None:
+    """Create a risk profile (details default to {}).
+
+    \b
+    Example:
+      convrisk risk create --customer-id cus_1 --profile-type moderate --score 72
+      convrisk risk create --customer-id cus_2 --profile-type aggressive --score 91.5 \\
+        --details '{"horizon_years": 10}'
+      convrisk risk create --customer-id cus_3 --profile-type conservative --score 20 \\
+        --details @details.json
+    """
+    run = app_context(ctx)
+    fields = opt.risk_profile_fields(customer_id, profile_type, score, details)
+    printer = run.printer(output)
+    printer.one(RISK_PROFILES, run.client().risk_profiles.create(fields).to_json_dict())
+
+
+@app.command("get")
+def get(ctx: typer.Context, ids: opt.Ids, output: opt.Output = None) -> None:
+    """Show risk profiles by id (several ids, or - to read them from stdin).
+
+    \b
+    Example:
+      convrisk risk get rp_01HV... -o json
+      convrisk risk list --customer-id cus_1 -o id | convrisk risk get - -o jsonl
+    """
+    run = app_context(ctx)
+    id_list = opt.id_list(ids)
+    client = run.client()
+    for_each_id(
+        run,
+        RISK_PROFILES,
+        id_list,
+        lambda id: client.risk_profiles.retrieve(id).to_json_dict(),
+        output=output,
+    )
+
+
+@app.command("update")
+def update(
+    ctx: typer.Context,
+    ids: opt.Ids,
+    profile_type: ProfileType = None,
+    score: opt.Score = None,
+    details: opt.Details = None,
+    output: opt.Output = None,
+) -> None:
+    """Change risk profiles' type, score or details (details are replaced whole).
+
+    \b
+    Example:
+      convrisk risk update rp_01HV... --score 80
+      echo '{"reviewed": true}' | convrisk risk update rp_01HV... --details -
+    """
+    run = app_context(ctx)
+    id_list = opt.id_list(ids)
+    opt.check_one_stdin(id_list, details)
+    changes = opt.risk_profile_changes(profile_type, score, details)
+    client = run.client()
+    for_each_id(
+        run,
+        RISK_PROFILES,
+        id_list,
+        lambda id: client.risk_profiles.update(id, changes).to_json_dict(),
+        output=output,
+    )
+
+
+@app.command("delete")
+def delete(
+    ctx: typer.Context, ids: opt.Ids, yes: opt.Yes = False, output: opt.Output = None
+) -> None:
+    """Delete risk profiles and all their data, for good (asks first on a terminal).
+
+    \b
+    Example:
+      convrisk risk delete rp_01HV...
+      convrisk risk list --customer-id cus_1 --all -o id | convrisk risk delete - --yes
+    """
+    run = app_context(ctx)
+    delete_each(run, RISK_PROFILES, opt.id_list(ids), yes, output, lambda c: c.risk_profiles)

@@ -1,0 +1,72 @@
+"""`convrisk serve`: the service over HTTP on a local SQLite file, until SIGINT or SIGTERM."""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .context import app_context
+from .settings import resolve
+
+
+def serve(
+    ctx: typer.Context,
+    host: Annotated[
+        str, typer.Option("--host", metavar="HOST", help="Address to bind (loopback by default).")
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", metavar="PORT", min=0, max=65535, help="0 picks a free port.")
+    ] = 8000,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            metavar="PATH",
+            help="The SQLite file to serve (default: as for other commands).",
+        ),
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            metavar="T",
+            help="The bearer token clients must send (env CONVRISK_SERVE_TOKEN; "
+            "none: one is generated and printed once).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Serve the conversations and risk-profiles service over HTTP on a local database.
+
+    Stops cleanly on Ctrl-C (SIGINT) or SIGTERM. The access log goes to stderr.
+
+    \b
+    Example:
+      convrisk serve --port 8000
+      CONVRISK_SERVE_TOKEN=s3cret convrisk serve --port 0 --db /tmp/demo.db
+      convrisk --base-url http://127.0.0.1:8000 conv list   # with CONVRISK_TOKEN=s3cret
+    """
+    from local_backend.server import run_server
+
+    run = app_context(ctx)
+    env = {k: v for k, v in run.env.items() if k != "CONVRISK_BASE_URL"}
+    flags = dataclasses.replace(run.flags, base_url=None, db=db or run.flags.db)
+    db_path = resolve(flags, env).db
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    printer = run.plain_printer()
+    secret = token or run.env.get("CONVRISK_SERVE_TOKEN") or ""
+    if not secret:
+        secret = secrets.token_urlsafe(32)
+        printer.notice(f"convrisk serve: token: {secret}")
+    run_server(
+        host=host,
+        port=port,
+        db_path=Path(db_path),
+        token=secret,
+        on_ready=lambda url: printer.notice(f"convrisk serve: listening on {url}"),
+        log=printer.notice,
+    )

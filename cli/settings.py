@@ -1,0 +1,318 @@
+"""Settings, highest first: flags > environment > config-file profile > defaults.
+
+The config file is TOML with one table per profile (`[default]`, `[staging]`, ...), read with
+tomllib and written with tomli-w atomically (temp file + rename) with mode 0600.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from .errors import UsageProblem
+
+KEYS: Final = ("base_url", "token", "db", "output", "timeout", "max_retries", "page_size")
+OUTPUT_FORMATS: Final = ("table", "json", "jsonl", "csv", "id")
+DEFAULTS: Final[dict[str, Any]] = {
+    "output": "table",
+    "timeout": 30,
+    "max_retries": 2,
+    "page_size": 100,
+}
+DEFAULT_PROFILE: Final = "default"
+MAX_PAGE_SIZE: Final = 100
+MAX_RETRIES: Final = 10
+_PROFILE_NAME = re.compile(r"[A-Za-z0-9_-]+")
+
+Config = dict[str, dict[str, Any]]
+
+
+def env_name(key: str) -> str:
+    """The environment variable of a profile key: `CONVRISK_<KEY>`."""
+    return f"CONVRISK_{key.upper()}"
+
+
+def config_path(env: Mapping[str, str]) -> Path:
+    """`CONVRISK_CONFIG`, else `$XDG_CONFIG_HOME/convrisk/config.toml` (~/.config by default)."""
+    explicit = env.get("CONVRISK_CONFIG")
+    if explicit:
+        return Path(explicit).expanduser()
+    return _xdg_dir(env, "XDG_CONFIG_HOME", ".config") / "convrisk" / "config.toml"
+
+
+def default_db_path(env: Mapping[str, str]) -> Path:
+    """`$XDG_DATA_HOME/convrisk/convrisk.db` (~/.local/share by default)."""
+    return _xdg_dir(env, "XDG_DATA_HOME", ".local/share") / "convrisk" / "convrisk.db"
+
+
+def _xdg_dir(env: Mapping[str, str], var: str, fallback: str) -> Path:
+    value = env.get(var, "")
+    # The XDG spec says relative paths in these variables are invalid and must be ignored.
+    if value and os.path.isabs(value):
+        return Path(value)
+    home = env.get("HOME") or str(Path.home())
+    return Path(home) / fallback
+
+
+def check_key(key: str) -> str:
+    """The key itself if it is a profile key, else a usage error listing the known ones."""
+    if key not in KEYS:
+        raise UsageProblem(f"Unknown setting {key!r}. Known: {', '.join(KEYS)}.", param="KEY")
+    return key
+
+
+def check_profile_name(name: str) -> str:
+    """A profile name: letters, digits, `_` and `-`."""
+    if not _PROFILE_NAME.fullmatch(name):
+        raise UsageProblem(
+            f"Invalid profile name {name!r}: use letters, digits, '_' and '-'.", param="--profile"
+        )
+    return name
+
+
+def parse_value(key: str, value: object, where: str) -> Any:
+    """Check one setting's value (text from a flag or the environment, or a TOML value).
+
+    `where` names the source in the error message, e.g. "CONVRISK_TIMEOUT".
+    """
+    if key in ("base_url", "token", "db", "output"):
+        if not isinstance(value, str) or not value.strip():
+            raise UsageProblem(f"{where}: {key} must be a non-empty string.", param=key)
+        return _STRING_CHECKS[key](value.strip(), where)
+    if key == "timeout":
+        number = _number(value, where, key)
+        if not math.isfinite(number) or number <= 0:
+            raise UsageProblem(f"{where}: timeout must be a number of seconds above 0.", param=key)
+        return number
+    low, high = (0, MAX_RETRIES) if key == "max_retries" else (1, MAX_PAGE_SIZE)
+    integer = _number(value, where, key)
+    if not isinstance(integer, int) or not low <= integer <= high:
+        raise UsageProblem(
+            f"{where}: {key} must be a whole number from {low} to {high}.", param=key
+        )
+    return integer
+
+
+def _number(value: object, where: str, key: str) -> int | float:
+    if isinstance(value, bool):
+        raise UsageProblem(f"{where}: {key} must be a number, not a boolean.", param=key)
+    if isinstance(value, int | float):
+        return value
+    text = str(value).strip()
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise UsageProblem(f"{where}: {key} must be a number, not {text!r}.", param=key) from None
+
+
+def _base_url(value: str, where: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise UsageProblem(
+            f"{where}: base_url must be an http:// or https:// URL, e.g. https://api.example.com.",
+            param="base_url",
+        )
+    return value.rstrip("/")
+
+
+def _token(value: str, where: str) -> str:
+    # Never echo the value: it is a secret.
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise UsageProblem(
+            f"{where}: token must not contain spaces or control characters.", param="token"
+        )
+    return value
+
+
+def _db(value: str, where: str) -> str:
+    return value
+
+
+def _output(value: str, where: str) -> str:
+    if value not in OUTPUT_FORMATS:
+        raise UsageProblem(
+            f"{where}: output must be one of {', '.join(OUTPUT_FORMATS)}, not {value!r}.",
+            param="output",
+        )
+    return value
+
+
+_STRING_CHECKS = {"base_url": _base_url, "token": _token, "db": _db, "output": _output}
+
+
+def load_config(path: Path) -> Config:
+    """The config file's profiles; an absent file is an empty config."""
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageProblem(f"Config file {path} is not valid TOML: {exc}.") from None
+    except OSError as exc:
+        raise UsageProblem(f"Cannot read config file {path}: {exc.strerror or exc}.") from None
+    for name, table in data.items():
+        if not isinstance(table, dict):
+            raise UsageProblem(
+                f"Config file {path}: {name!r} must be a profile table like [{DEFAULT_PROFILE}]."
+            )
+    return data
+
+
+def save_config(path: Path, config: Config) -> None:
+    """Write the config atomically (temp file in the same folder, then rename), mode 0600."""
+    import tomli_w
+
+    text = tomli_w.dumps({name: table for name, table in config.items() if table})
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".config.", suffix=".tmp")
+    except OSError as exc:
+        raise UsageProblem(f"Cannot write config file {path}: {exc.strerror or exc}.") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            os.fchmod(handle.fileno(), 0o600)
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise UsageProblem(f"Cannot write config file {path}: {exc.strerror or exc}.") from None
+
+
+@dataclass
+class Flags:
+    """The global options given on the command line (None: not given)."""
+
+    profile: str | None = None
+    base_url: str | None = None
+    db: str | None = None
+    debug: bool = False
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The resolved settings of one run, and where each came from."""
+
+    profile: str
+    config_path: Path
+    base_url: str | None
+    token: str | None
+    db: Path
+    output: str
+    timeout: float
+    max_retries: int
+    page_size: int
+    sources: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_remote(self) -> bool:
+        """True when a base_url chooses a remote service over the local database."""
+        return self.base_url is not None
+
+
+def active_profile(flags: Flags, env: Mapping[str, str]) -> tuple[str, str]:
+    """The profile name and where it came from: --profile, CONVRISK_PROFILE, or the default."""
+    if flags.profile:
+        return check_profile_name(flags.profile), "--profile"
+    if env.get("CONVRISK_PROFILE"):
+        return check_profile_name(env["CONVRISK_PROFILE"]), "CONVRISK_PROFILE"
+    return DEFAULT_PROFILE, "default"
+
+
+def resolve(flags: Flags, env: Mapping[str, str]) -> Settings:
+    """Settings from flags > environment > the active config profile > defaults."""
+    profile, profile_source = active_profile(flags, env)
+    path = config_path(env)
+    config = load_config(path)
+    if profile not in config and profile_source != "default":
+        raise UsageProblem(
+            f"No profile {profile!r} in {path} (from {profile_source}). "
+            f"Create it with: convrisk config set --profile {profile} KEY VALUE",
+            param="--profile",
+        )
+    table = config.get(profile, {})
+    for key in table:
+        if key not in KEYS:
+            raise UsageProblem(
+                f"Config file {path}, profile {profile!r}: unknown key {key!r}. "
+                f"Known: {', '.join(KEYS)}."
+            )
+    flag_values = {"base_url": flags.base_url, "db": flags.db}
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    layers: dict[str, int] = {}
+    for key in KEYS:
+        flag_value = flag_values.get(key)
+        if flag_value is not None:
+            flag = f"--{key.replace('_', '-')}"
+            values[key], sources[key], layers[key] = parse_value(key, flag_value, flag), flag, 0
+        elif env.get(env_name(key)):
+            values[key] = parse_value(key, env[env_name(key)], env_name(key))
+            sources[key], layers[key] = env_name(key), 1
+        elif key in table:
+            values[key] = parse_value(key, table[key], f"{path} [{profile}] {key}")
+            sources[key], layers[key] = f"profile {profile}", 2
+        elif key in DEFAULTS:
+            values[key], sources[key], layers[key] = DEFAULTS[key], "default", 3
+    base_url = _choose_backend(values, sources, layers)
+    db = Path(values["db"]).expanduser() if "db" in values else default_db_path(env)
+    if "db" not in values:
+        sources["db"] = "default"
+    return Settings(
+        profile=profile,
+        config_path=path,
+        base_url=base_url,
+        token=values.get("token"),
+        db=db,
+        output=values["output"],
+        timeout=float(values["timeout"]),
+        max_retries=values["max_retries"],
+        page_size=values["page_size"],
+        sources=sources,
+    )
+
+
+def _choose_backend(
+    values: dict[str, Any], sources: dict[str, str], layers: dict[str, int]
+) -> str | None:
+    """The base_url if the remote service is chosen, else None (the local database).
+
+    The higher layer wins: `--db` beats a profile's base_url. Within flags or the environment,
+    both at once is a usage error; within a profile, base_url wins (DESIGN: a profile with a
+    base_url is remote).
+    """
+    if "base_url" not in values:
+        return None
+    if "db" not in values:
+        return str(values["base_url"])
+    url_layer, db_layer = layers["base_url"], layers["db"]
+    if url_layer == db_layer and url_layer < 2:
+        raise UsageProblem(
+            f"Both {sources['base_url']} and {sources['db']} were given: "
+            "choose the remote service or a local database, not both.",
+            param=sources["db"],
+        )
+    if db_layer < url_layer:
+        return None
+    return str(values["base_url"])
+
+
+def mask_token(token: str) -> str:
+    """A token shown safely: its last four characters only when it is long enough to spare them."""
+    if len(token) >= 16:
+        return "****" + token[-4:]
+    return "****"
