@@ -77,43 +77,57 @@ class TableResource(Generic[M, C, U, F]):
         ending_before: str | None = None,
     ) -> Page[M]:
         """One page, newest first; cursors are ids (the id need not still exist)."""
+        sql, args = self.list_sql(
+            filters, limit=limit, starting_after=starting_after, ending_before=ending_before
+        )
+        size = args[-1] - 1
+        rows = self._db.read(lambda conn: conn.execute(sql, args).fetchall())
+        has_more = len(rows) > size
+        rows = rows[:size]
+        if ending_before is not None:
+            rows.reverse()
+        return self._spec.page(has_more=has_more, data=[self._model(row) for row in rows])
+
+    def list_sql(
+        self,
+        filters: object = None,
+        *,
+        limit: object = DEFAULT_LIMIT,
+        starting_after: object = None,
+        ending_before: object = None,
+    ) -> tuple[str, builtins.list[Any]]:
+        """The checked query a list runs, with its arguments (the last one is limit + 1).
+
+        Keyset paging: newest first is `id DESC`; `starting_after` keeps ids below the cursor,
+        `ending_before` walks up from the cursor (`id ASC`) and the caller flips the page.
+        """
         spec = self._spec
-        given: object = filters
-        if given is not None and not isinstance(given, Mapping):
+        if filters is not None and not isinstance(filters, Mapping):
             raise InvalidRequestError(f"The filters for listing {spec.noun}s must be an object.")
-        checked = check_filters(spec.name, given)
+        checked = check_filters(spec.name, filters)
         size, after, before = check_paging(spec.name, limit, starting_after, ending_before)
         check_text(after, "starting_after")
         check_text(before, "ending_before")
-
         where: builtins.list[str] = []
         args: builtins.list[Any] = []
         for name, value in checked.items():
+            check_text(value, name)
             where.append(f"{spec.filter_columns[name]} = ?")
             args.append(int(value) if isinstance(value, bool) else value)
-            check_text(value, name)
-        # Keyset paging: newest first is id DESC; ending_before walks the other way and flips.
+        order = "DESC"
         if before is not None:
             where.append("id > ?")
             args.append(before)
             order = "ASC"
-        else:
-            if after is not None:
-                where.append("id < ?")
-                args.append(after)
-            order = "DESC"
+        elif after is not None:
+            where.append("id < ?")
+            args.append(after)
         sql = self._select
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += f" ORDER BY id {order} LIMIT ?"
         args.append(size + 1)
-
-        rows = self._db.read(lambda conn: conn.execute(sql, args).fetchall())
-        has_more = len(rows) > size
-        rows = rows[:size]
-        if before is not None:
-            rows.reverse()
-        return spec.page(has_more=has_more, data=[self._model(row) for row in rows])
+        return sql, args
 
     def create(self, params: C, *, idempotency_key: str | None = None) -> M:
         """Create an object; a repeated idempotency key replays the first answer."""

@@ -1,0 +1,113 @@
+"""Idempotency keys: a retried create replays the first answer and never makes a duplicate."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from api_client.errors import InvalidRequestError
+from api_client.params import ConversationCreateParams
+from local_backend.store import LocalBackend
+
+from .conftest import FakeClock, dump, risk_body
+
+
+def count(path: Path, table: str) -> int:
+    """How many rows the table holds, read by a separate connection."""
+    conn = sqlite3.connect(path)
+    try:
+        (n,) = conn.execute(f"SELECT count(*) FROM {table}").fetchone()
+        return int(n)
+    finally:
+        conn.close()
+
+
+def test_a_repeated_key_replays_the_first_answer(
+    backend: LocalBackend, db_path: Path, clock: FakeClock
+) -> None:
+    first = backend.risk_profiles.create(risk_body(score=72), idempotency_key="key-1")
+    clock.advance(30)
+    again = backend.risk_profiles.create(risk_body(score=72), idempotency_key="key-1")
+    assert again == first
+    assert type(again.score) is int
+    assert count(db_path, "risk_profiles") == 1
+
+
+def test_the_replay_is_the_answer_as_it_was_then(backend: LocalBackend) -> None:
+    first = backend.conversations.create({"contact_id": "ct_1"}, idempotency_key="k")
+    backend.conversations.update(first.id, {"is_muted": True})
+    assert backend.conversations.create({"contact_id": "ct_1"}, idempotency_key="k") == first
+
+
+def test_the_same_key_with_other_params_is_refused(backend: LocalBackend, db_path: Path) -> None:
+    backend.risk_profiles.create(risk_body(score=72), idempotency_key="key-1")
+    before = dump(db_path)
+    with pytest.raises(InvalidRequestError) as caught:
+        backend.risk_profiles.create(risk_body(score=72.5), idempotency_key="key-1")
+    assert caught.value.param == "idempotency_key"
+    assert "key-1" in caught.value.message
+    assert dump(db_path) == before
+
+
+def test_the_same_key_on_the_other_resource_is_refused(backend: LocalBackend) -> None:
+    backend.conversations.create({"contact_id": "ct_1"}, idempotency_key="shared")
+    with pytest.raises(InvalidRequestError) as caught:
+        backend.risk_profiles.create(risk_body(), idempotency_key="shared")
+    assert caught.value.param == "idempotency_key"
+
+
+def test_different_keys_and_no_key_each_create(backend: LocalBackend, db_path: Path) -> None:
+    body: ConversationCreateParams = {"contact_id": "ct_1"}
+    a = backend.conversations.create(body, idempotency_key="a")
+    b = backend.conversations.create(body, idempotency_key="b")
+    c = backend.conversations.create(body)
+    d = backend.conversations.create(body)
+    assert len({a.id, b.id, c.id, d.id}) == 4
+    assert count(db_path, "conversations") == 4
+
+
+def test_equivalent_bodies_share_a_key(backend: LocalBackend) -> None:
+    # Empty strings count as absent, so these two bodies are one request.
+    first = backend.conversations.create({"contact_id": "ct_1"}, idempotency_key="k")
+    again = backend.conversations.create(
+        {"contact_id": "ct_1", "group_id": ""}, idempotency_key="k"
+    )
+    assert again == first
+
+
+def test_a_key_expires_after_24_hours(
+    backend: LocalBackend, db_path: Path, clock: FakeClock
+) -> None:
+    first = backend.conversations.create({"contact_id": "ct_1"}, idempotency_key="day")
+    clock.advance(24 * 3600 - 1)
+    assert backend.conversations.create({"contact_id": "ct_1"}, idempotency_key="day") == first
+    clock.advance(1)
+    later = backend.conversations.create({"contact_id": "ct_2"}, idempotency_key="day")
+    assert later.id != first.id
+    assert later.contact_id == "ct_2"
+    # The old key was purged; the new answer is the one kept now.
+    assert count(db_path, "idempotency_keys") == 1
+    assert backend.conversations.create({"contact_id": "ct_2"}, idempotency_key="day") == later
+
+
+def test_old_keys_are_purged_by_later_creates(
+    backend: LocalBackend, db_path: Path, clock: FakeClock
+) -> None:
+    for index in range(5):
+        backend.conversations.create({"contact_id": f"ct_{index}"}, idempotency_key=f"k{index}")
+    assert count(db_path, "idempotency_keys") == 5
+    clock.advance(25 * 3600)
+    backend.conversations.create({"contact_id": "fresh"}, idempotency_key="new")
+    assert count(db_path, "idempotency_keys") == 1
+
+
+def test_a_replay_survives_reopening_the_file(db_path: Path, clock: FakeClock) -> None:
+    store = LocalBackend(db_path, clock=clock)
+    first = store.risk_profiles.create(risk_body(), idempotency_key="persist")
+    store.close()
+    store = LocalBackend(db_path, clock=clock)
+    assert store.risk_profiles.create(risk_body(), idempotency_key="persist") == first
+    store.close()
+    assert count(db_path, "risk_profiles") == 1

@@ -1,0 +1,44 @@
+"""Ids: prefixed, 26 Crockford base32 characters, time first, string order = creation order."""
+
+from __future__ import annotations
+
+import random
+
+from local_backend import ids
+
+
+def test_encode_and_decode_round_trip() -> None:
+    rng = random.Random(1)
+    for _ in range(200):
+        number = rng.getrandbits(130)
+        body = ids.encode(number)
+        assert len(body) == 26
+        assert ids.decode(body) == number
+
+
+def test_string_order_is_number_order() -> None:
+    rng = random.Random(2)
+    numbers = [rng.getrandbits(rng.choice([10, 60, 128])) for _ in range(300)]
+    assert sorted(numbers, key=ids.encode) == sorted(numbers)
+
+
+def test_time_comes_first() -> None:
+    early = ids.number_at(1_700_000_000_000)
+    late = ids.number_at(1_700_000_000_001, 0)
+    assert early < late
+    assert ids.time_of(early) == 1_700_000_000_000
+    assert ids.encode(late)[:10] == ids.encode(ids.number_at(1_700_000_000_001, 2**80 - 1))[:10]
+
+
+def test_next_number_is_strictly_greater_than_the_last() -> None:
+    last = ids.number_at(5_000, 2**80 - 1)
+    assert ids.next_number(5_000, last) == last + 1
+    assert ids.next_number(4_000, last) == last + 1
+    assert ids.time_of(ids.next_number(6_000, last)) == 6_000
+
+
+def test_foreign_strings_are_not_ids() -> None:
+    assert ids.parse("conv_", "rp_" + "0" * 26) is None
+    assert ids.parse("conv_", "conv_short") is None
+    assert ids.parse("conv_", "conv_" + "U" * 26) is None  # U is not in the alphabet
+    assert ids.parse("conv_", "conv_" + "0" * 25 + "1") == 1
