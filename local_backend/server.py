@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -47,6 +47,8 @@ DRAIN_SECONDS = 5.0
 # finishes sending, so that it gets our answer rather than a connection reset.
 _LINGER_BYTES = 16 * MAX_BODY_BYTES
 _LINGER_SECONDS = 2.0
+# How often serve_forever looks for a shutdown request (the stdlib default, 0.5 s, slows stops).
+_POLL_SECONDS = 0.05
 _MAX_QUERY_FIELDS = 50
 _MAX_LIMIT_DIGITS = 6
 _BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
@@ -172,6 +174,20 @@ class ConvriskHTTPServer(ThreadingHTTPServer):
         if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
             return
         self.log(f"convrisk serve: connection error: {traceback.format_exc().rstrip()}")
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[ConvriskHTTPServer]:
+        """Serve from a background thread for the block, then stop and close the server."""
+        thread = threading.Thread(
+            target=self.serve_forever, args=(_POLL_SECONDS,), name="convrisk-serve", daemon=True
+        )
+        thread.start()
+        try:
+            yield self
+        finally:
+            self.shutdown()
+            thread.join()
+            self.server_close()
 
     def server_close(self) -> None:
         """Refuse new requests, let the ones in flight finish, end keep-alive connections."""
@@ -453,12 +469,13 @@ class _Handler(BaseHTTPRequestHandler):
             lines.append("Connection: close")
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         # One write per answer: headers and body in one segment, no wait on delayed ACKs.
+        # Logged before the answer goes out, so a client that has its answer finds the line.
+        elapsed = (time.perf_counter() - self._started) * 1000
+        self.server.log(f"{self.command or '-'} {self._log_path()} {status} {elapsed:.1f}ms")
         self.wfile.write(head if self.command == "HEAD" else head + data)
         self.wfile.flush()
         if self.close_connection and not self._body_consumed:
             self._linger()
-        elapsed = (time.perf_counter() - self._started) * 1000
-        self.server.log(f"{self.command or '-'} {self._log_path()} {status} {elapsed:.1f}ms")
 
     def _settle_unread_body(self) -> None:
         """Before answering without reading the body: drop a small one, else close after."""
@@ -552,37 +569,26 @@ def run_server(
     """Serve the SQLite file at `db_path` until SIGINT or SIGTERM, then close everything."""
     from .store import LocalBackend
 
-    backend = LocalBackend(db_path)
-    try:
-        server = make_server(backend, token=token, host=host, port=port, log=log)
-    except BaseException:
-        backend.close()
-        raise
     stop = threading.Event()
-
-    def serve() -> None:
-        try:
-            server.serve_forever()
-        finally:
-            stop.set()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
+    backend = LocalBackend(db_path)
     previous: dict[signal.Signals, Any] = {}
-    if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            previous[signum] = signal.signal(signum, on_signal)
-    thread = threading.Thread(target=serve, name="convrisk-serve", daemon=True)
     try:
-        thread.start()
-        on_ready(server.url)
-        while not stop.wait(1.0):
-            pass
+        # Open (and migrate) the file now: a bad --db fails at start, not on the first request.
+        backend.conversations.list(limit=1)
+        server = make_server(backend, token=token, host=host, port=port, log=log)
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                previous[signum] = signal.signal(signum, on_signal)
+        with server.running():
+            on_ready(server.url)
+            # A timed wait keeps the main thread responsive to signals on every platform.
+            while not stop.wait(0.5):
+                pass
     finally:
-        server.shutdown()
-        thread.join()
-        server.server_close()
-        backend.close()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        backend.close()

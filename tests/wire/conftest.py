@@ -1,0 +1,52 @@
+"""Fixtures of the raw-HTTP tests: the server on a free loopback port over a tmp database."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+from local_backend.server import ConvriskHTTPServer, make_server
+from local_backend.store import LocalBackend
+
+TOKEN = "wire-test-token-5f2c"
+
+
+@dataclass
+class Served:
+    """A running server, its database file and the access-log lines it wrote."""
+
+    server: ConvriskHTTPServer
+    db_path: Path
+    logs: list[str] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        """Base URL of the server."""
+        return self.server.url
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    """A server over a fresh LocalBackend, stopped and closed after the test."""
+    db_path = tmp_path / "wire.db"
+    backend = LocalBackend(db_path)
+    logs: list[str] = []
+    server = make_server(backend, token=TOKEN, log=logs.append)
+    try:
+        with server.running():
+            yield Served(server, db_path, logs)
+    finally:
+        backend.close()
+
+
+@pytest.fixture
+def http(served: Served) -> Iterator[httpx.Client]:
+    """An httpx client with the right token (raw HTTP: no convrisk client code)."""
+    with httpx.Client(
+        base_url=served.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10.0
+    ) as client:
+        yield client
