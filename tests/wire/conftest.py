@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +14,9 @@ from local_backend.server import ConvriskHTTPServer, make_server
 from local_backend.store import LocalBackend
 
 TOKEN = "wire-test-token-5f2c"
+# Built once: httpx would load the CA bundle again for every client (slow), though over plain
+# http on loopback it is never used.
+TLS = ssl.create_default_context()
 
 
 @dataclass
@@ -47,6 +51,13 @@ def served(tmp_path: Path) -> Iterator[Served]:
 def http(served: Served) -> Iterator[httpx.Client]:
     """An httpx client with the right token (raw HTTP: no convrisk client code)."""
     with httpx.Client(
-        base_url=served.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10.0
+        base_url=served.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10.0, verify=TLS
     ) as client:
+        yield client
+
+
+@pytest.fixture
+def anon(served: Served) -> Iterator[httpx.Client]:
+    """An httpx client that sends no token (or whatever each request sets)."""
+    with httpx.Client(base_url=served.url, timeout=10.0, verify=TLS) as client:
         yield client

@@ -16,7 +16,7 @@ from api_client.protocol import ConversationsBackend, RiskProfilesBackend
 from local_backend.server import make_server, run_server
 from local_backend.store import LocalBackend
 
-from .conftest import TOKEN
+from .conftest import TLS, TOKEN
 
 
 class _BrokenRiskProfiles:
@@ -66,7 +66,9 @@ def test_unexpected_exception_is_a_generic_500_and_is_logged(
     faulty: tuple[str, list[str]],
 ) -> None:
     url, logs = faulty
-    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+    with httpx.Client(
+        base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}, verify=TLS
+    ) as http:
         response = http.get("/v1/risk-profiles/rp_123")
         assert response.status_code == 500
         assert response.headers["content-type"] == "application/json"
@@ -89,7 +91,9 @@ def test_run_server_serves_until_sigterm_then_closes_the_database(tmp_path: Path
 
     def on_ready(url: str) -> None:
         seen.append(url)
-        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+        with httpx.Client(
+            base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}, verify=TLS
+        ) as http:
             response = http.post("/v1/conversations", json={"contact_id": "ct_sig"})
             created.update(response.json())
         os.kill(os.getpid(), signal.SIGTERM)
@@ -103,7 +107,7 @@ def test_run_server_serves_until_sigterm_then_closes_the_database(tmp_path: Path
     assert logs and logs[0].startswith("POST /v1/conversations 200 ")
     # Stopped: nothing listens any more.
     with pytest.raises(httpx.ConnectError):
-        httpx.get(seen[0] + "/v1/conversations")
+        httpx.get(seen[0] + "/v1/conversations", verify=TLS)
     # Closed cleanly: the file is whole and holds the row.
     with sqlite3.connect(db_path) as db:
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)

@@ -56,8 +56,8 @@ def new_conversation(http: httpx.Client, **body: Any) -> dict[str, Any]:
 # -- authentication ---------------------------------------------------------------------------
 
 
-def test_missing_token_is_401_with_bearer_challenge(served: Served) -> None:
-    response = httpx.get(served.url + CONV)
+def test_missing_token_is_401_with_bearer_challenge(served: Served, anon: httpx.Client) -> None:
+    response = anon.get(CONV)
     assert_error(response, 401, "authentication_error")
     assert response.headers["www-authenticate"].startswith("Bearer")
 
@@ -66,25 +66,27 @@ def test_missing_token_is_401_with_bearer_challenge(served: Served) -> None:
     "header",
     [f"Bearer {TOKEN}x", "Bearer", f"Basic {TOKEN}", TOKEN, f"Bearer {TOKEN[:-1]}", "Bearer é"],
 )
-def test_wrong_token_is_401(served: Served, header: str) -> None:
-    response = httpx.get(served.url + CONV, headers={b"Authorization": header.encode()})
+def test_wrong_token_is_401(served: Served, anon: httpx.Client, header: str) -> None:
+    response = anon.get(CONV, headers={b"Authorization": header.encode()})
     assert_error(response, 401, "authentication_error")
     assert response.headers["www-authenticate"].startswith("Bearer")
 
 
-def test_auth_comes_before_routing_and_body_checks(served: Served) -> None:
-    assert_error(httpx.get(served.url + "/v1/nothing-here"), 401, "authentication_error")
-    response = httpx.post(served.url + CONV, content=b"not json", headers={"Content-Type": "x/y"})
+def test_auth_comes_before_routing_and_body_checks(served: Served, anon: httpx.Client) -> None:
+    assert_error(anon.get("/v1/nothing-here"), 401, "authentication_error")
+    response = anon.post(CONV, content=b"not json", headers={"Content-Type": "x/y"})
     assert_error(response, 401, "authentication_error")
 
 
-def test_right_token_with_any_scheme_case_is_accepted(served: Served) -> None:
-    response = httpx.get(served.url + CONV, headers={"Authorization": f"bearer {TOKEN}"})
+def test_right_token_with_any_scheme_case_is_accepted(served: Served, anon: httpx.Client) -> None:
+    response = anon.get(CONV, headers={"Authorization": f"bearer {TOKEN}"})
     assert response.status_code == 200
 
 
-def test_unauthenticated_create_makes_nothing(served: Served, http: httpx.Client) -> None:
-    response = httpx.post(served.url + CONV, json={"contact_id": "ct_x"})
+def test_unauthenticated_create_makes_nothing(
+    served: Served, anon: httpx.Client, http: httpx.Client
+) -> None:
+    response = anon.post(CONV, json={"contact_id": "ct_x"})
     assert response.status_code == 401
     assert http.get(CONV).json()["data"] == []
 
@@ -464,11 +466,11 @@ def test_a_stalled_client_does_not_stall_others(served: Served, http: httpx.Clie
 
 
 def test_access_log_has_method_path_status_and_never_token_or_body(
-    served: Served, http: httpx.Client
+    served: Served, anon: httpx.Client, http: httpx.Client
 ) -> None:
     http.post(CONV, json={"contact_id": "ct_secret_marker"})
     http.get(CONV, params={"limit": "abc"})
-    httpx.get(served.url + CONV, headers={"Authorization": "Bearer guessed-token"})
+    anon.get(CONV, headers={"Authorization": "Bearer guessed-token"})
     lines = list(served.logs)
     assert len(lines) == 3
     assert lines[0].startswith(f"POST {CONV} 200 ")
