@@ -67,7 +67,7 @@ SPEC: ResourceSpec[Conversation] = ResourceSpec(
     table="conversations",
     prefix="conv_",
     model=Conversation,
-    page=Page[Conversation],
+    page=lambda: Page[Conversation],
     columns=COLUMNS,
     filter_columns={
         "muted": "is_muted",

@@ -44,7 +44,8 @@ class ResourceSpec(Generic[M]):
     table: str
     prefix: str
     model: type[M]
-    page: type[Page[M]]
+    # The Page[model] class, made on first use: building a pydantic generic costs ms at import.
+    page: Callable[[], type[Page[M]]]
     columns: tuple[str, ...]
     # filter name -> column; a boolean filter compares the column with 1 or 0.
     filter_columns: Mapping[str, str]
@@ -65,6 +66,7 @@ class TableResource(Generic[M, C, U, F]):
         self._db = db
         self._clock = clock
         self._select = f"SELECT {', '.join(spec.columns)} FROM {spec.table}"
+        self._page: type[Page[M]] | None = None
 
     # -- the five operations --------------------------------------------------------------------
 
@@ -86,7 +88,9 @@ class TableResource(Generic[M, C, U, F]):
         rows = rows[:size]
         if ending_before is not None:
             rows.reverse()
-        return self._spec.page(has_more=has_more, data=[self._model(row) for row in rows])
+        if self._page is None:
+            self._page = self._spec.page()
+        return self._page(has_more=has_more, data=[self._model(row) for row in rows])
 
     def list_sql(
         self,

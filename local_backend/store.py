@@ -25,7 +25,7 @@ from api_client.params import (
 
 from . import conversations as _conversations
 from . import risk_profiles as _risk_profiles
-from .database import Database
+from .database import BUSY_TIMEOUT_SECONDS, Database
 from .resource import TableResource
 
 ConversationsResource = TableResource[
@@ -37,15 +37,20 @@ RiskProfilesResource = TableResource[
 
 
 class LocalBackend:
-    """The Backend protocol over one SQLite file; `clock` gives the time in Unix seconds."""
+    """The Backend protocol over one SQLite file.
+
+    `clock` gives the time in Unix seconds; `busy_timeout` is how long an operation waits for
+    another process's write lock before failing with a ServiceError.
+    """
 
     def __init__(
         self,
         path: str | os.PathLike[str],
         *,
         clock: Callable[[], float] = time.time,
+        busy_timeout: float = BUSY_TIMEOUT_SECONDS,
     ) -> None:
-        self._db = Database(path)
+        self._db = Database(path, busy_timeout=busy_timeout)
         self._conversations: ConversationsResource = TableResource(
             _conversations.SPEC, self._db, clock
         )

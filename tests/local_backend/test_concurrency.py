@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from api_client.client import Client
+from api_client.errors import ServiceError
 from local_backend.store import LocalBackend
 
-from .conftest import risk_body
+from .conftest import dump, risk_body
 
 # Each worker: open the file, say it is ready, wait for "go", then create its records as fast as
 # it can and print their ids as JSON. Half the creates carry an idempotency key.
@@ -125,3 +129,50 @@ def test_threads_sharing_one_backend(db_path: Path) -> None:
     finally:
         store.close()
     assert not Path(f"{db_path}-wal").exists()
+
+
+def hold_write_lock(path: Path) -> sqlite3.Connection:
+    """Another writer: a connection holding the file's write lock until it commits."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute("BEGIN IMMEDIATE")
+    return conn
+
+
+def test_a_write_waits_for_another_writer_to_finish(db_path: Path) -> None:
+    store = LocalBackend(db_path)
+    store.conversations.list()
+    other = hold_write_lock(db_path)
+    other.execute(
+        "INSERT INTO conversations (id, contact_id, created_at) VALUES ('conv_0', 'other', 1)"
+    )
+    releaser = threading.Timer(0.3, lambda: other.execute("COMMIT"))
+    releaser.start()
+    try:
+        mine = store.conversations.create({"contact_id": "mine"})
+    finally:
+        releaser.join()
+        other.close()
+    listed = store.conversations.list().data
+    store.close()
+    assert [conv.contact_id for conv in listed] == ["mine", "other"]
+    assert listed[0].id == mine.id
+
+
+def test_a_lock_held_too_long_is_a_clear_error_and_changes_nothing(db_path: Path) -> None:
+    store = LocalBackend(db_path, busy_timeout=0.2)
+    store.conversations.create({"contact_id": "first"})
+    before = dump(db_path)
+    other = hold_write_lock(db_path)
+    try:
+        with pytest.raises(ServiceError) as caught:
+            store.conversations.create({"contact_id": "second"})
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert "locked by another process" in caught.value.message
+    assert str(db_path) in caught.value.message
+    assert dump(db_path) == before
+    # Once the other writer is gone, writing works again.
+    store.conversations.create({"contact_id": "third"})
+    assert len(store.conversations.list().data) == 2
+    store.close()
