@@ -1,0 +1,1 @@
+"""Benchmarks for convrisk: `python -m bench` (see bench/__main__.py)."""

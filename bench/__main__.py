@@ -1,0 +1,91 @@
+"""Benchmarks with targets: `python -m bench` prints a table and writes docs/performance.md.
+
+Sections: cold start, page cost at scale, streaming export, parallel writers, remote --all.
+`python -m bench --tiny` runs everything at a tiny size (CI does, so it never rots); it checks
+that each section runs and writes nothing to docs/ unless `--write` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench import common, sections
+
+ROOT = Path(__file__).resolve().parent.parent
+REPORT = ROOT / "docs" / "performance.md"
+
+
+def _machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    sqlite = (
+        subprocess.run(
+            ["sqlite3", "--version"], capture_output=True, text=True, check=False
+        ).stdout.split(" ")[:1]
+        if common.have("sqlite3")
+        else ["absent"]
+    )
+    return (
+        f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, "
+        f"{platform.system()} {platform.release()}, sqlite3 CLI {sqlite[0]}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the chosen sections and print (and optionally write) the report."""
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--tiny", action="store_true", help="tiny sizes: proves the code runs")
+    parser.add_argument("--write", action="store_true", help="write docs/performance.md")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="comma-separated sections to run: " + ",".join(sections.SECTIONS),
+    )
+    args = parser.parse_args(argv)
+    chosen = [s for s in args.only.split(",") if s] or list(sections.SECTIONS)
+    unknown = [s for s in chosen if s not in sections.SECTIONS]
+    if unknown:
+        parser.error(f"unknown section(s): {', '.join(unknown)}")
+    write = args.write or (not args.tiny and not args.only)
+
+    started = time.perf_counter()
+    parts: list[str] = []
+    with common.Workspace(tiny=args.tiny) as ws:
+        for name in chosen:
+            print(f"== {name}", file=sys.stderr, flush=True)
+            text = sections.SECTIONS[name](ws)
+            print(text, flush=True)
+            parts.append(text)
+    took = time.perf_counter() - started
+    print(f"(bench took {took:.0f} s)", file=sys.stderr)
+
+    if write:
+        header = (
+            "# Performance\n\n"
+            f"Measured on {dt.date.today().isoformat()} on {_machine()}, by `python -m bench` "
+            f"(took {took:.0f} s). Reproduce: install the project (`pip install -e '.[test]'`), "
+            "then `python -m bench` from the repository root; it rewrites this page. "
+            "`python -m bench --only cold_start,export` runs some sections; `--tiny` runs "
+            "everything at a tiny size (CI does, without writing this page).\n"
+        )
+        notes = (ROOT / "bench" / "notes.md").read_text()
+        REPORT.write_text(header + "\n" + "\n".join(parts) + "\n" + notes)
+        print(f"wrote {REPORT.relative_to(ROOT)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
