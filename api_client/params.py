@@ -221,6 +221,8 @@ def check_filters(resource: ResourceName, filters: Mapping[str, Any] | None) -> 
     """Check list filters; returns only the ones that filter (None and absent mean no filter)."""
     if not filters:
         return {}
+    if not isinstance(filters, Mapping):
+        raise InvalidRequestError("List filters must be a mapping of filter names to values.")
     if resource == "conversations":
         booleans: tuple[str, ...] = ("muted", "archived", "pinned")
         strings: tuple[str, ...] = ("group_id",)

@@ -124,7 +124,8 @@ class Workspace:
         env = {
             k: v
             for k, v in os.environ.items()
-            if not k.startswith("CONVRISK_") and k not in ("NO_COLOR",)
+            # PYTHONDONTWRITEBYTECODE would make every start compile our modules from source.
+            if not k.startswith("CONVRISK_") and k not in ("NO_COLOR", "PYTHONDONTWRITEBYTECODE")
         }
         env.update(
             HOME=str(self.dir / "home"),
