@@ -3,12 +3,14 @@ an exception becomes an exit code."""
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Sequence
 from typing import Annotated
 
 import typer
+from typer.core import TyperGroup
 
 from . import config_cmd, conv, risk, serve
 from .context import AppContext, app_context
@@ -132,6 +134,14 @@ def _click_error(exc: BaseException) -> ErrorInfo:
     return ErrorInfo("usage_error", message, param=param)
 
 
+@functools.cache
+def command() -> TyperGroup:
+    """The click command tree of the app, built once per process (tests run main() often)."""
+    group = typer.main.get_command(app)
+    assert isinstance(group, TyperGroup)
+    return group
+
+
 def main(args: Sequence[str] | None = None) -> int:
     """Run convrisk with these arguments (default: sys.argv) and return the exit code.
 
@@ -143,8 +153,7 @@ def main(args: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if args is None else args)
     run = AppContext()
     try:
-        command = typer.main.get_command(app)
-        result = command.main(argv, prog_name="convrisk", standalone_mode=False, obj=run)
+        result = command().main(argv, prog_name="convrisk", standalone_mode=False, obj=run)
         return result if isinstance(result, int) else OK
     except StdoutClosed:
         _silence_stdout()
@@ -154,6 +163,8 @@ def main(args: Sequence[str] | None = None) -> int:
         return USAGE
     except (Exception, KeyboardInterrupt) as exc:
         if run.env.get("CONVRISK_RAISE_ERRORS") == "1":
+            if isinstance(exc, Failures):
+                raise exc.first from exc
             raise
         printer = run.error_printer()
         if run.flags.debug:

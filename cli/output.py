@@ -12,7 +12,7 @@ import io
 import json
 import logging
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -35,20 +35,44 @@ TABLE_CHUNK = 1000
 
 @dataclass(frozen=True)
 class Column:
-    """One column of the table, TSV and CSV formats: the field, its title and how to show it."""
+    """One column: the field, its title and how to show it (or a function of the whole row)."""
 
     key: str
     title: str
     kind: CellKind = "text"
+    value: Callable[[Row], object] | None = None
+
+    def cell(self, row: Row) -> str:
+        """This column's text for a row."""
+        value = self.value(row) if self.value is not None else row.get(self.key)
+        return format_cell(value, self.kind)
 
 
 @dataclass(frozen=True)
 class Kind:
-    """What is being printed: its noun for messages and its columns."""
+    """What is being printed: its noun for messages, its columns, and the terminal's columns."""
 
     noun: str
     plural: str
     columns: tuple[Column, ...]
+    # A rich table on a terminal shows fewer, friendlier columns so that it fits 80 columns;
+    # TSV and CSV keep every field under its own name.
+    terminal_columns: tuple[Column, ...]
+
+
+def _party(row: Row) -> str:
+    if row.get("group_id"):
+        return f"group {row['group_id']}"
+    return f"contact {row.get('contact_id') or ''}".strip()
+
+
+def _flags(row: Row) -> str:
+    flags = [name for name in ("pinned", "muted") if row.get(f"is_{name}")]
+    if row.get("archived_at") is not None:
+        flags.append("archived")
+    if row.get("pinned_message_id"):
+        flags.append(f"message {row['pinned_message_id']}")
+    return ", ".join(flags)
 
 
 CONVERSATIONS = Kind(
@@ -66,6 +90,13 @@ CONVERSATIONS = Kind(
         Column("created_at", "CREATED", "time"),
         Column("archived_at", "ARCHIVED", "time"),
     ),
+    (
+        Column("id", "ID"),
+        Column("with", "WITH", value=_party),
+        Column("flags", "FLAGS", value=_flags),
+        Column("last_active_at", "LAST ACTIVE", "time"),
+        Column("created_at", "CREATED", "time"),
+    ),
 )
 RISK_PROFILES = Kind(
     "risk profile",
@@ -79,10 +110,17 @@ RISK_PROFILES = Kind(
         Column("created_at", "CREATED", "time"),
         Column("updated_at", "UPDATED", "time"),
     ),
+    (
+        Column("id", "ID"),
+        Column("customer_id", "CUSTOMER"),
+        Column("profile_type", "TYPE"),
+        Column("score", "SCORE", "number"),
+        Column("details", "DETAILS", "json"),
+        Column("updated_at", "UPDATED", "time"),
+    ),
 )
-DELETIONS = Kind(
-    "deletion", "deletions", (Column("id", "ID"), Column("deleted", "DELETED", "bool"))
-)
+_DELETION_COLUMNS = (Column("id", "ID"), Column("deleted", "DELETED", "bool"))
+DELETIONS = Kind("deletion", "deletions", _DELETION_COLUMNS, _DELETION_COLUMNS)
 
 
 def format_timestamp(value: object) -> str:
@@ -109,9 +147,8 @@ def format_cell(value: object, kind: CellKind) -> str:
     return str(value)
 
 
-def _tsv_cell(value: object, kind: CellKind) -> str:
+def _tsv_escape(text: str) -> str:
     # Tabs and line breaks would split a field or a row: escape them so nothing is cut.
-    text = format_cell(value, kind)
     return text.replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
 
 
@@ -425,8 +462,7 @@ class TsvSink(_HeaderSink):
     def body(self, rows: Sequence[Row]) -> str:
         """One line per row."""
         return "".join(
-            "\t".join(_tsv_cell(row.get(c.key), c.kind) for c in self.kind.columns) + "\n"
-            for row in rows
+            "\t".join(_tsv_escape(c.cell(row)) for c in self.kind.columns) + "\n" for row in rows
         )
 
 
@@ -445,9 +481,7 @@ class CsvSink(_HeaderSink):
 
     def body(self, rows: Sequence[Row]) -> str:
         """One record per row; details as JSON text."""
-        return self._csv(
-            [format_cell(row.get(c.key), c.kind) for c in self.kind.columns] for row in rows
-        )
+        return self._csv([c.cell(row) for c in self.kind.columns] for row in rows)
 
 
 class RichSink(Sink):
@@ -459,21 +493,32 @@ class RichSink(Sink):
 
     def write(self, rows: Sequence[Row]) -> None:
         """Keep the rows; draw a table when a chunk is full."""
-        self.rows.extend(
-            [format_cell(row.get(c.key), c.kind) for c in self.kind.columns] for row in rows
-        )
+        self.rows.extend([c.cell(row) for c in self.kind.terminal_columns] for row in rows)
         self.count += len(rows)
         if len(self.rows) >= TABLE_CHUNK:
             self._draw()
 
     def _draw(self) -> None:
+        from rich.box import SIMPLE_HEAD
         from rich.console import Console
         from rich.table import Table
         from rich.text import Text
 
-        table = Table(show_edge=False, pad_edge=False, header_style="bold")
-        for column in self.kind.columns:
-            table.add_column(column.title, no_wrap=column.key == "id", overflow="fold")
+        table = Table(
+            box=SIMPLE_HEAD,
+            show_edge=False,
+            pad_edge=False,
+            collapse_padding=True,
+            header_style="bold",
+        )
+        for column in self.kind.terminal_columns:
+            # Whole ids and scores; a date folds at its space rather than inside it.
+            table.add_column(
+                column.title,
+                no_wrap=column.key in ("id", "score"),
+                min_width=10 if column.kind == "time" else None,
+                overflow="fold",
+            )
         for cells in self.rows:
             table.add_row(*(Text(cell) for cell in cells))
         self.rows = []

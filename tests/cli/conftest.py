@@ -1,0 +1,130 @@
+"""Run convrisk's main() in-process with Typer's CliRunner, in an isolated HOME and XDG folders."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from cli import output
+from cli.app import main
+
+
+@dataclass
+class Result:
+    """What one run of convrisk did: its exit code, stdout and stderr."""
+
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        """stdout parsed as one JSON document."""
+        return json.loads(self.stdout)
+
+    def jsonl(self) -> list[Any]:
+        """stdout parsed as JSON lines."""
+        return [json.loads(line) for line in self.stdout.splitlines()]
+
+    def lines(self) -> list[str]:
+        """stdout's lines."""
+        return self.stdout.splitlines()
+
+    def ok(self) -> Result:
+        """Self, after checking the run succeeded (the failure shows stderr)."""
+        assert self.code == 0, f"exit {self.code}\nstdout: {self.stdout}\nstderr: {self.stderr}"
+        return self
+
+
+Invoke = Callable[..., Result]
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty HOME with XDG folders inside it, and no CONVRISK_* or NO_COLOR variables."""
+    for name in list(os.environ):
+        if name.startswith("CONVRISK_") or name in ("NO_COLOR", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
+            monkeypatch.delenv(name)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    return home
+
+
+@pytest.fixture
+def db_path(home: Path) -> Path:
+    """Where the local database lives by default in this HOME."""
+    return home / "data" / "convrisk" / "convrisk.db"
+
+
+@pytest.fixture
+def config_file(home: Path) -> Path:
+    """Where the config file lives by default in this HOME."""
+    return home / "config" / "convrisk" / "config.toml"
+
+
+@pytest.fixture
+def invoke(home: Path) -> Invoke:
+    """`invoke("conv", "list", input=...)`: run main() and capture its streams."""
+
+    def run(*args: str, input: str | None = None) -> Result:
+        runner = CliRunner()
+        with runner.isolation(input=input) as (out, err, _):
+            code = main(list(args))
+            import sys
+
+            sys.stdout.flush()
+            sys.stderr.flush()
+            return Result(code, out.getvalue().decode(), err.getvalue().decode())
+
+    return run
+
+
+@pytest.fixture
+def terminal(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
+    """Make convrisk see a terminal on the named streams: terminal("stdin", "stdout")."""
+
+    def use(*names: str) -> None:
+        import sys
+
+        def is_terminal(stream: object) -> bool:
+            return any(stream is getattr(sys, name) for name in names)
+
+        monkeypatch.setattr(output, "is_terminal", is_terminal)
+
+    return use
+
+
+@pytest.fixture
+def conversations(invoke: Invoke) -> Callable[[int], list[str]]:
+    """Create n conversations through the CLI; their ids, newest first."""
+
+    def make(n: int) -> list[str]:
+        ids = []
+        for i in range(n):
+            result = invoke("conv", "create", "--contact-id", f"c_{i}", "-o", "id").ok()
+            ids.append(result.stdout.strip())
+        return ids[::-1]
+
+    return make
+
+
+@pytest.fixture
+def backend(db_path: Path) -> Iterator[Any]:
+    """The local backend on the default database file, to seed many rows fast."""
+    from local_backend.store import LocalBackend
+
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    store = LocalBackend(db_path)
+    try:
+        yield store
+    finally:
+        store.close()

@@ -1,0 +1,158 @@
+"""Output formats: table (rich on a terminal, TSV otherwise), json, jsonl, csv, id; colour,
+hints and progress on stderr only."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from cli.output import format_timestamp
+from tests.cli.conftest import Invoke
+
+Make = Callable[[int], list[str]]
+Terminal = Callable[..., None]
+
+
+def test_piped_table_is_tsv_under_a_header_and_never_cut(invoke: Invoke) -> None:
+    long_contact = "c_" + "x" * 300
+    invoke("conv", "create", "--contact-id", long_contact).ok()
+    invoke("conv", "create", "--group-id", "g\twith tab").ok()
+    header, *rows = invoke("conv", "list").ok().lines()
+    assert header.split("\t") == [
+        "id",
+        "contact_id",
+        "group_id",
+        "is_pinned",
+        "is_muted",
+        "pinned_message_id",
+        "last_active_at",
+        "last_opened_at",
+        "created_at",
+        "archived_at",
+    ]
+    assert len(rows) == 2
+    cells = [row.split("\t") for row in rows]
+    assert all(len(c) == 10 for c in cells)
+    assert cells[0][2] == "g\\twith tab"
+    assert cells[1][1] == long_contact
+    assert cells[1][3:5] == ["false", "false"]
+
+
+def test_tsv_times_are_utc_dates(invoke: Invoke) -> None:
+    conv = invoke("conv", "create", "--contact-id", "c", "-o", "json").ok().json()
+    invoke("conv", "update", conv["id"], "--archived-at", "2024-05-01T12:34:56Z").ok()
+    header, row = invoke("conv", "list").ok().lines()
+    cells = dict(zip(header.split("\t"), row.split("\t"), strict=True))
+    assert cells["archived_at"] == "2024-05-01 12:34:56"
+    assert cells["created_at"] == format_timestamp(conv["created_at"])
+    assert cells["last_active_at"] == ""
+
+
+def test_timestamps_in_seconds_or_milliseconds_give_the_same_date() -> None:
+    assert format_timestamp(1714566896) == "2024-05-01 12:34:56"
+    assert format_timestamp(1714566896000) == "2024-05-01 12:34:56"
+    assert format_timestamp(1714566896.75) == "2024-05-01 12:34:56"
+    assert format_timestamp(1714566896789.0) == "2024-05-01 12:34:56"
+    assert format_timestamp(0) == "1970-01-01 00:00:00"
+    assert format_timestamp(None) == ""
+
+
+def test_rich_table_on_a_terminal_shows_whole_ids(
+    invoke: Invoke, conversations: Make, terminal: Terminal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = conversations(2)
+    monkeypatch.setenv("NO_COLOR", "1")
+    terminal("stdout")
+    result = invoke("conv", "list").ok()
+    assert "ID" in result.stdout and "WITH" in result.stdout and "contact c_0" in result.stdout
+    assert all(i in result.stdout for i in ids)
+    assert "\x1b[" not in result.stdout  # NO_COLOR
+    assert "\t" not in result.stdout
+
+
+def test_colour_only_on_a_terminal_and_never_with_no_color(
+    invoke: Invoke, conversations: Make, terminal: Terminal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conversations(1)
+    assert "\x1b[" not in invoke("conv", "list").ok().stdout
+    terminal("stdout", "stderr")
+    coloured = invoke("conv", "list").ok()
+    assert "\x1b[" in coloured.stdout
+    assert "\x1b[31mError:" in invoke("conv", "get", "conv_nope").stderr
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert "\x1b[" not in invoke("conv", "list").ok().stdout
+    assert invoke("conv", "get", "conv_nope").stderr.startswith("Error: ")
+
+
+def test_json_is_compact_when_piped_and_indented_on_a_terminal(
+    invoke: Invoke, conversations: Make, terminal: Terminal
+) -> None:
+    conversations(2)
+    piped = invoke("conv", "list", "-o", "json").ok()
+    assert piped.stdout.count("\n") == 1
+    terminal("stdout")
+    shown = invoke("conv", "list", "-o", "json").ok()
+    assert shown.stdout.count("\n") > 10 and '\n    "id": ' in shown.stdout
+    assert shown.json() == piped.json()
+
+
+def test_jsonl_csv_and_id_formats(invoke: Invoke, conversations: Make) -> None:
+    ids = conversations(3)
+    assert [c["id"] for c in invoke("conv", "list", "-o", "jsonl").ok().jsonl()] == ids
+    rows = list(csv.DictReader(io.StringIO(invoke("conv", "list", "-o", "csv").ok().stdout)))
+    assert [r["id"] for r in rows] == ids
+    assert rows[0]["is_muted"] == "false" and rows[0]["archived_at"] == ""
+    assert invoke("conv", "list", "-o", "id").ok().lines() == ids
+
+
+def test_empty_lists_in_every_format(invoke: Invoke) -> None:
+    expected: dict[str, Any] = {
+        "json": "[]\n",
+        "jsonl": "",
+        "id": "",
+        "csv": "id,customer_id,profile_type,score,details,created_at,updated_at\n",
+        "table": "id\tcustomer_id\tprofile_type\tscore\tdetails\tcreated_at\tupdated_at\n",
+    }
+    for fmt, text in expected.items():
+        result = invoke("risk", "list", "-o", fmt).ok()
+        assert result.stdout == text, fmt
+        assert result.stderr == ""
+
+
+def test_output_format_from_environment_and_profile(
+    invoke: Invoke, conversations: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = conversations(1)
+    invoke("config", "set", "output", "id").ok()
+    assert invoke("conv", "list").ok().lines() == ids
+    monkeypatch.setenv("CONVRISK_OUTPUT", "jsonl")
+    assert invoke("conv", "list").ok().jsonl()[0]["id"] == ids[0]
+    assert invoke("conv", "list", "-o", "csv").ok().lines()[0].startswith("id,contact_id")
+    monkeypatch.setenv("CONVRISK_OUTPUT", "yaml")
+    bad = invoke("conv", "list")
+    assert bad.code == 2 and "CONVRISK_OUTPUT" in bad.stderr
+
+
+def test_hints_go_to_stderr_and_json_stays_clean(invoke: Invoke, conversations: Make) -> None:
+    conversations(3)
+    result = invoke("conv", "list", "--limit", "2", "-o", "json").ok()
+    assert len(result.json()) == 2
+    assert "More conversations exist" in result.stderr
+
+
+def test_progress_only_when_stderr_is_a_terminal(
+    invoke: Invoke, conversations: Make, terminal: Terminal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conversations(5)
+    monkeypatch.setenv("CONVRISK_PAGE_SIZE", "2")
+    quiet = invoke("conv", "list", "--all", "-o", "id").ok()
+    assert quiet.stderr == ""
+    terminal("stderr")
+    shown = invoke("conv", "list", "--all", "-o", "id").ok()
+    assert "2 conversations..." in shown.stderr and "4 conversations..." in shown.stderr
+    assert shown.stderr.endswith("\r\x1b[K")  # the indicator is wiped at the end
+    assert len(shown.lines()) == 5
