@@ -71,7 +71,7 @@ Yes = Annotated[
 ]
 Ids = Annotated[
     list[str],
-    typer.Argument(metavar="ID...", help="One or more ids, or - to read ids from stdin."),
+    typer.Argument(metavar="ID", help="One or more ids, or - to read ids from stdin."),
 ]
 Details = Annotated[
     str | None,

@@ -1,0 +1,38 @@
+"""Every command has help text with an example; the command tree is the one of DESIGN 3."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from typer._click.core import Command
+
+from cli.app import command
+from tests.cli.conftest import Invoke
+
+
+def walk(cmd: Command, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Command]]:
+    yield path, cmd
+    for name, sub in sorted(getattr(cmd, "commands", {}).items()):
+        yield from walk(sub, (*path, name))
+
+
+def test_the_command_tree_is_the_designed_one() -> None:
+    paths = {" ".join(path) for path, _ in walk(command())}
+    verbs = ("list", "create", "get", "update", "delete")
+    expected = {"", "conv", "risk", "config", "serve"}
+    expected |= {f"{group} {verb}" for group in ("conv", "risk") for verb in verbs}
+    expected |= {f"config {verb}" for verb in ("set", "get", "unset", "show", "path")}
+    assert paths == expected
+
+
+def test_every_command_has_help_with_an_example(invoke: Invoke) -> None:
+    for path, _ in walk(command()):
+        result = invoke(*path, "--help").ok()
+        assert result.stdout.startswith(f"Usage: convrisk {' '.join(path)}".rstrip()), path
+        assert "Example:" in result.stdout, path
+        assert "\n    convrisk " in result.stdout, path  # the example is a command line
+
+
+def test_completion_stays_available(invoke: Invoke) -> None:
+    shown = invoke("--help").ok().stdout
+    assert "--install-completion" in shown and "--show-completion" in shown
