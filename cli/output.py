@@ -214,6 +214,7 @@ class Printer:
 
     def __init__(self, fmt: str, *, env: Mapping[str, str], remote: bool = False) -> None:
         self.fmt = fmt
+        self.env = env
         self.remote = remote
         self._no_color = bool(env.get("NO_COLOR")) or env.get("TERM") == "dumb"
         self._progress = False
@@ -527,7 +528,7 @@ class RichSink(Sink):
             file=out,
             force_terminal=not self.printer._no_color,
             no_color=self.printer._no_color,
-            width=_terminal_width(sys.stdout),
+            width=terminal_width(sys.stdout, self.printer.env),
             highlight=False,
         )
         console.print(table)
@@ -546,11 +547,15 @@ def debug_handler() -> logging.Handler:
     return handler
 
 
-def _terminal_width(stream: TextIO) -> int:
+def terminal_width(stream: TextIO, env: Mapping[str, str]) -> int:
+    """COLUMNS if set, else the terminal's width, else 80 (a new pseudo-terminal reports 0)."""
     import os
-    import shutil
 
+    columns = env.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
     try:
-        return os.get_terminal_size(stream.fileno()).columns
+        width = os.get_terminal_size(stream.fileno()).columns
     except (AttributeError, ValueError, OSError):
-        return shutil.get_terminal_size().columns
+        width = 0
+    return width if width > 0 else 80

@@ -1,0 +1,304 @@
+"""The installed `convrisk` console script in a subprocess: isolated HOME and XDG folders, no
+stdin, output parsed as a script would."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CONVRISK = Path(sys.executable).parent / "convrisk"
+SAFETY_TIMEOUT = 120  # seconds; only so that a hung child cannot hang the suite
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """An environment with its own HOME and XDG folders, and nothing of convrisk's."""
+    home = tmp_path / "home"
+    home.mkdir()
+    return {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+    }
+
+
+def run(
+    env: dict[str, str], *args: str, input: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run convrisk to the end; stdin is /dev/null unless input is given."""
+    return subprocess.run(
+        [str(CONVRISK), *args],
+        env=env,
+        input=input,
+        stdin=None if input is not None else subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=SAFETY_TIMEOUT,
+    )
+
+
+def db_of(env: dict[str, str]) -> Path:
+    return Path(env["XDG_DATA_HOME"]) / "convrisk" / "convrisk.db"
+
+
+@pytest.fixture
+def store(env: dict[str, str]) -> Iterator[Any]:
+    """The local backend on the default database of `env`, to seed rows fast."""
+    from local_backend.store import LocalBackend
+
+    db_of(env).parent.mkdir(parents=True, exist_ok=True)
+    backend = LocalBackend(db_of(env))
+    try:
+        yield backend
+    finally:
+        backend.close()
+
+
+def test_the_console_script_is_installed() -> None:
+    assert CONVRISK.is_file() and os.access(CONVRISK, os.X_OK)
+
+
+def test_create_get_list_round_trip_as_json(env: dict[str, str]) -> None:
+    created = run(env, "conv", "create", "--contact-id", "c_1", "-o", "json")
+    assert created.returncode == 0, created.stderr
+    conv = json.loads(created.stdout)
+    assert db_of(env).is_file()
+    got = run(env, "conv", "get", conv["id"], "-o", "json")
+    assert json.loads(got.stdout) == conv
+    listed = run(env, "conv", "list", "-o", "jsonl")
+    assert [json.loads(line) for line in listed.stdout.splitlines()] == [conv]
+    risk = run(
+        env,
+        "risk",
+        "create",
+        "--customer-id",
+        "cus",
+        "--profile-type",
+        "moderate",
+        "--score",
+        "72",
+        "--details",
+        '{"a": 1}',
+        "-o",
+        "json",
+    )
+    assert json.loads(risk.stdout)["details"] == {"a": 1}
+
+
+def test_exit_codes(env: dict[str, str]) -> None:
+    assert run(env, "conv", "list").returncode == 0
+    assert run(env, "conv", "list", "--limit", "0").returncode == 2
+    assert run(env, "conv", "frob").returncode == 2
+    missing = run(env, "conv", "get", "conv_nope", "-o", "json")
+    assert missing.returncode == 3
+    assert json.loads(missing.stderr)["error"]["type"] == "not_found_error"
+    created = run(env, "conv", "create", "--contact-id", "c", "-o", "id").stdout.strip()
+    refused = run(env, "conv", "delete", created)  # stdin is /dev/null: no terminal
+    assert refused.returncode == 2 and "--yes" in refused.stderr
+    assert run(env, "conv", "delete", created, "--yes").returncode == 0
+    unreachable = run(
+        {**env, "CONVRISK_MAX_RETRIES": "0", "CONVRISK_TOKEN": "t" * 20},
+        "--base-url",
+        "http://127.0.0.1:9",
+        "conv",
+        "list",
+    )
+    assert unreachable.returncode == 5
+    for result in (missing, refused, unreachable):
+        assert "Traceback" not in result.stderr
+
+
+def test_a_piped_table_is_tsv(env: dict[str, str]) -> None:
+    run(
+        env,
+        "risk",
+        "create",
+        "--customer-id",
+        "cus_1",
+        "--profile-type",
+        "moderate",
+        "--score",
+        "5",
+    )
+    header, row = run(env, "risk", "list").stdout.splitlines()
+    assert header == "id\tcustomer_id\tprofile_type\tscore\tdetails\tcreated_at\tupdated_at"
+    cells = row.split("\t")
+    assert cells[1:5] == ["cus_1", "moderate", "5", "{}"]
+
+
+def test_jsonl_streams_thousands_of_rows_in_order(env: dict[str, str], store: Any) -> None:
+    made = [store.conversations.create({"contact_id": f"c_{i}"}).id for i in range(2500)]
+    result = run(env, "conv", "list", "--all", "-o", "jsonl")
+    assert result.returncode == 0 and result.stderr == ""
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["id"] for r in rows] == made[::-1]
+
+
+def test_jsonl_prints_pages_as_they_arrive(env: dict[str, str], store: Any) -> None:
+    """The output is written page by page: while the reader holds the pipe full, the child has
+    fetched only the first pages, so rows deleted meanwhile at the far end never appear. A
+    command that fetched everything before printing would still print them."""
+    made = [store.conversations.create({"contact_id": f"c_{i}"}).id for i in range(3000)]
+    oldest = made[:1000]  # listed last (newest first)
+    child = subprocess.Popen(
+        [str(CONVRISK), "conv", "list", "--all", "-o", "jsonl"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    line = child.stdout.readline()
+    assert line, child.stderr.read()
+    first = json.loads(line)
+    assert first["id"] == made[-1]
+    # The pipe (64 KiB) holds a few hundred rows; the child cannot be past row ~600 now.
+    for conv_id in oldest:
+        store.conversations.delete(conv_id)
+    rest = child.stdout.read()  # the buffered reader may already hold part of it
+    err = child.stderr.read()
+    assert child.wait(timeout=SAFETY_TIMEOUT) == 0, err
+    ids = [first["id"]] + [json.loads(line)["id"] for line in rest.splitlines()]
+    assert ids == made[1000:][::-1]
+
+
+def test_a_closed_pipe_ends_quietly(env: dict[str, str], store: Any) -> None:
+    for i in range(1500):
+        store.conversations.create({"contact_id": f"c_{i}"})
+    child = subprocess.Popen(
+        [str(CONVRISK), "conv", "list", "--all", "-o", "jsonl"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.readline()
+    child.stdout.close()  # like `| head -1`
+    err = child.stderr.read()
+    assert child.wait(timeout=SAFETY_TIMEOUT) == 0
+    assert err == b""
+
+
+def test_ctrl_c_is_exit_130_without_traceback(env: dict[str, str], store: Any) -> None:
+    conv_id = store.conversations.create({"contact_id": "c"}).id
+    child = subprocess.Popen(
+        [str(CONVRISK), "conv", "get", "-", "-o", "id"],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    child.stdin.write(conv_id + "\n")
+    child.stdin.flush()
+    assert child.stdout.readline().strip() == conv_id  # running, now waiting for more ids
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=SAFETY_TIMEOUT)
+    assert child.returncode == 130
+    assert "Traceback" not in err
+
+
+def read_until(fd: int, marker: bytes) -> bytes:
+    """Read a pty until `marker` shows up (or the child closes it)."""
+    seen = b""
+    while marker not in seen:
+        ready, _, _ = select.select([fd], [], [], SAFETY_TIMEOUT)
+        assert ready, f"no {marker!r} in {seen!r}"
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    return seen
+
+
+def on_a_terminal(env: dict[str, str], *args: str) -> tuple[subprocess.Popen[bytes], int]:
+    """convrisk with stdin, stdout and stderr on a real pseudo-terminal."""
+    main_fd, child_fd = pty.openpty()
+    child = subprocess.Popen(
+        [str(CONVRISK), *args],
+        env={**env, "COLUMNS": "120"},
+        stdin=child_fd,
+        stdout=child_fd,
+        stderr=child_fd,
+    )
+    os.close(child_fd)
+    return child, main_fd
+
+
+def test_delete_asks_on_a_real_terminal(env: dict[str, str], store: Any) -> None:
+    keep = store.conversations.create({"contact_id": "keep"}).id
+    drop = store.conversations.create({"contact_id": "drop"}).id
+    child, fd = on_a_terminal(env, "conv", "delete", keep)
+    assert b"[y/N]" in read_until(fd, b"[y/N]")
+    os.write(fd, b"n\n")
+    read_until(fd, b"\x00never")
+    assert child.wait(timeout=SAFETY_TIMEOUT) == 1
+    child, fd = on_a_terminal(env, "conv", "delete", drop)
+    read_until(fd, b"[y/N]")
+    os.write(fd, b"y\n")
+    read_until(fd, b"\x00never")
+    assert child.wait(timeout=SAFETY_TIMEOUT) == 0
+    os.close(fd)
+    assert [c.id for c in store.conversations.list().data] == [keep]
+
+
+def test_a_terminal_gets_a_rich_table(env: dict[str, str], store: Any) -> None:
+    conv_id = store.conversations.create({"group_id": "g_42"}).id
+    child, fd = on_a_terminal(env, "conv", "list")
+    shown = read_until(fd, b"\x00never").decode()
+    os.close(fd)
+    assert child.wait(timeout=SAFETY_TIMEOUT) == 0
+    assert conv_id in shown and "group g_42" in shown and "WITH" in shown
+    assert "\t" not in shown and "\x1b[" in shown  # colour on a terminal
+
+
+def test_serve_prints_its_token_once_and_stops_on_sigterm(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    child = subprocess.Popen(
+        [str(CONVRISK), "serve", "--port", "0", "--db", str(tmp_path / "served.db")],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stderr is not None
+    token_line = child.stderr.readline()
+    ready_line = child.stderr.readline()
+    assert token_line.startswith("convrisk serve: token: ")
+    assert ready_line.startswith("convrisk serve: listening on http://127.0.0.1:")
+    token = token_line.split(": ", 2)[2].strip()
+    url = ready_line.rsplit(" ", 1)[1].strip()
+    try:
+        client_env = {**env, "CONVRISK_TOKEN": token, "CONVRISK_BASE_URL": url}
+        created = run(client_env, "conv", "create", "--contact-id", "c_remote", "-o", "json")
+        assert created.returncode == 0, created.stderr
+        listed = run(client_env, "conv", "list", "-o", "json")
+        assert [c["id"] for c in json.loads(listed.stdout)] == [json.loads(created.stdout)["id"]]
+        wrong = run({**client_env, "CONVRISK_TOKEN": "x" * 30}, "conv", "list")
+        assert wrong.returncode == 4
+    finally:
+        child.send_signal(signal.SIGTERM)
+        out, err = child.communicate(timeout=SAFETY_TIMEOUT)
+    assert child.returncode == 0
+    assert token not in out + err  # printed once, before
+    assert (tmp_path / "served.db").is_file()
