@@ -1,0 +1,288 @@
+"""The installed `convrisk` in remote mode against a real `convrisk serve` subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from api_client import Client
+from api_client.http import HTTPBackend
+from local_backend.store import LocalBackend
+
+CONVRISK = str(Path(sys.executable).with_name("convrisk"))
+TOKEN = "e2e-serve-token-9d41c7"
+_LISTENING = re.compile(r"^convrisk serve: listening on (http://\S+)$")
+
+
+def isolated_env(home: Path, **extra: str) -> dict[str, str]:
+    """An environment with no convrisk settings from the outside and a private HOME/XDG."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONVRISK_")}
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / "config"),
+        XDG_DATA_HOME=str(home / "data"),
+        NO_COLOR="1",
+    )
+    env.update(extra)
+    return env
+
+
+@dataclass
+class Serve:
+    """A running `convrisk serve` subprocess, its URL and database file."""
+
+    proc: subprocess.Popen[str]
+    url: str
+    db_path: Path
+    banner: list[str]
+
+    def stop(self, sig: int = signal.SIGTERM) -> tuple[int, str]:
+        """Send a signal; the exit code and the rest of stderr."""
+        self.proc.send_signal(sig)
+        _, err = self.proc.communicate(timeout=30)
+        return self.proc.returncode, err
+
+
+def start_serve(home: Path, *extra: str, token: str | None = TOKEN) -> Serve:
+    """Start `convrisk serve --port 0` over a database under `home`; wait for its banner."""
+    db_path = home / "serve.db"
+    args = [CONVRISK, "serve", "--port", "0", "--db", str(db_path), *extra]
+    if token is not None:
+        args += ["--token", token]
+    proc = subprocess.Popen(
+        args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=isolated_env(home),
+    )
+    assert proc.stderr is not None
+    banner: list[str] = []
+    for line in proc.stderr:
+        banner.append(line.rstrip("\n"))
+        match = _LISTENING.match(banner[-1])
+        if match:
+            return Serve(proc, match.group(1), db_path, banner)
+    proc.wait(timeout=10)
+    raise AssertionError(f"convrisk serve did not start: {banner}")
+
+
+@dataclass
+class Remote:
+    """Runs the CLI against a serve URL with a token."""
+
+    home: Path
+    url: str
+    token: str
+
+    def run(
+        self, *args: str, stdin: str | None = None, **env: str
+    ) -> subprocess.CompletedProcess[str]:
+        """Run `convrisk ARGS` in remote mode; never raises on a non-zero exit."""
+        return subprocess.run(
+            [CONVRISK, *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=isolated_env(
+                self.home, CONVRISK_BASE_URL=self.url, CONVRISK_TOKEN=self.token, **env
+            ),
+        )
+
+    def json(self, *args: str, stdin: str | None = None) -> Any:
+        """Run a command with `-o json`, which must succeed; its parsed stdout."""
+        result = self.run(*args, "-o", "json", stdin=stdin)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
+    """One `convrisk serve` for the module's command tests."""
+    running = start_serve(tmp_path_factory.mktemp("serve"))
+    try:
+        yield running
+    finally:
+        if running.proc.poll() is None:
+            code, err = running.stop()
+            assert code == 0, err
+
+
+@pytest.fixture(scope="module")
+def api(serve: Serve) -> Iterator[Client]:
+    """A Python client on the module's server, to set up data quickly."""
+    with Client(HTTPBackend(serve.url, TOKEN)) as client:
+        yield client
+
+
+@pytest.fixture
+def cli(serve: Serve, tmp_path: Path) -> Remote:
+    """The CLI pointed at the module's server, from a fresh HOME."""
+    return Remote(tmp_path, serve.url, TOKEN)
+
+
+def test_conversation_commands_end_to_end(cli: Remote) -> None:
+    contact = cli.json("conv", "create", "--contact-id", "ct_e2e_1")
+    group = cli.json("conv", "create", "--group-id", "grp_e2e")
+    assert contact["contact_id"] == "ct_e2e_1" and contact["group_id"] is None
+    assert (contact["is_muted"], contact["archived_at"]) == (False, None)
+    assert group["group_id"] == "grp_e2e" and group["contact_id"] is None
+    both = cli.json("conv", "get", contact["id"], group["id"])
+    assert both == [contact, group]
+
+    muted = cli.json("conv", "update", contact["id"], "--mute", "--archive")
+    assert muted["is_muted"] is True and isinstance(muted["archived_at"], int)
+    pinned = cli.json("conv", "update", group["id"], "--pin", "--pinned-message-id", "msg_1")
+    assert (pinned["is_pinned"], pinned["pinned_message_id"]) == (True, "msg_1")
+    listed = cli.json("conv", "list", "--group-id", "grp_e2e", "--pinned")
+    assert listed == [pinned]
+    undone = cli.json(
+        "conv", "update", contact["id"], group["id"],
+        "--unmute", "--unarchive", "--unpin", "--clear-pinned-message",
+    )  # fmt: skip
+    assert undone == [contact, group]
+
+    deleted = cli.json("conv", "delete", contact["id"], "--yes")
+    assert deleted == {"id": contact["id"], "deleted": True}
+    gone = cli.run("conv", "get", contact["id"])
+    assert gone.returncode == 3
+    assert contact["id"] in gone.stderr
+
+
+def test_conversation_list_filters_and_pages(cli: Remote, api: Client) -> None:
+    made = [api.conversations.create({"group_id": "grp_pages"}).id for _ in range(5)]
+    api.conversations.update(made[1], {"is_muted": True})
+    newest_first = made[::-1]
+    # Pages of 2: the CLI walks them with starting_after, over one server.
+    paged = cli.run(
+        "conv", "list", "--group-id", "grp_pages", "--all", "-o", "id", CONVRISK_PAGE_SIZE="2"
+    )
+    assert paged.returncode == 0, paged.stderr
+    assert paged.stdout.split() == newest_first
+    first = cli.run("conv", "list", "--group-id", "grp_pages", "--limit", "2", "-o", "id")
+    assert first.stdout.split() == newest_first[:2]
+    assert first.stderr  # the "more exist" hint goes to stderr, never stdout
+    after = cli.json("conv", "list", "--group-id", "grp_pages", "--starting-after", made[3])
+    assert [c["id"] for c in after] == newest_first[2:]
+    loud = cli.json("conv", "list", "--group-id", "grp_pages", "--not-muted", "--not-archived")
+    assert [c["id"] for c in loud] == [i for i in newest_first if i != made[1]]
+
+
+def test_risk_commands_end_to_end(cli: Remote, api: Client, tmp_path: Path) -> None:
+    created = cli.json(
+        "risk", "create", "--customer-id", "cus_e2e", "--profile-type", "moderate",
+        "--score", "72.5", "--details", '{"horizon": "10y"}',
+    )  # fmt: skip
+    assert (created["customer_id"], created["score"], created["details"]) == (
+        "cus_e2e",
+        72.5,
+        {"horizon": "10y"},
+    )
+    assert created["created_at"] == created["updated_at"]
+    details_file = tmp_path / "details.json"
+    details_file.write_text('{"reviewed": true}')
+    updated = cli.json(
+        "risk", "update", created["id"], "--score", "80", "--details", f"@{details_file}"
+    )
+    assert (updated["score"], updated["details"]) == (80, {"reviewed": True})
+    retyped = cli.json(
+        "risk", "update", created["id"], "--profile-type", "aggressive", "--details", "-",
+        stdin='{"via": "stdin"}',
+    )  # fmt: skip
+    assert (retyped["profile_type"], retyped["details"]) == ("aggressive", {"via": "stdin"})
+
+    other = api.risk_profiles.create(
+        {"customer_id": "cus_e2e", "profile_type": "conservative", "score": 10, "details": {}}
+    ).to_json_dict()
+    assert cli.json("risk", "get", other["id"]) == other
+    listed = cli.json("risk", "list", "--customer-id", "cus_e2e")
+    assert [r["id"] for r in listed] == [other["id"], created["id"]]
+    typed = cli.json("risk", "list", "--customer-id", "cus_e2e", "--profile-type", "aggressive")
+    assert [r["id"] for r in typed] == [created["id"]]
+
+    deleted = cli.run("risk", "delete", created["id"], other["id"], "--yes", "-o", "jsonl")
+    assert deleted.returncode == 0, deleted.stderr
+    assert [json.loads(line) for line in deleted.stdout.splitlines()] == [
+        {"id": created["id"], "deleted": True},
+        {"id": other["id"], "deleted": True},
+    ]
+    assert cli.run("risk", "get", created["id"]).returncode == 3
+
+
+def test_a_refusal_from_the_server_reaches_the_user_as_json(cli: Remote) -> None:
+    result = cli.run("risk", "get", "rp_00000000000000000000000000", "-o", "json")
+    assert result.returncode == 3
+    assert result.stdout == ""
+    error = json.loads(result.stderr.strip().splitlines()[-1])["error"]
+    assert (error["type"], error["status"], error["id"]) == (
+        "not_found_error",
+        404,
+        "rp_00000000000000000000000000",
+    )
+
+
+def test_a_wrong_token_exits_4_and_never_shows_a_token(cli: Remote) -> None:
+    wrong = Remote(cli.home, cli.url, "not-the-token-0000")
+    for args in (("conv", "list"), ("conv", "create", "--group-id", "g")):
+        result = wrong.run(*args)
+        assert result.returncode == 4, result.stderr
+        assert result.stdout == ""
+        assert "not-the-token-0000" not in result.stderr
+        assert TOKEN not in result.stderr
+
+
+def test_a_stopped_server_exits_5(tmp_path: Path) -> None:
+    stopped = start_serve(tmp_path)
+    code, _ = stopped.stop()
+    assert code == 0
+    cli = Remote(tmp_path, stopped.url, TOKEN)
+    result = cli.run("conv", "list", CONVRISK_MAX_RETRIES="0")
+    assert result.returncode == 5, result.stderr
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_serve_cleanly_with_the_database_intact(tmp_path: Path, sig: int) -> None:
+    served = start_serve(tmp_path)
+    with Client(HTTPBackend(served.url, TOKEN)) as api:
+        made = [api.conversations.create({"contact_id": f"ct_{n}"}).id for n in range(3)]
+    code, err = served.stop(sig)
+    assert code == 0, err
+    assert "Traceback" not in err
+    # Each request left one access-log line, and the token none.
+    assert len(re.findall(r"^POST /v1/conversations 200 [0-9.]+ms$", err, re.M)) == 3
+    assert TOKEN not in err and TOKEN not in "\n".join(served.banner)
+    # The WAL was checkpointed and the file is whole: every acknowledged row is there.
+    assert (
+        not Path(f"{served.db_path}-wal").exists()
+        or Path(f"{served.db_path}-wal").stat().st_size == 0
+    )
+    with Client(LocalBackend(served.db_path)) as client:
+        assert [c.id for c in client.conversations.iterate()] == made[::-1]
+
+
+def test_serve_without_a_token_generates_one_and_prints_it_once(tmp_path: Path) -> None:
+    served = start_serve(tmp_path, token=None)
+    try:
+        lines = [line for line in served.banner if "token" in line.lower()]
+        assert len(lines) == 1
+        token = lines[0].split()[-1]
+        assert len(token) >= 32
+        assert Remote(tmp_path, served.url, token).json("conv", "list") == []
+        assert Remote(tmp_path, served.url, token + "x").run("conv", "list").returncode == 4
+    finally:
+        code, err = served.stop()
+    assert code == 0
+    assert token not in err
