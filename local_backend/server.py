@@ -30,6 +30,7 @@ from api_client import __version__
 from api_client.errors import (
     APIError,
     AuthenticationError,
+    ConvriskError,
     InvalidRequestError,
     NotFoundError,
     ServiceError,
@@ -579,7 +580,11 @@ def run_server(
     try:
         # Open (and migrate) the file now: a bad --db fails at start, not on the first request.
         backend.conversations.list(limit=1)
-        server = make_server(backend, token=token, host=host, port=port, log=log)
+        try:
+            server = make_server(backend, token=token, host=host, port=port, log=log)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise ConvriskError(f"Cannot listen on {host} port {port}: {reason}.") from None
         if threading.current_thread() is threading.main_thread():
             for signum in (signal.SIGINT, signal.SIGTERM):
                 previous[signum] = signal.signal(signum, on_signal)

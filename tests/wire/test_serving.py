@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from api_client import ConvriskError
 from api_client.protocol import ConversationsBackend, RiskProfilesBackend
 from local_backend.server import make_server, run_server
 from local_backend.store import LocalBackend
@@ -144,3 +146,19 @@ def test_an_empty_token_is_refused(tmp_path: Path) -> None:
             make_server(backend, token="")
     finally:
         backend.close()
+
+
+def test_run_server_on_a_busy_port_is_a_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ConvriskError, match=f"Cannot listen on 127.0.0.1 port {port}"):
+            run_server(
+                host="127.0.0.1",
+                port=port,
+                db_path=tmp_path / "busy.db",
+                token=TOKEN,
+                on_ready=lambda url: None,
+                log=lambda line: None,
+            )
