@@ -144,6 +144,12 @@ class ConvriskHTTPServer(ThreadingHTTPServer):
         """True once server_close() has begun; new requests are then refused."""
         return self._closing
 
+    @property
+    def in_flight(self) -> int:
+        """How many requests are being handled right now."""
+        with self._state:
+            return self._in_flight
+
     def request_started(self) -> bool:
         """Count a request in flight; False if the server is closing."""
         with self._state:

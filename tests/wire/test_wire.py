@@ -5,6 +5,8 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+import threading
+import time
 from typing import Any
 
 import httpx
@@ -493,3 +495,28 @@ def test_server_close_ends_keep_alive_connections(served: Served) -> None:
         conn.request("GET", CONV, headers={"Authorization": f"Bearer {TOKEN}"})
         conn.getresponse()
     conn.close()
+
+
+def test_a_request_in_flight_is_answered_while_the_server_closes(served: Served) -> None:
+    body = b'{"contact_id": "ct_in_flight"}'
+    with socket.create_connection(("127.0.0.1", served.server.server_port), timeout=10) as sock:
+        sock.sendall(
+            f"POST {CONV} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+            + body[:5]
+        )
+        # Wait until the server has begun on this request (its body is still incomplete).
+        while not served.server.in_flight:
+            time.sleep(0.01)
+        served.server.shutdown()
+        closing = threading.Thread(target=served.server.server_close)
+        closing.start()
+        sock.sendall(body[5:])
+        response = http.client.HTTPResponse(sock)
+        response.begin()
+        assert response.status == 200
+        assert json.loads(response.read())["contact_id"] == "ct_in_flight"
+        closing.join(timeout=10)
+        assert not closing.is_alive()
+    # The row is there for the next server over the same file.
+    assert served.server.backend.conversations.list().data[0].contact_id == "ct_in_flight"
