@@ -1,0 +1,155 @@
+"""README.md stays true to the command line: every command and option of `--help` is in its
+command reference, every `convrisk ...` command it shows parses, and its Quick start is the two
+commands that the fresh-machine promise and `.ci/run` rely on."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer._click.core import Command, Context
+from typer._click.exceptions import UsageError
+from typer.core import TyperGroup
+from typer.exceptions import Exit
+
+from cli.app import command
+from cli.context import AppContext
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def section(title: str) -> str:
+    """The text under a `## title` heading, up to the next `## ` heading."""
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## )", README, re.M | re.S)
+    assert match, f"README has no '## {title}' section"
+    return match.group(1)
+
+
+def shell_blocks(text: str) -> list[str]:
+    """The contents of the ```sh code blocks."""
+    return re.findall(r"^```sh\n(.*?)^```", text, re.M | re.S)
+
+
+def walk(cmd: Command, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Command]]:
+    yield path, cmd
+    for name, sub in sorted(getattr(cmd, "commands", {}).items()):
+        yield from walk(sub, (*path, name))
+
+
+def convrisk_commands(script: str) -> Iterator[list[str]]:
+    """The argument lists of every `convrisk ...` command in a shell snippet (pipes, `&&`,
+    `$(...)`, env prefixes and comments understood)."""
+    for line in script.replace("\\\n", " ").splitlines():
+        lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        segment: list[str] = []
+        for token in [*lexer, ";"]:
+            if token and set(token) <= set("();<>|&"):
+                while segment and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", segment[0]):
+                    segment.pop(0)
+                if segment and Path(segment[0]).name == "convrisk":
+                    yield segment[1:]
+                segment = []
+            else:
+                segment.append(token)
+
+
+def parse(args: list[str]) -> None:
+    """Parse a command line like convrisk would, down to its command, without running it."""
+    cmd: Command = command()
+    try:
+        ctx: Context = cmd.make_context("convrisk", list(args), obj=AppContext())
+        while isinstance(cmd, TyperGroup):
+            rest = [*ctx._protected_args, *ctx.args]
+            assert rest, f"no command in {args}"
+            name, sub, rest = cmd.resolve_command(ctx, rest)
+            assert name is not None and sub is not None
+            ctx = sub.make_context(name, rest, parent=ctx)
+            cmd = sub
+    except Exit:  # --help or --version: parsed fine
+        pass
+
+
+def test_every_command_is_in_the_reference() -> None:
+    reference = section("Command reference")
+    for path, _ in walk(command()):
+        if len(path) == 2 and path[0] == "config":
+            assert re.search(rf"convrisk config [a-z |]*\b{path[1]}\b", reference), path
+        else:
+            assert f"convrisk {' '.join(path)}".strip() in reference, path
+
+
+def test_every_option_is_in_the_reference() -> None:
+    reference = section("Command reference")
+    missing = []
+    for path, cmd in walk(command()):
+        for param in cmd.params:
+            for opt in [*param.opts, *param.secondary_opts]:
+                if opt.startswith("-") and not re.search(
+                    rf"(?<![\w-]){re.escape(opt)}(?![\w-])", reference
+                ):
+                    missing.append(f"convrisk {' '.join(path)} {opt}")
+    assert not missing, missing
+
+
+def test_every_readme_command_parses() -> None:
+    commands = [args for block in shell_blocks(README) for args in convrisk_commands(block)]
+    assert len(commands) > 40
+    for args in commands:
+        try:
+            parse(args)
+        except UsageError as exc:
+            pytest.fail(f"README: convrisk {shlex.join(args)}: {exc.format_message()}")
+
+
+def test_every_help_example_parses() -> None:
+    for path, cmd in walk(command()):
+        examples = (cmd.help or "").split("Example:", 1)[1]
+        for args in convrisk_commands(examples):
+            try:
+                parse(args)
+            except UsageError as exc:
+                pytest.fail(f"help of {path}: convrisk {shlex.join(args)}: {exc.format_message()}")
+
+
+def test_the_parser_check_catches_mistakes() -> None:
+    for wrong in (["conv", "lst"], ["conv", "list", "--mute"], ["risk", "create", "--score", "1"]):
+        with pytest.raises(UsageError):
+            parse(wrong)
+
+
+def test_quick_start_is_two_commands_install_and_run_then_test() -> None:
+    blocks = shell_blocks(section("Quick start"))
+    assert len(blocks) == 2
+    run, test = (block.strip() for block in blocks)
+    assert "\n" not in run and "\n" not in test
+    assert run.startswith("python3 -m venv .venv && .venv/bin/pip install . && ")
+    assert "convrisk conv create" in run and run.endswith("convrisk conv list")
+    assert (
+        test == "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/pytest -q"
+    )
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    test = shell_blocks(section("Quick start"))[1].strip()
+    shown = subprocess.run(
+        ["bash", str(ROOT / ".ci" / "run")],
+        env={**os.environ, "CI_RUN_PRINT_TEST_COMMAND": "1"},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    assert shown.stdout.strip() == test
+
+
+def test_the_reference_links_the_decisions_page() -> None:
+    assert "(docs/decisions.md)" in README
+    assert (ROOT / "docs" / "decisions.md").is_file()
