@@ -7,10 +7,8 @@ written and flushed page by page, so `--all` starts printing at once in flat mem
 
 from __future__ import annotations
 
-import csv
 import io
 import json
-import logging
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -21,6 +19,8 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeVar
 from .errors import CliError, StdoutClosed
 
 if TYPE_CHECKING:
+    import logging
+
     from api_client.models import Page, Resource
 
 Row = Mapping[str, Any]
@@ -471,6 +471,8 @@ class CsvSink(_HeaderSink):
     """CSV (the csv module's quoting) under a header line of field names."""
 
     def _csv(self, lines: Iterable[Sequence[str]]) -> str:
+        import csv
+
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerows(lines)
@@ -542,6 +544,8 @@ class RichSink(Sink):
 
 def debug_handler() -> logging.Handler:
     """A stderr handler for `--debug` (the loggers never see the token)."""
+    import logging
+
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("debug: %(name)s: %(message)s"))
     return handler

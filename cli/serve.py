@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import secrets
 from pathlib import Path
 from typing import Annotated
 
@@ -50,6 +49,8 @@ def serve(
       CONVRISK_SERVE_TOKEN=s3cret convrisk serve --port 0 --db /tmp/demo.db
       convrisk --base-url http://127.0.0.1:8000 conv list   # with CONVRISK_TOKEN=s3cret
     """
+    import secrets
+
     from local_backend.server import run_server
 
     run = app_context(ctx)

@@ -9,13 +9,10 @@ from __future__ import annotations
 import math
 import os
 import re
-import tempfile
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import urlsplit
 
 from .errors import UsageProblem
 
@@ -118,6 +115,8 @@ def _number(value: object, where: str, key: str) -> int | float:
 
 
 def _base_url(value: str, where: str) -> str:
+    from urllib.parse import urlsplit
+
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise UsageProblem(
@@ -154,6 +153,8 @@ _STRING_CHECKS = {"base_url": _base_url, "token": _token, "db": _db, "output": _
 
 def load_config(path: Path) -> Config:
     """The config file's profiles; an absent file is an empty config."""
+    import tomllib
+
     try:
         with path.open("rb") as handle:
             data = tomllib.load(handle)
@@ -173,6 +174,8 @@ def load_config(path: Path) -> Config:
 
 def save_config(path: Path, config: Config) -> None:
     """Write the config atomically (temp file in the same folder, then rename), mode 0600."""
+    import tempfile
+
     import tomli_w
 
     text = tomli_w.dumps({name: table for name, table in config.items() if table})
