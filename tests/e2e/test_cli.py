@@ -302,3 +302,37 @@ def test_serve_prints_its_token_once_and_stops_on_sigterm(
     assert child.returncode == 0
     assert token not in out + err  # printed once, before
     assert (tmp_path / "served.db").is_file()
+
+
+@pytest.mark.parametrize(
+    ("args", "absent"),
+    [
+        (["--help"], {"local_backend", "api_client", "httpx", "rich"}),
+        (["config", "path"], {"local_backend", "api_client", "httpx", "rich"}),
+        (["conv", "list", "-o", "json"], {"httpx", "rich"}),
+        (["conv", "list"], {"httpx", "rich"}),  # piped: TSV, no rich table
+    ],
+)
+def test_commands_import_only_what_they_use(
+    env: dict[str, str], args: list[str], absent: set[str]
+) -> None:
+    """Start-up stays short: no HTTP client for the local database, no rich unless a table is
+    drawn on a terminal, no backend at all for help and config."""
+    probe = (
+        "import sys\n"
+        "from cli.app import main\n"
+        f"code = main({args!r})\n"
+        "loaded = {m.split('.')[0] for m in sys.modules}\n"
+        f"print(sorted(loaded & set({sorted(absent)!r})), file=sys.stderr)\n"
+        "sys.exit(code)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=SAFETY_TIMEOUT,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == "[]"
