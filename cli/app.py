@@ -170,7 +170,8 @@ def main(args: Sequence[str] | None = None) -> int:
         if run.flags.debug:
             import traceback
 
-            printer.notice("".join(traceback.format_exception(exc)).rstrip())
+            shown = exc.first if isinstance(exc, Failures) else exc
+            printer.notice("".join(traceback.format_exception(shown)).rstrip())
         if isinstance(exc, KeyboardInterrupt | typer.Abort):
             printer.notice("Interrupted.")
         elif isinstance(exc, ClickException):

@@ -67,6 +67,11 @@ class AppContext:
         if self._printer is not None:
             return self._printer
         fmt = self.output_flag or self.env.get("CONVRISK_OUTPUT", "")
+        if not fmt:
+            try:
+                fmt = self.settings().output
+            except UsageProblem:  # the settings themselves are what failed
+                fmt = "table"
         remote = self._settings.is_remote if self._settings is not None else False
         return Printer(fmt if fmt in OUTPUT_FORMATS else "table", env=self.env, remote=remote)
 
@@ -207,6 +212,7 @@ def delete_each(
     target = resource(run.client())
 
     def delete(id: str) -> dict[str, Any]:
+        """Delete one id; the answer shown is ours, whatever the service sent back."""
         target.delete(id)
         return {"id": id, "deleted": True}
 

@@ -107,3 +107,12 @@ def test_db_in_a_missing_folder_is_a_usage_error(invoke: Invoke, tmp_path: Path)
     result = invoke("--db", str(tmp_path / "no" / "such.db"), "conv", "list")
     assert result.code == 2 and "does not exist" in result.stderr
     assert not (tmp_path / "no").exists()
+
+
+def test_errors_follow_the_profiles_output_format(invoke: Invoke) -> None:
+    invoke("config", "set", "output", "jsonl").ok()
+    result = invoke("conv", "list", "--limit", "0")
+    assert result.code == 2
+    assert json.loads(result.stderr)["error"]["param"] == "--limit"
+    missing = invoke("conv", "get", "conv_missing")
+    assert missing.code == 3 and json.loads(missing.stderr)["error"]["id"] == "conv_missing"
