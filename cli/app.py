@@ -47,9 +47,13 @@ app.command("serve")(serve.serve)
 
 def _version(ctx: typer.Context, value: bool) -> None:
     if value:
-        from importlib.metadata import version
+        from importlib.metadata import PackageNotFoundError, version
 
-        app_context(ctx).plain_printer().line(f"convrisk {version('convrisk')}")
+        try:
+            number = version("convrisk")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            from api_client import __version__ as number
+        app_context(ctx).plain_printer().line(f"convrisk {number}")
         raise typer.Exit()
 
 
