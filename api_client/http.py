@@ -9,7 +9,7 @@ import math
 import random as _random
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
@@ -40,9 +40,11 @@ from .params import (
     check_conversation_create,
     check_conversation_update,
     check_filters,
+    check_idempotency_key,
     check_paging,
     check_risk_profile_create,
     check_risk_profile_update,
+    check_text,
 )
 from .protocol import ConversationsBackend, RiskProfilesBackend
 
@@ -107,14 +109,26 @@ def _check_token(token: str | None) -> str | None:
     return token
 
 
+def shown_url(text: str) -> str:
+    """A URL as it may be shown: everything before its last '@' (user:password) is hidden."""
+    head, at, tail = text.rpartition("@")
+    if not at:
+        return text
+    scheme, sep, _ = head.partition("://")
+    return f"{scheme}{sep}***@{tail}" if sep else f"***@{tail}"
+
+
 def _check_base_url(base_url: str) -> httpx.URL:
+    if not isinstance(base_url, str):
+        raise InvalidRequestError("base_url must be a string.", param="base_url")
     try:
         url = httpx.URL(base_url.strip())
     except (httpx.InvalidURL, TypeError, ValueError):
         url = None
     if url is None or url.scheme not in ("http", "https") or not url.host:
         raise InvalidRequestError(
-            f"base_url must be an http:// or https:// URL with a host, not {base_url!r}.",
+            "base_url must be an http:// or https:// URL with a host, not "
+            f"{shown_url(base_url)!r}.",
             param="base_url",
         )
     if url.query or url.fragment:
@@ -130,19 +144,26 @@ def _check_base_url(base_url: str) -> httpx.URL:
     return url
 
 
-def _check_idempotency_key(key: str | None) -> str:
-    if key is None:
-        return str(uuid.uuid4())
-    if not isinstance(key, str) or not 1 <= len(key) <= 255 or not key.isprintable():
-        raise InvalidRequestError(
-            "idempotency_key must be 1 to 255 printable characters.", param="idempotency_key"
-        )
-    if not key.isascii():
-        raise InvalidRequestError(
-            "idempotency_key must be ASCII (it is sent as an HTTP header).",
-            param="idempotency_key",
-        )
-    return key
+class _AnswerTooSlow(httpx.ReadTimeout):
+    """The whole answer did not arrive within the attempt's deadline."""
+
+
+class _DeadlineStream(httpx.SyncByteStream):
+    """A response body that fails with `_AnswerTooSlow` once the deadline has passed."""
+
+    def __init__(self, stream: httpx.SyncByteStream, deadline: float) -> None:
+        self._stream = stream
+        self._deadline = deadline
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._stream:
+            if time.monotonic() > self._deadline:
+                raise _AnswerTooSlow("the whole answer took longer than the timeout")
+            yield chunk
+
+    def close(self) -> None:
+        """Close the underlying stream (returning the connection to the pool if it was read)."""
+        self._stream.close()
 
 
 class _Transport:
@@ -225,7 +246,7 @@ class _Transport:
                 raise InvalidRequestError(f"The request cannot be sent as JSON: {exc}.") from None
             headers["Content-Type"] = "application/json"
         if method == "POST":
-            headers["Idempotency-Key"] = _check_idempotency_key(idempotency_key)
+            headers["Idempotency-Key"] = check_idempotency_key(idempotency_key) or str(uuid.uuid4())
         shown = path
         if params:
             shown = f"{path}?{httpx.QueryParams(params)}"
@@ -238,9 +259,7 @@ class _Transport:
             # Whether this attempt may have reached the service (then the request may be done).
             reached = True
             try:
-                response = self._http.request(
-                    method, path, params=params, content=content, headers=headers
-                )
+                response = self._send(method, path, params, content, headers)
             except httpx.TimeoutException as exc:
                 reached = not isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout)
                 error = APITimeoutError(
@@ -294,6 +313,32 @@ class _Transport:
             self._sleep(wait)
             retry += 1
 
+    def _send(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str] | None,
+        content: bytes | None,
+        headers: Mapping[str, str],
+    ) -> httpx.Response:
+        """One attempt, answer read in full within `timeout` seconds of sending (DESIGN 1.2).
+
+        httpx's timeout bounds each read separately, so the body is streamed and the deadline
+        checked between chunks; the response is closed, so a fully read connection is reused.
+        """
+        deadline = time.monotonic() + self._timeout
+        request = self._http.build_request(
+            method, path, params=params, content=content, headers=headers
+        )
+        response = self._http.send(request, stream=True)
+        try:
+            if isinstance(response.stream, httpx.SyncByteStream):
+                response.stream = _DeadlineStream(response.stream, deadline)
+            response.read()
+        finally:
+            response.close()
+        return response
+
     def _describe(self, exc: httpx.RequestError) -> str:
         text = str(exc).strip()
         kinds: dict[type[httpx.RequestError], str] = {
@@ -319,9 +364,12 @@ class _Transport:
             )
         try:
             body: object = json.loads(response.content) if response.content else None
-        except ValueError:
+        except (ValueError, RecursionError):
             body = None
         error = error_from_response(status, body, reason=response.reason_phrase)
+        if error.param is not None:
+            error.param = self._scrub(error.param)
+        error.code = self._scrub(error.code)
         return _with_note(error, None, scrub=self._scrub)
 
     def _log(
@@ -363,6 +411,8 @@ def _what_timed_out(exc: httpx.TimeoutException) -> str:
         return "sending the request"
     if isinstance(exc, httpx.PoolTimeout):
         return "waiting for a free connection"
+    if isinstance(exc, _AnswerTooSlow):
+        return "the whole answer took longer"
     return "waiting for the answer"
 
 
@@ -392,7 +442,7 @@ def _json_body(response: httpx.Response, what: str) -> object:
         )
     try:
         return json.loads(response.content)
-    except ValueError:
+    except (ValueError, RecursionError):
         kind = response.headers.get("Content-Type", "").split(";")[0].strip() or "unknown type"
         raise ServiceError(
             f"The service answered HTTP {status} with a body that is not JSON ({kind}) where "
@@ -410,6 +460,11 @@ def _validate(model: type[pydantic.BaseModel], data: object, status: int, what: 
         raise ServiceError(
             f"The service answered HTTP {status} with {what} that does not fit: "
             f"{where}: {first['msg']} ({exc.error_count()} problem(s)).",
+            status=status,
+        ) from None
+    except (ValueError, RecursionError) as exc:
+        raise ServiceError(
+            f"The service answered HTTP {status} with {what} that cannot be read: {exc}.",
             status=status,
         ) from None
 
@@ -445,6 +500,7 @@ class HTTPResource(Generic[M, C, U, F]):
     def _item_path(self, id: str) -> str:
         if not isinstance(id, str) or id.strip() in ("", ".", ".."):
             raise NotFoundError(f"No such {self._noun}: {id!r}.", param="id")
+        check_text(id, "id")
         return f"{self._path}/{quote(id, safe='')}"
 
     def _one(self, response: httpx.Response) -> M:
@@ -470,6 +526,7 @@ class HTTPResource(Generic[M, C, U, F]):
                 continue
             if not isinstance(cursor, str) or not cursor:
                 raise InvalidRequestError(f"{key} must be a non-empty id.", param=key)
+            check_text(cursor, key)
             query[key] = cursor
         if starting_after is not None and ending_before is not None:
             raise InvalidRequestError(

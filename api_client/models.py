@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+
+from .params import MAX_DETAILS_DEPTH, exceeds_depth
 
 # A timestamp as the service sent it: integer Unix seconds from our own service, but a remote one
 # may send milliseconds or floats. Kept unchanged so JSON output carries the service's values.
@@ -17,6 +19,14 @@ class Resource(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     id: str
+
+    @model_validator(mode="after")
+    def _extras_not_too_deep(self) -> Resource:
+        """Refuse unknown fields nested too deep to serialise later."""
+        for name, value in (self.__pydantic_extra__ or {}).items():
+            if exceeds_depth(value, MAX_DETAILS_DEPTH):
+                raise ValueError(f"{name} nests more than {MAX_DETAILS_DEPTH} levels deep")
+        return self
 
     def to_json_dict(self) -> dict[str, Any]:
         """The object as a JSON-ready dict, unknown fields included."""
@@ -46,6 +56,14 @@ class RiskProfile(Resource):
     details: dict[str, Any]
     created_at: Timestamp
     updated_at: Timestamp
+
+    @field_validator("details")
+    @classmethod
+    def _details_not_too_deep(cls, value: dict[str, Any]) -> dict[str, Any]:
+        """Refuse details nested too deep to serialise later (the input rule's limit)."""
+        if exceeds_depth(value, MAX_DETAILS_DEPTH):
+            raise ValueError(f"nests more than {MAX_DETAILS_DEPTH} levels deep")
+        return value
 
 
 class Deleted(BaseModel):

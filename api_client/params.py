@@ -14,6 +14,10 @@ from .errors import InvalidRequestError
 
 MAX_LIMIT = 100
 DEFAULT_LIMIT = 10
+# Deepest `details` accepted, counting every object and array (the top object is level 1).
+# pydantic cannot serialise past about 255 levels, and no real profile comes near 64.
+MAX_DETAILS_DEPTH = 64
+MAX_IDEMPOTENCY_KEY_LENGTH = 255
 
 ResourceName = Literal["conversations", "risk_profiles"]
 ID_PREFIXES: dict[ResourceName, str] = {"conversations": "conv_", "risk_profiles": "rp_"}
@@ -123,11 +127,73 @@ def _number(value: object, key: str) -> int | float:
     return value
 
 
+def exceeds_depth(value: object, limit: int) -> bool:
+    """Whether objects and arrays nest more than `limit` levels deep in `value` (no recursion)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 def _details(body: Mapping[str, Any]) -> dict[str, Any]:
     value = body["details"]
     if not isinstance(value, dict):
         raise InvalidRequestError("details must be a JSON object.", param="details")
+    if exceeds_depth(value, MAX_DETAILS_DEPTH):
+        raise InvalidRequestError(
+            f"details nests objects and arrays more than {MAX_DETAILS_DEPTH} levels deep.",
+            param="details",
+        )
     return value
+
+
+def check_text(value: object, param: str) -> None:
+    """Refuse a string that is not valid Unicode (a lone surrogate is not UTF-8), naming `param`.
+
+    Such strings come from command-line arguments that are not UTF-8; neither SQLite nor an
+    HTTP request can carry them.
+    """
+    if isinstance(value, str) and not is_encodable(value):
+        raise InvalidRequestError(f"{param} must be valid Unicode text.", param=param)
+
+
+def is_encodable(text: str) -> bool:
+    """Whether `text` can be encoded as UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def check_idempotency_key(key: object) -> str | None:
+    """Check an idempotency key: None, or 1 to 255 printable ASCII characters (an HTTP header).
+
+    A leading or trailing space is refused too: a header value loses it on the way.
+    """
+    if key is None:
+        return None
+    if (
+        not isinstance(key, str)
+        or not 1 <= len(key) <= MAX_IDEMPOTENCY_KEY_LENGTH
+        or not all(" " <= ch <= "~" for ch in key)
+        or key != key.strip(" ")
+    ):
+        raise InvalidRequestError(
+            f"idempotency_key must be 1 to {MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII "
+            "characters, not starting or ending with a space (it is sent as an HTTP header).",
+            param="idempotency_key",
+        )
+    return key
 
 
 def check_conversation_create(body: object) -> ConversationCreateParams:
@@ -217,9 +283,9 @@ def check_risk_profile_update(body: object) -> RiskProfileUpdateParams:
     return out
 
 
-def check_filters(resource: ResourceName, filters: Mapping[str, Any] | None) -> dict[str, Any]:
+def check_filters(resource: ResourceName, filters: object) -> dict[str, Any]:
     """Check list filters; returns only the ones that filter (None and absent mean no filter)."""
-    if not filters:
+    if filters is None:
         return {}
     if not isinstance(filters, Mapping):
         raise InvalidRequestError("List filters must be a mapping of filter names to values.")
@@ -237,6 +303,7 @@ def check_filters(resource: ResourceName, filters: Mapping[str, Any] | None) -> 
             raise InvalidRequestError(f"{key} must be true or false.", param=key)
         if key in strings and (not isinstance(value, str) or not value):
             raise InvalidRequestError(f"{key} must be a non-empty string.", param=key)
+        check_text(value, key)
         out[key] = value
     return out
 
@@ -267,4 +334,5 @@ def _cursor(resource: ResourceName, name: str, cursor: object) -> str | None:
         raise InvalidRequestError(
             f"{name} must be an id of this resource (starting with {prefix!r}).", param=name
         )
+    check_text(cursor, name)
     return cursor

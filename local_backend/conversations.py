@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from api_client.models import Conversation, Page
-from api_client.params import check_conversation_create, check_conversation_update
+from api_client.params import check_conversation_create, check_conversation_update, check_text
 
-from .resource import Columns, ResourceSpec, Row, check_storable_number, check_text
+from .resource import Columns, ResourceSpec, Row, check_storable_number
 
 COLUMNS = (
     "id",

@@ -132,22 +132,32 @@ class Database:
         return self._run(work, write=True)
 
     def _run(self, work: Callable[[sqlite3.Connection], T], *, write: bool) -> T:
+        def attempt() -> T:
+            with self._connection() as conn:
+                if not write:
+                    return work(conn)
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    result = work(conn)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+                return result
+
+        return self._retry_busy(attempt)
+
+    def _retry_busy(self, step: Callable[[], T]) -> T:
+        """Run `step`, again while SQLite says busy/locked, until `busy_timeout` has passed.
+
+        Any other sqlite3 error, or busy past the timeout, leaves as a ServiceError.
+        """
         deadline = time.monotonic() + self.busy_timeout
         attempt = 0
         while True:
             try:
-                with self._connection() as conn:
-                    if not write:
-                        return work(conn)
-                    conn.execute("BEGIN IMMEDIATE")
-                    try:
-                        result = work(conn)
-                        conn.execute("COMMIT")
-                    except BaseException:
-                        if conn.in_transaction:
-                            conn.execute("ROLLBACK")
-                        raise
-                    return result
+                return step()
             except sqlite3.Error as exc:
                 if _is_busy(exc) and time.monotonic() < deadline:
                     attempt += 1
@@ -204,12 +214,18 @@ class Database:
 
     def _open(self) -> sqlite3.Connection:
         folder = self.path.parent
+        if "\0" in str(self.path):
+            # mkdir and sqlite3.connect would raise a bare ValueError ("embedded null byte").
+            raise ServiceError(
+                f"Cannot open the local database {str(self.path)!r}: the path contains a NUL "
+                "character; choose another file with --db."
+            )
         try:
             folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             raise ServiceError(
-                f"Cannot create the folder {folder} for the local database {self.path}: "
-                f"{exc.strerror or exc}."
+                f"Cannot create the folder {folder} for the local database {self.path}: {reason}."
             ) from exc
         try:
             conn = sqlite3.connect(
@@ -220,6 +236,8 @@ class Database:
             )
         except sqlite3.Error as exc:
             raise self.error(exc) from exc
+        except (OSError, ValueError) as exc:
+            raise ServiceError(f"Cannot open the local database {self.path}: {exc}.") from exc
         try:
             # WAL with synchronous=NORMAL keeps every commit atomic and consistent; a power cut
             # may lose the last commits, never corrupt the file.
@@ -240,20 +258,6 @@ class Database:
             self._retry_busy(lambda: self._use_wal(conn))
             self._retry_busy(lambda: self._migrate(conn))
             self._prepared = True
-
-    def _retry_busy(self, step: Callable[[], None]) -> None:
-        deadline = time.monotonic() + self.busy_timeout
-        attempt = 0
-        while True:
-            try:
-                step()
-                return
-            except sqlite3.Error as exc:
-                if _is_busy(exc) and time.monotonic() < deadline:
-                    attempt += 1
-                    time.sleep(min(0.002 * 2**attempt, 0.1) * random.uniform(0.5, 1.0))
-                    continue
-                raise self.error(exc) from exc
 
     @staticmethod
     def _use_wal(conn: sqlite3.Connection) -> None:

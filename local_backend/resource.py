@@ -15,9 +15,16 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from api_client.errors import InvalidRequestError, NotFoundError
+from api_client.errors import InvalidRequestError, NotFoundError, ServiceError
 from api_client.models import Deleted, Page, Resource
-from api_client.params import DEFAULT_LIMIT, ResourceName, check_filters, check_paging
+from api_client.params import (
+    DEFAULT_LIMIT,
+    ResourceName,
+    check_filters,
+    check_idempotency_key,
+    check_paging,
+    check_text,
+)
 
 from . import ids
 from .database import Database
@@ -31,7 +38,6 @@ Row = tuple[Any, ...]
 Columns = dict[str, Any]
 
 IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60
-MAX_IDEMPOTENCY_KEY_LENGTH = 255
 _INT64 = (-(2**63), 2**63 - 1)
 
 
@@ -56,6 +62,8 @@ class ResourceSpec(Generic[M]):
     to_dict: Callable[[Row], dict[str, Any]]
     # Whether the table has an updated_at column, refreshed by every non-empty update.
     has_updated_at: bool = False
+    # Columns holding JSON text: their keys are sorted for the idempotency fingerprint.
+    json_columns: tuple[str, ...] = ()
 
 
 class TableResource(Generic[M, C, U, F]):
@@ -90,7 +98,8 @@ class TableResource(Generic[M, C, U, F]):
             rows.reverse()
         if self._page is None:
             self._page = self._spec.page()
-        return self._page(has_more=has_more, data=[self._model(row) for row in rows])
+        data = [self._model(row) for row in rows]
+        return self._page(has_more=has_more, data=data)
 
     def list_sql(
         self,
@@ -106,16 +115,11 @@ class TableResource(Generic[M, C, U, F]):
         `ending_before` walks up from the cursor (`id ASC`) and the caller flips the page.
         """
         spec = self._spec
-        if filters is not None and not isinstance(filters, Mapping):
-            raise InvalidRequestError(f"The filters for listing {spec.noun}s must be an object.")
         checked = check_filters(spec.name, filters)
         size, after, before = check_paging(spec.name, limit, starting_after, ending_before)
-        check_text(after, "starting_after")
-        check_text(before, "ending_before")
         where: builtins.list[str] = []
         args: builtins.list[Any] = []
         for name, value in checked.items():
-            check_text(value, name)
             where.append(f"{spec.filter_columns[name]} = ?")
             args.append(int(value) if isinstance(value, bool) else value)
         order = "DESC"
@@ -137,8 +141,8 @@ class TableResource(Generic[M, C, U, F]):
         """Create an object; a repeated idempotency key replays the first answer."""
         spec = self._spec
         values = spec.create_values(params)
-        key = _check_idempotency_key(idempotency_key)
-        fingerprint = _fingerprint(spec.name, values) if key is not None else ""
+        key = check_idempotency_key(idempotency_key)
+        fingerprint = self._fingerprint(values) if key is not None else ""
 
         def work(conn: sqlite3.Connection) -> M:
             moment = self._clock()
@@ -165,10 +169,14 @@ class TableResource(Generic[M, C, U, F]):
             )
             obj = self._fetch(conn, object_id)
             if key is not None:
+                try:
+                    response = json.dumps(obj.to_json_dict())
+                except (ValueError, RecursionError) as exc:
+                    raise self._unreadable(object_id, exc) from exc
                 conn.execute(
                     "INSERT INTO idempotency_keys"
                     " (key, resource, fingerprint, response, created_at) VALUES (?, ?, ?, ?, ?)",
-                    (key, spec.name, fingerprint, json.dumps(obj.to_json_dict()), now),
+                    (key, spec.name, fingerprint, response, now),
                 )
             return obj
 
@@ -250,7 +258,17 @@ class TableResource(Generic[M, C, U, F]):
     # -- helpers --------------------------------------------------------------------------------
 
     def _model(self, row: Row) -> M:
-        return self._spec.model.model_validate(self._spec.to_dict(row))
+        try:
+            return self._spec.model.model_validate(self._spec.to_dict(row))
+        except (ValueError, RecursionError) as exc:
+            # pydantic's ValidationError is a ValueError; so is bad JSON text in a column.
+            raise self._unreadable(row[0], exc) from exc
+
+    def _unreadable(self, object_id: object, exc: BaseException) -> ServiceError:
+        return ServiceError(
+            f"The stored {self._spec.noun} {object_id} cannot be read back: {_first_line(exc)}. "
+            f"Delete it or repair the file {self._db.path}."
+        )
 
     def _fetch(self, conn: sqlite3.Connection, object_id: str) -> M:
         row = conn.execute(f"{self._select} WHERE id = ?", (object_id,)).fetchone()
@@ -264,7 +282,8 @@ class TableResource(Generic[M, C, U, F]):
     def _check_id(self, object_id: object) -> str:
         if not isinstance(object_id, str):
             raise InvalidRequestError(f"The {self._spec.noun} id must be a string.", param="id")
-        if not object_id.startswith(self._spec.prefix) or not _encodable(object_id):
+        check_text(object_id, "id")
+        if not object_id.startswith(self._spec.prefix):
             # Cannot be one of ours, so there is no such object: no need to ask the database.
             raise self._not_found(object_id)
         return object_id
@@ -301,24 +320,36 @@ class TableResource(Generic[M, C, U, F]):
                 "last 24 hours; use a new key for a new request.",
                 param="idempotency_key",
             )
-        return self._spec.model.model_validate(json.loads(response))
+        try:
+            return self._spec.model.model_validate(json.loads(response))
+        except (ValueError, RecursionError) as exc:
+            raise ServiceError(
+                f"The answer stored for the idempotency key {key!r} cannot be read back: "
+                f"{_first_line(exc)}."
+            ) from exc
+
+    def _fingerprint(self, values: Columns) -> str:
+        """SHA-256 of the checked parameters, JSON columns with their keys sorted."""
+        canonical = dict(values)
+        for name in self._spec.json_columns:
+            if isinstance(canonical.get(name), str):
+                canonical[name] = json.dumps(
+                    json.loads(canonical[name]),
+                    sort_keys=True,
+                    ensure_ascii=False,
+                    separators=(",", ":"),
+                )
+        text = json.dumps([self._spec.name, canonical], sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (pydantic's run to several), or its type."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 # -- input checks the database needs beyond api_client.params ----------------------------------
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def check_text(value: object, param: str) -> None:
-    """Refuse a string SQLite cannot store (a lone surrogate is not UTF-8), naming `param`."""
-    if isinstance(value, str) and not _encodable(value):
-        raise InvalidRequestError(f"{param} must be valid Unicode text.", param=param)
 
 
 def check_storable_number(value: object, param: str) -> None:
@@ -341,21 +372,3 @@ def json_text(value: object, param: str) -> str:
         raise InvalidRequestError(f"{param} must be valid JSON: {exc}.", param=param) from exc
     check_text(text, param)
     return text
-
-
-def _check_idempotency_key(key: object) -> str | None:
-    if key is None:
-        return None
-    if not isinstance(key, str) or not key or len(key) > MAX_IDEMPOTENCY_KEY_LENGTH:
-        raise InvalidRequestError(
-            f"The idempotency key must be a string of 1 to {MAX_IDEMPOTENCY_KEY_LENGTH} "
-            "characters.",
-            param="idempotency_key",
-        )
-    check_text(key, "idempotency_key")
-    return key
-
-
-def _fingerprint(resource: str, values: Columns) -> str:
-    canonical = json.dumps([resource, values], sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from api_client.models import Page, RiskProfile
-from api_client.params import check_risk_profile_create, check_risk_profile_update
+from api_client.params import check_risk_profile_create, check_risk_profile_update, check_text
 
-from .resource import Columns, ResourceSpec, Row, check_storable_number, check_text, json_text
+from .resource import Columns, ResourceSpec, Row, check_storable_number, json_text
 
 COLUMNS = ("id", "customer_id", "profile_type", "score", "details", "created_at", "updated_at")
 KNOWN_TYPES = ("conservative", "moderate", "aggressive")
@@ -65,6 +65,7 @@ SPEC: ResourceSpec[RiskProfile] = ResourceSpec(
     update_values=update_values,
     to_dict=to_dict,
     has_updated_at=True,
+    json_columns=("details",),
 )
 
 

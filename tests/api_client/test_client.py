@@ -55,7 +55,8 @@ def client(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Client]:
 
 def make_conversations(client: Client, n: int, **every: Any) -> list[Conversation]:
     """Create `n` conversations; returned newest first, as lists are ordered."""
-    made = [client.conversations.create({"contact_id": f"ct_{i}", **every}) for i in range(n)]
+    bodies: list[Any] = [{"contact_id": f"ct_{i}", **every} for i in range(n)]
+    made = [client.conversations.create(body) for body in bodies]
     return made[::-1]
 
 

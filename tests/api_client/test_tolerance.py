@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
@@ -33,7 +34,7 @@ def test_millisecond_and_float_timestamps_are_kept_as_sent(remote: MakeRemote) -
 
 
 def test_extra_fields_are_kept_in_the_json_output(remote: MakeRemote) -> None:
-    extra = {"object": "conversation", "unread_count": 3, "labels": ["vip"]}
+    extra: dict[str, Any] = {"object": "conversation", "unread_count": 3, "labels": ["vip"]}
     r = remote(
         httpx.Response(
             200,
@@ -190,3 +191,46 @@ def test_a_badly_encoded_answer_is_a_service_error(remote: MakeRemote) -> None:
     r = remote(answer)
     with pytest.raises(ServiceError):
         r.backend.conversations.retrieve("conv_01")
+
+
+def _nested(levels: int) -> dict[str, object]:
+    value: dict[str, object] = {}
+    for _ in range(levels - 1):
+        value = {"k": value}
+    return value
+
+
+@pytest.mark.parametrize("levels", [65, 300])
+def test_details_nested_too_deep_in_an_answer_are_a_service_error(
+    remote: MakeRemote, levels: int
+) -> None:
+    r = remote(httpx.Response(200, json=risk_profile(details=_nested(levels))))
+    with pytest.raises(ServiceError) as info:
+        r.backend.risk_profiles.retrieve("rp_01")
+    assert "details" in str(info.value)
+    assert "64 levels" in str(info.value)
+
+
+def test_an_unknown_field_nested_too_deep_is_a_service_error(remote: MakeRemote) -> None:
+    r = remote(
+        httpx.Response(200, json={"has_more": False, "data": [conversation(x=_nested(300))]})
+    )
+    with pytest.raises(ServiceError, match="64 levels"):
+        r.backend.conversations.list()
+
+
+def test_details_at_the_limit_in_an_answer_are_kept(remote: MakeRemote) -> None:
+    r = remote(httpx.Response(200, json=risk_profile(details=_nested(64))))
+    prof = r.backend.risk_profiles.retrieve("rp_01")
+    assert prof.to_json_dict()["details"] == _nested(64)
+
+
+@pytest.mark.parametrize("status", [200, 400, 500])
+def test_json_nested_past_what_python_can_parse_is_a_service_error_or_the_status(
+    remote: MakeRemote, status: int
+) -> None:
+    deep = httpx.Response(status, content=b"[" * 100_000, headers={"Content-Type": "text/json"})
+    r = remote(deep, max_retries=0)
+    with pytest.raises(ServiceError if status != 400 else InvalidRequestError) as info:
+        r.backend.conversations.retrieve("conv_01")
+    assert f"HTTP {status}" in str(info.value)

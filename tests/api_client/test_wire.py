@@ -257,7 +257,7 @@ def test_server_error_bodies_of_our_shape_keep_type_and_code(remote: MakeRemote)
     assert str(info.value) == "boom (HTTP 500)"
 
 
-@pytest.mark.parametrize("key", ["", "clé-1", "a\nb", "k" * 256])
+@pytest.mark.parametrize("key", ["", "clé-1", "a\nb", "k" * 256, " lead", "k\ud800"])
 def test_an_unusable_idempotency_key_is_refused_before_sending(
     remote: MakeRemote, key: str
 ) -> None:
@@ -292,3 +292,74 @@ def test_debug_log_names_connection_failures(
     lines = [rec.getMessage() for rec in caplog.records if rec.name == "convrisk.http"]
     assert lines[0].startswith("GET /v1/conversations/conv_01 -> connection error in ")
     assert lines[1].startswith("GET /v1/conversations/conv_01 -> timeout in ")
+
+
+@pytest.mark.parametrize(
+    ("call", "param"),
+    [
+        (lambda b: b.conversations.list({"group_id": "grp_\udcff"}), "group_id"),
+        (lambda b: b.risk_profiles.list({"customer_id": "\ud800"}), "customer_id"),
+        (lambda b: b.conversations.list(starting_after="conv_\udc80"), "starting_after"),
+        (lambda b: b.conversations.list(ending_before="conv_\udc80"), "ending_before"),
+        (lambda b: b.conversations.retrieve("conv_\udcff"), "id"),
+        (lambda b: b.conversations.update("conv_\udcff", {"is_muted": True}), "id"),
+        (lambda b: b.risk_profiles.delete("rp_\udcff"), "id"),
+    ],
+)
+def test_text_from_a_non_utf8_argument_is_an_invalid_request_naming_it(
+    remote: MakeRemote, call: Callable[[HTTPBackend], object], param: str
+) -> None:
+    r = remote()
+    with pytest.raises(InvalidRequestError) as info:
+        call(r.backend)
+    assert info.value.param == param
+    assert r.requests == []
+
+
+@pytest.mark.parametrize("filters", [[], (), "", 0, False])
+def test_filters_that_are_not_a_mapping_are_refused_even_when_empty(
+    remote: MakeRemote, filters: object
+) -> None:
+    r = remote()
+    with pytest.raises(InvalidRequestError):
+        r.backend.conversations.list(filters)  # type: ignore[arg-type]
+    assert r.requests == []
+
+
+def test_empty_filters_list_everything(remote: MakeRemote) -> None:
+    r = remote(page(conversation()))
+    assert len(r.backend.conversations.list({}).data) == 1
+    assert r.requests[0].url.params.get("limit") == "10"
+
+
+def test_details_nested_too_deep_are_refused_before_sending(remote: MakeRemote) -> None:
+    details: dict[str, object] = {}
+    for _ in range(64):
+        details = {"k": details}
+    r = remote()
+    body = {"customer_id": "c", "profile_type": "t", "score": 1, "details": details}
+    with pytest.raises(InvalidRequestError) as info:
+        r.backend.risk_profiles.create(body)  # type: ignore[arg-type]
+    assert info.value.param == "details"
+    assert r.requests == []
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    ["ftp://user:pw-SECRET@svc.test", "user:pw-SECRET@svc.test", "ftp://u:pw-SECRET@x@svc.test"],
+)
+def test_a_bad_base_url_is_shown_without_its_credentials(base_url: str) -> None:
+    with pytest.raises(InvalidRequestError) as info:
+        HTTPBackend(base_url, "tok")
+    assert info.value.param == "base_url"
+    assert "SECRET" not in str(info.value)
+    assert "svc.test" in str(info.value)
+
+
+def test_a_remote_error_naming_the_token_as_param_is_scrubbed(remote: MakeRemote) -> None:
+    body = {"error": {"type": "invalid_request_error", "message": "bad", "param": f"x{TOKEN}"}}
+    r = remote(httpx.Response(400, json=body))
+    with pytest.raises(InvalidRequestError) as info:
+        r.backend.conversations.list()
+    assert info.value.param == "x***"
+    assert TOKEN not in str(info.value.to_body())

@@ -44,6 +44,14 @@ def risk_list(filters: Any = None, **paging: Any) -> Call:
     return lambda b, conv_id, rp_id: b.risk_profiles.list(filters, **paging)
 
 
+def nested(levels: int, inner: Any = None) -> Any:
+    """Objects nested `levels` deep (`inner`, if given, is the innermost level)."""
+    value: Any = {} if inner is None else inner
+    for _ in range(levels - 1):
+        value = {"k": value}
+    return value
+
+
 def conv_create_keyed(key: Any) -> Call:
     return lambda b, conv_id, rp_id: b.conversations.create(
         {"contact_id": "ct_new"}, idempotency_key=key
@@ -109,6 +117,9 @@ CASES: list[tuple[str, Call, str | None]] = [
     ("risk details not json", risk_create(risk_body(details={"x": Weird()})), "details"),
     ("risk details bad unicode", risk_create(risk_body(details={"x": "\udc00"})), "details"),
     ("risk unknown attribute", risk_create(risk_body(owner="me")), "owner"),
+    ("risk details 65 deep", risk_create(risk_body(details=nested(65))), "details"),
+    ("risk details 300 deep", risk_create(risk_body(details=nested(300))), "details"),
+    ("risk details deep arrays", risk_create(risk_body(details={"a": nested(64, [])})), "details"),
     # update risk profile
     ("rupd customer_id", risk_update({"customer_id": "cus_2"}), "customer_id"),
     ("rupd customer_id same", risk_update({"customer_id": "cus_1", "score": 1}), "customer_id"),
@@ -118,6 +129,7 @@ CASES: list[tuple[str, Call, str | None]] = [
     ("rupd score too big", risk_update({"score": -(2**70)}), "score"),
     ("rupd details null", risk_update({"details": None}), "details"),
     ("rupd details list", risk_update({"details": []}), "details"),
+    ("rupd details 300 deep", risk_update({"details": nested(300)}), "details"),
     ("rupd type empty", risk_update({"profile_type": ""}), "profile_type"),
     ("rupd type null", risk_update({"profile_type": None}), "profile_type"),
     # list: limit, cursors, filters
@@ -153,6 +165,13 @@ CASES: list[tuple[str, Call, str | None]] = [
     ("key empty", conv_create_keyed(""), "idempotency_key"),
     ("key too long", conv_create_keyed("k" * 256), "idempotency_key"),
     ("key bad unicode", conv_create_keyed("k\ud800"), "idempotency_key"),
+    ("key not ascii", conv_create_keyed("clé-1"), "idempotency_key"),
+    ("key newline", conv_create_keyed("a\nb"), "idempotency_key"),
+    ("key leading space", conv_create_keyed(" k"), "idempotency_key"),
+    # ids from a command-line argument that is not UTF-8
+    ("retrieve id bad unicode", lambda b, c, r: b.conversations.retrieve("conv_\udcff"), "id"),
+    ("update id bad unicode", lambda b, c, r: b.risk_profiles.update("rp_\udcff", {}), "id"),
+    ("delete id bad unicode", lambda b, c, r: b.conversations.delete("conv_\ud800"), "id"),
 ]
 
 
@@ -196,3 +215,16 @@ def test_the_dump_sees_every_change(seeded: tuple[LocalBackend, str, str], db_pa
     before = dump(db_path)
     backend.conversations.update(conv_id, {"is_muted": True})
     assert dump(db_path) != before
+
+
+def test_a_create_too_deep_with_a_key_stores_nothing_and_lists_keep_working(
+    backend: LocalBackend,
+) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        backend.risk_profiles.create(risk_body(details=nested(300)), idempotency_key="deep")
+    assert caught.value.param == "details"
+    assert backend.risk_profiles.list().data == []
+    # The key was not used up by the refused request.
+    made = backend.risk_profiles.create(risk_body(details=nested(64)), idempotency_key="deep")
+    assert backend.risk_profiles.list().data == [made]
+    assert made.to_json_dict()["details"] == nested(64)

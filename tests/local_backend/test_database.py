@@ -195,3 +195,41 @@ def test_score_column_has_no_type_affinity(db_path: Path) -> None:
     kinds = [row[0] for row in conn.execute("SELECT typeof(score) FROM risk_profiles ORDER BY id")]
     conn.close()
     assert kinds == ["integer", "real"]
+
+
+@pytest.mark.parametrize("name", ["con\0risk.db", "da\0ta/convrisk.db"])
+def test_a_path_with_a_nul_character_is_a_clear_error(tmp_path: Path, name: str) -> None:
+    store = LocalBackend(tmp_path / name)
+    with pytest.raises(ServiceError) as caught:
+        store.conversations.list()
+    assert "NUL" in caught.value.message
+    store.close()
+
+
+def _store_raw_details(db_path: Path, object_id: str, details_text: str) -> None:
+    conn = sqlite3.connect(db_path)
+    with conn:
+        conn.execute("UPDATE risk_profiles SET details = ? WHERE id = ?", (details_text, object_id))
+    conn.close()
+
+
+@pytest.mark.parametrize(
+    "details_text",
+    ['{"k":' * 300 + "{}" + "}" * 300, "[" * 100_000 + "]" * 100_000, "{not json", "[1, 2]"],
+    ids=["too-deep", "deeper-than-python", "not-json", "not-an-object"],
+)
+def test_a_stored_profile_that_cannot_be_read_back_is_a_service_error(
+    db_path: Path, details_text: str
+) -> None:
+    # Written by hand or by an older convrisk that took details of any depth.
+    store = LocalBackend(db_path)
+    bad = store.risk_profiles.create(risk_body())
+    _store_raw_details(db_path, bad.id, details_text)
+    for read in (lambda: store.risk_profiles.list(), lambda: store.risk_profiles.retrieve(bad.id)):
+        with pytest.raises(ServiceError) as caught:
+            read()
+        assert bad.id in caught.value.message
+    # It can still be deleted, and then the listing works again.
+    store.risk_profiles.delete(bad.id)
+    assert store.risk_profiles.list().data == []
+    store.close()

@@ -111,3 +111,18 @@ def test_a_replay_survives_reopening_the_file(db_path: Path, clock: FakeClock) -
     assert store.risk_profiles.create(risk_body(), idempotency_key="persist") == first
     store.close()
     assert count(db_path, "risk_profiles") == 1
+
+
+def test_the_same_details_in_another_key_order_replay_the_first_create(
+    backend: LocalBackend,
+) -> None:
+    first = backend.risk_profiles.create(
+        risk_body(details={"a": 1, "b": {"x": 1, "y": 2}}), idempotency_key="order"
+    )
+    again = backend.risk_profiles.create(
+        risk_body(details={"b": {"y": 2, "x": 1}, "a": 1}), idempotency_key="order"
+    )
+    assert again == first
+    assert len(backend.risk_profiles.list().data) == 1
+    # The details keep the order they were first given in.
+    assert list(again.details) == ["a", "b"]
