@@ -109,7 +109,7 @@ def _check_token(token: str | None) -> str | None:
     return token
 
 
-def shown_url(text: str) -> str:
+def _shown_url(text: str) -> str:
     """A URL as it may be shown: everything before its last '@' (user:password) is hidden."""
     head, at, tail = text.rpartition("@")
     if not at:
@@ -128,7 +128,7 @@ def _check_base_url(base_url: str) -> httpx.URL:
     if url is None or url.scheme not in ("http", "https") or not url.host:
         raise InvalidRequestError(
             "base_url must be an http:// or https:// URL with a host, not "
-            f"{shown_url(base_url)!r}.",
+            f"{_shown_url(base_url)!r}.",
             param="base_url",
         )
     if url.query or url.fragment:
@@ -242,7 +242,7 @@ class _Transport:
         if body is not None:
             try:
                 content = json.dumps(dict(body), allow_nan=False, separators=(",", ":")).encode()
-            except (TypeError, ValueError) as exc:
+            except (TypeError, ValueError, RecursionError) as exc:
                 raise InvalidRequestError(f"The request cannot be sent as JSON: {exc}.") from None
             headers["Content-Type"] = "application/json"
         if method == "POST":
