@@ -7,6 +7,7 @@ import json
 import logging
 import math
 import random as _random
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -144,6 +145,11 @@ def _check_base_url(base_url: str) -> httpx.URL:
     return url
 
 
+# Characters a bearer token is made of (RFC 6750 b64token); the token ends where they do.
+_TOKEN_CHARS = r"A-Za-z0-9\-._~+/="
+_WHOLE_ONLY_BELOW = 8
+
+
 class _AnswerTooSlow(httpx.ReadTimeout):
     """The whole answer did not arrive within the attempt's deadline."""
 
@@ -216,9 +222,13 @@ class _Transport:
         self._http.close()
 
     def _scrub(self, text: str) -> str:
-        if self._token:
-            text = text.replace(self._token, "***")
-        return text
+        if not self._token:
+            return text
+        if len(self._token) >= _WHOLE_ONLY_BELOW:
+            return text.replace(self._token, "***")
+        # A short token ("T") is hidden only where it stands whole, so "HTTP" stays readable.
+        token = re.escape(self._token)
+        return re.sub(rf"(?<![{_TOKEN_CHARS}]){token}(?![{_TOKEN_CHARS}])", "***", text)
 
     def request(
         self,

@@ -234,3 +234,26 @@ def test_json_nested_past_what_python_can_parse_is_a_service_error_or_the_status
     with pytest.raises(ServiceError if status != 400 else InvalidRequestError) as info:
         r.backend.conversations.retrieve("conv_01")
     assert f"HTTP {status}" in str(info.value)
+
+
+def test_a_short_token_does_not_mangle_error_messages() -> None:
+    """A token that is also a common word part ('T') is hidden only where it stands whole."""
+    import httpx
+
+    from api_client.errors import NotFoundError
+    from api_client.http import HTTPBackend
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        body = {"error": {"type": "not_found_error", "message": "No such thing; token T refused"}}
+        return httpx.Response(404, json=body)
+
+    backend = HTTPBackend("http://svc.test", "T", transport=httpx.MockTransport(answer))
+    try:
+        backend.conversations.retrieve("conv_1")
+    except NotFoundError as exc:
+        assert "HTTP 404" in exc.message
+        assert "token *** refused" in exc.message
+    else:
+        raise AssertionError("expected NotFoundError")
+    finally:
+        backend.close()
