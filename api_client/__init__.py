@@ -1,24 +1,65 @@
 """The convrisk API client: models, errors, the Backend protocol and the Client facade.
 
-Importing this package stays light: the remote backend (httpx) lives in `api_client.http` and is
-imported only when a remote base_url is used.
+Importing this package is light: every public name below is imported on first use (PEP 562), so
+`from api_client import __version__` costs nothing, pydantic loads with the first model, and the
+remote backend (httpx) lives in `api_client.http`, imported only when a remote base_url is used.
 """
 
-from .client import Client
-from .errors import (
-    APIConnectionError,
-    APIError,
-    APITimeoutError,
-    AuthenticationError,
-    ConvriskError,
-    InvalidRequestError,
-    NotFoundError,
-    ServiceError,
-)
-from .models import Conversation, Deleted, Page, RiskProfile
-from .protocol import Backend
+from __future__ import annotations
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .client import Client
+    from .errors import (
+        APIConnectionError,
+        APIError,
+        APITimeoutError,
+        AuthenticationError,
+        ConvriskError,
+        InvalidRequestError,
+        NotFoundError,
+        ServiceError,
+    )
+    from .models import Conversation, Deleted, Page, RiskProfile
+    from .protocol import Backend
+
+# The one place the version is written (pyproject.toml reads it without importing the package).
 __version__ = "0.1.0"
+
+# Each public name and the submodule that defines it.
+_LAZY = {
+    "Client": "client",
+    "APIConnectionError": "errors",
+    "APIError": "errors",
+    "APITimeoutError": "errors",
+    "AuthenticationError": "errors",
+    "ConvriskError": "errors",
+    "InvalidRequestError": "errors",
+    "NotFoundError": "errors",
+    "ServiceError": "errors",
+    "Conversation": "models",
+    "Deleted": "models",
+    "Page": "models",
+    "RiskProfile": "models",
+    "Backend": "protocol",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's submodule on first use, then keep the name here."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "APIConnectionError",

@@ -153,17 +153,19 @@ _STRING_CHECKS = {"base_url": _base_url, "token": _token, "db": _db, "output": _
 
 def load_config(path: Path) -> Config:
     """The config file's profiles; an absent file is an empty config."""
-    import tomllib
-
     try:
         with path.open("rb") as handle:
-            data = tomllib.load(handle)
+            raw = handle.read()
     except FileNotFoundError:
         return {}
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageProblem(f"Config file {path} is not valid TOML: {exc}.") from None
     except OSError as exc:
         raise UsageProblem(f"Cannot read config file {path}: {exc.strerror or exc}.") from None
+    import tomllib  # only when there is a file to parse: most runs have none
+
+    try:
+        data = tomllib.loads(raw.decode())
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageProblem(f"Config file {path} is not valid TOML: {exc}.") from None
     for name, table in data.items():
         if not isinstance(table, dict):
             raise UsageProblem(
