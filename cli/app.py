@@ -1,18 +1,19 @@
 """The convrisk command line: the root app, its global options, and main(), the one place where
 an exception becomes an exit code."""
 
-from __future__ import annotations
-
 import functools
 import os
 import sys
-from collections.abc import Sequence
-from typing import Annotated
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from importlib import import_module
+from typing import Annotated, Any
 
 import typer
+import typer.main
+from typer._click import Command, Context
 from typer.core import TyperGroup
+from typer.models import CommandInfo, TyperInfo
 
-from . import config_cmd, conv, risk, serve
 from .context import AppContext, app_context
 from .errors import Failures, NotConfirmed, StdoutClosed, UsageProblem
 from .output import ErrorInfo, describe_error
@@ -21,8 +22,87 @@ from .settings import Flags
 # Exit codes (DESIGN section 3).
 OK, FAILED, USAGE, NOT_FOUND, AUTHENTICATION, UNREACHABLE, INTERRUPTED = 0, 1, 2, 3, 4, 5, 130
 
+
+class LazyCommands(MutableMapping[str, Command]):
+    """The root's commands, each built (module imported, signature read) on first access.
+
+    `convrisk conv list` then imports and builds the `conv` group only; `--help`, completion
+    and anything that walks `.items()` still see every command, in the order of `builders`.
+    """
+
+    def __init__(self, builders: dict[str, Callable[[], Command]]) -> None:
+        self._builders = builders
+        self._built: dict[str, Command] = {}
+
+    def __getitem__(self, name: str) -> Command:
+        if name not in self._built:
+            self._built[name] = self._builders[name]()  # KeyError for an unknown name
+        return self._built[name]
+
+    def __setitem__(self, name: str, command: Command) -> None:
+        self._builders.setdefault(name, lambda: command)
+        self._built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._builders[name]
+        self._built.pop(name, None)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._builders
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._builders))
+
+    def __len__(self) -> int:
+        return len(self._builders)
+
+
+class LazyGroup(TyperGroup):
+    """The root group: its sub-apps and `serve` are imported and built when first looked up."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        builders: dict[str, Callable[[], Command]] = {
+            "serve": _serve_command,
+            "conv": functools.partial(_sub_group, "conv", "conv"),
+            "risk": functools.partial(_sub_group, "risk", "risk"),
+            "config": functools.partial(_sub_group, "config", "config_cmd"),
+        }
+        lazy = LazyCommands(builders)
+        for name, registered in self.commands.items():  # none today; kept if any are added
+            lazy[name] = registered
+        self.commands = lazy
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        """The names in order, without building the commands."""
+        return list(self.commands)
+
+
+def _sub_group(name: str, module: str) -> Command:
+    """The group of a sub-app, built as `app.add_typer(sub_app, name=name)` would build it."""
+    sub_app = import_module(f"{__package__}.{module}").app
+    return typer.main.get_group_from_info(
+        TyperInfo(sub_app, name=name),
+        pretty_exceptions_short=app.pretty_exceptions_short,
+        suggest_commands=app.suggest_commands,
+        rich_markup_mode=app.rich_markup_mode,
+    )
+
+
+def _serve_command() -> Command:
+    """`serve`, built as `app.command("serve")(serve)` would build it."""
+    from .serve import serve
+
+    return typer.main.get_command_from_info(
+        CommandInfo(name="serve", callback=serve),
+        pretty_exceptions_short=app.pretty_exceptions_short,
+        rich_markup_mode=app.rich_markup_mode,
+    )
+
+
 app = typer.Typer(
     name="convrisk",
+    cls=LazyGroup,
     help="""Conversations and risk profiles from the command line.
 
     Works at once on a local SQLite database; a profile (or --base-url) with a base_url talks to
@@ -39,10 +119,6 @@ app = typer.Typer(
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-app.add_typer(conv.app, name="conv")
-app.add_typer(risk.app, name="risk")
-app.add_typer(config_cmd.app, name="config")
-app.command("serve")(serve.serve)
 
 
 def _version(ctx: typer.Context, value: bool) -> None:

@@ -1,7 +1,5 @@
 """`convrisk config`: set, get, unset, show and path of the config file's profiles."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Any
 

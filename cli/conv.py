@@ -1,7 +1,5 @@
 """`convrisk conv`: list, create, get, update and delete conversations."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated
 
 import typer

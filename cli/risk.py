@@ -1,7 +1,5 @@
 """`convrisk risk`: list, create, get, update and delete risk profiles."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated
 
 import typer

@@ -1,7 +1,5 @@
 """`convrisk serve`: the service over HTTP on a local SQLite file, until SIGINT or SIGTERM."""
 
-from __future__ import annotations
-
 import dataclasses
 from pathlib import Path
 from typing import Annotated
