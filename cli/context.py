@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import logging
 import os
+import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -15,10 +15,10 @@ from .output import DELETIONS, Kind, Printer
 from .settings import OUTPUT_FORMATS, Flags, Settings, resolve
 
 if TYPE_CHECKING:
+    import logging
+
     from api_client import Client
     from api_client.client import ResourceClient
-
-log = logging.getLogger("convrisk.cli")
 
 
 class AppContext:
@@ -38,14 +38,18 @@ class AppContext:
         if self._settings is None:
             self._settings = resolve(self.flags, self.env)
             s = self._settings
-            log.debug(
-                "profile %s (%s); backend %s; token %s; page_size %s",
-                s.profile,
-                s.config_path,
-                s.base_url if s.is_remote else f"local {s.db}",
-                "set" if s.token else "not set",
-                s.page_size,
-            )
+            # logging is imported only by --debug (or a library that uses it): before that, no
+            # handler can exist to receive this line, so there is nothing to log it to.
+            logging = sys.modules.get("logging")
+            if logging is not None:
+                logging.getLogger("convrisk.cli").debug(
+                    "profile %s (%s); backend %s; token %s; page_size %s",
+                    s.profile,
+                    s.config_path,
+                    s.base_url if s.is_remote else f"local {s.db}",
+                    "set" if s.token else "not set",
+                    s.page_size,
+                )
         return self._settings
 
     def printer(self, output: str | None = None) -> Printer:
@@ -89,6 +93,8 @@ class AppContext:
 
     def start_debug_log(self) -> None:
         """Send the "convrisk" loggers to stderr at DEBUG level (--debug)."""
+        import logging
+
         from .output import debug_handler
 
         if self._log_handler is None:
@@ -100,6 +106,8 @@ class AppContext:
     def stop_debug_log(self) -> None:
         """Detach the --debug handler (main() may run again in the same process, as in tests)."""
         if self._log_handler is not None:
+            import logging
+
             logger = logging.getLogger("convrisk")
             logger.removeHandler(self._log_handler)
             logger.setLevel(logging.NOTSET)
