@@ -304,25 +304,35 @@ def test_serve_prints_its_token_once_and_stops_on_sigterm(
     assert (tmp_path / "served.db").is_file()
 
 
+_BACKEND = {"local_backend", "api_client", "httpx", "rich"}
+_OTHER_COMMANDS = {"cli.risk", "cli.config_cmd", "cli.serve"}
+
+
 @pytest.mark.parametrize(
     ("args", "absent"),
     [
-        (["--help"], {"local_backend", "api_client", "httpx", "rich"}),
-        (["config", "path"], {"local_backend", "api_client", "httpx", "rich"}),
-        (["conv", "list", "-o", "json"], {"httpx", "rich"}),
-        (["conv", "list"], {"httpx", "rich"}),  # piped: TSV, no rich table
+        (
+            ["--version"],  # api_client.__version__ without the models, hence without pydantic
+            {"local_backend", "api_client.client", "pydantic", "httpx", "rich"}
+            | {"importlib.metadata", "tomllib", "logging", "cli.conv", *_OTHER_COMMANDS},
+        ),
+        (["--help"], {*_BACKEND, "pydantic", "importlib.metadata"}),
+        (["config", "path"], {*_BACKEND, "cli.conv", "cli.risk", "cli.serve"}),
+        (["conv", "list", "-o", "json"], {"httpx", "rich", "tomllib", "logging", *_OTHER_COMMANDS}),
+        (["conv", "list"], {"httpx", "rich", *_OTHER_COMMANDS}),  # piped: TSV, no rich table
     ],
 )
 def test_commands_import_only_what_they_use(
     env: dict[str, str], args: list[str], absent: set[str]
 ) -> None:
     """Start-up stays short: no HTTP client for the local database, no rich unless a table is
-    drawn on a terminal, no backend at all for help and config."""
+    drawn on a terminal, no backend for help, config and --version, only the command group
+    that runs, no TOML parser without a config file and no logging without --debug."""
     probe = (
         "import sys\n"
         "from cli.app import main\n"
         f"code = main({args!r})\n"
-        "loaded = {m.split('.')[0] for m in sys.modules}\n"
+        "loaded = {*sys.modules, *(m.split('.')[0] for m in sys.modules)}\n"
         f"print(sorted(loaded & set({sorted(absent)!r})), file=sys.stderr)\n"
         "sys.exit(code)\n"
     )
