@@ -16,7 +16,7 @@ Timestamp = int | float
 class Resource(BaseModel):
     """Base of every returned object: extra fields kept, values as sent."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     id: str
 
@@ -69,7 +69,7 @@ class RiskProfile(Resource):
 class Deleted(BaseModel):
     """The answer to a delete: `{"id": ..., "deleted": true}`."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     id: str
     deleted: bool = True
@@ -85,7 +85,7 @@ ResourceT = TypeVar("ResourceT", bound=Resource)
 class Page(BaseModel, Generic[ResourceT]):
     """One page of a list: `{"has_more": bool, "data": [...]}`."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     has_more: bool
     data: list[ResourceT]
