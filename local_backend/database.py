@@ -26,7 +26,9 @@ T = TypeVar("T")
 APPLICATION_ID = 0x6376726B
 BUSY_TIMEOUT_SECONDS = 30.0
 _IDLE_CONNECTIONS = 8
-_CACHE_KIB = 16 * 1024
+# SQLite's own default page cache: a keyset page touches a handful of pages, and a larger cache
+# only grows the memory of a long export (16 MiB made `--all` at 100,000 rows 1.36x heavier).
+_CACHE_KIB = 2 * 1024
 
 # Each step moves the schema one version forward; user_version records the last step applied.
 # Never edit a released step: add a new one.
