@@ -15,7 +15,7 @@ from typer.core import TyperGroup
 from typer.models import CommandInfo, TyperInfo
 
 from .context import AppContext, app_context
-from .errors import Failures, NotConfirmed, StdoutClosed, UsageProblem
+from .errors import Failures, NotConfirmed, NotSet, StdoutClosed, UsageProblem
 from .output import ErrorInfo, describe_error
 from .settings import Flags
 
@@ -182,7 +182,7 @@ def exit_code(exc: BaseException) -> int:
         return exit_code(exc.first)
     if isinstance(exc, UsageProblem | ClickException):
         return USAGE
-    if isinstance(exc, NotConfirmed):
+    if isinstance(exc, NotConfirmed | NotSet):
         return FAILED
     if isinstance(exc, KeyboardInterrupt | typer.Abort):
         return INTERRUPTED

@@ -1,15 +1,17 @@
 """`convrisk config`: set, get, unset, show and path of the config file's profiles."""
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from .context import AppContext, app_context
+from .errors import NotSet, UsageProblem
 from .options import read_secret
 from .settings import (
+    DEFAULT_PROFILE,
     KEYS,
-    Flags,
     active_profile,
     check_key,
     check_profile_name,
@@ -57,6 +59,13 @@ def _target(ctx: typer.Context, profile: str | None) -> tuple[AppContext, str, P
     return run, name, config_path(run.env)
 
 
+def _existing(config: dict[str, dict[str, Any]], name: str, path: Path) -> dict[str, Any]:
+    """The table of a profile that must exist (`default` may be absent: it is then empty)."""
+    if name not in config and name != DEFAULT_PROFILE:
+        raise UsageProblem(f"No profile {name!r} in {path}.", param="--profile")
+    return config.get(name, {})
+
+
 def _shown(key: str, value: Any) -> str:
     return mask_token(str(value)) if key == "token" else str(value)
 
@@ -97,6 +106,8 @@ def set_(
 def get(ctx: typer.Context, key: Key, profile: Profile = None) -> None:
     """Print KEY as set in a profile of the config file (the token is masked).
 
+    Exits 1, printing nothing on stdout, when KEY is not set there (as `git config` does).
+
     \b
     Example:
       convrisk config get base_url
@@ -104,12 +115,10 @@ def get(ctx: typer.Context, key: Key, profile: Profile = None) -> None:
     """
     run, name, path = _target(ctx, profile)
     check_key(key)
-    table = load_config(path).get(name, {})
-    printer = run.plain_printer()
-    if key in table:
-        printer.line(_shown(key, table[key]))
-    else:
-        printer.hint(f"{key} is not set in profile {name!r} ({path}).")
+    table = _existing(load_config(path), name, path)
+    if key not in table:
+        raise NotSet(f"{key} is not set in profile {name!r} ({path}).", param="KEY")
+    run.plain_printer().line(_shown(key, table[key]))
 
 
 @app.command("unset")
@@ -124,7 +133,7 @@ def unset(ctx: typer.Context, key: Key, profile: Profile = None) -> None:
     check_key(key)
     config = load_config(path)
     printer = run.plain_printer()
-    if key not in config.get(name, {}):
+    if key not in _existing(config, name, path):
         printer.hint(f"{key} was not set in profile {name!r} ({path}).")
         return
     del config[name][key]
@@ -142,7 +151,9 @@ def show(ctx: typer.Context, profile: Profile = None) -> None:
       CONVRISK_TIMEOUT=5 convrisk config show --profile staging
     """
     run, name, path = _target(ctx, profile)
-    flags = Flags(profile=name, base_url=run.flags.base_url, db=run.flags.db)
+    flags = run.flags
+    if profile:
+        flags = dataclasses.replace(flags, profile=name, profile_flag="config show --profile")
     settings = resolve(flags, run.env)
     backend = f"remote {settings.base_url}" if settings.is_remote else f"local {settings.db}"
     rows = [("profile", name, ""), ("file", str(path), ""), ("backend", backend, "")]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -12,7 +14,7 @@ import typer
 from .errors import Failures, NotConfirmed, UsageProblem
 from .options import IdList
 from .output import DELETIONS, Kind, Printer
-from .settings import OUTPUT_FORMATS, Flags, Settings, resolve
+from .settings import OUTPUT_FORMATS, Flags, Settings, resolve, shown_url
 
 if TYPE_CHECKING:
     import logging
@@ -36,7 +38,8 @@ class AppContext:
     def settings(self) -> Settings:
         """The resolved settings (flags > environment > profile > defaults)."""
         if self._settings is None:
-            self._settings = resolve(self.flags, self.env)
+            flags = dataclasses.replace(self.flags, output=self.output_flag)
+            self._settings = resolve(flags, self.env)
             s = self._settings
             # logging is imported only by --debug (or a library that uses it): before that, no
             # handler can exist to receive this line, so there is nothing to log it to.
@@ -84,8 +87,9 @@ class AppContext:
         if self._client is None:
             settings = self.settings()
             if settings.is_remote and not settings.token:
+                where = shown_url(settings.base_url or "")
                 self.printer().warning(
-                    f"No token is set for {settings.base_url}: set CONVRISK_TOKEN, or run "
+                    f"No token is set for {where}: set CONVRISK_TOKEN, or run "
                     "`convrisk config set token -` and paste it."
                 )
             self._client = build_client(settings)
@@ -125,24 +129,34 @@ def build_client(settings: Settings) -> Client:
     from api_client import Client
 
     if settings.base_url is not None:
+        from api_client.errors import ConvriskError
         from api_client.http import HTTPBackend
 
-        remote = HTTPBackend(
-            settings.base_url,
-            settings.token,
-            timeout=settings.timeout,
-            max_retries=settings.max_retries,
-        )
+        try:
+            remote = HTTPBackend(
+                settings.base_url,
+                settings.token,
+                timeout=settings.timeout,
+                max_retries=settings.max_retries,
+            )
+        except ConvriskError as exc:
+            # Nothing was sent: the settings are what is wrong (exit 2), not an HTTP answer.
+            raise UsageProblem(f"{exc}", param=getattr(exc, "param", None)) from exc
         return Client(remote, page_size=settings.page_size)
     from local_backend.store import LocalBackend
 
+    return Client(LocalBackend(database_path(settings)), page_size=settings.page_size)
+
+
+def database_path(settings: Settings) -> Path:
+    """The local database file; only the default data folder is created, a chosen one must exist."""
     if settings.sources.get("db") == "default":
         settings.db.parent.mkdir(parents=True, exist_ok=True)
     elif not settings.db.parent.is_dir():
         raise UsageProblem(
             f"The folder of the database {settings.db} does not exist.", param="--db"
         )
-    return Client(LocalBackend(settings.db), page_size=settings.page_size)
+    return settings.db
 
 
 def app_context(ctx: typer.Context) -> AppContext:
@@ -189,6 +203,7 @@ def for_each_id(
                     break
                 continue
             sink.write([row])
+        sink.failed = failed
     if first is not None:
         raise Failures(first, failed)
 

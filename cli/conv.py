@@ -53,6 +53,7 @@ def list_(
     """
     run = app_context(ctx)
     total = opt.total_wanted(limit, all_items)
+    cursor = opt.nonempty(starting_after, "--starting-after")
     group = opt.nonempty(group_id, "--group-id")
     filters: ConversationFilters = {
         "muted": muted,
@@ -61,9 +62,7 @@ def list_(
         "group_id": group,
     }
     printer = run.printer(output)
-    pages = run.client().conversations.iter_pages(
-        filters, limit=total, starting_after=starting_after
-    )
+    pages = run.client().conversations.iter_pages(filters, limit=total, starting_after=cursor)
     printer.pages(CONVERSATIONS, pages, hint_more=not all_items)
 
 

@@ -20,6 +20,10 @@ class NotConfirmed(CliError):
     """The user answered no to a confirmation: nothing was changed (exit 1)."""
 
 
+class NotSet(CliError):
+    """`config get KEY` of a key the profile does not set (exit 1, nothing on stdout)."""
+
+
 class StdoutClosed(Exception):
     """The reader of stdout went away (e.g. `| head -1`): stop quietly (exit 0)."""
 

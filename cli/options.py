@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 import time
 from collections.abc import Iterator
@@ -108,19 +109,33 @@ def nonempty(value: str | None, option: str) -> str | None:
     return value
 
 
+_JSON_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
 def parse_score(text: str) -> int | float:
-    """A finite number: whole numbers stay integers ("72" -> 72, "72.5" -> 72.5)."""
+    """A finite number written as in JSON: whole numbers stay integers (72 -> 72, 72.5 -> 72.5).
+
+    Only ASCII digits, no `_` or `+`; an integer must fit in 64 bits (what the store keeps).
+    """
     value = text.strip()
+    if not _JSON_NUMBER.fullmatch(value):
+        if value.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+            raise UsageProblem(f"--score must be a finite number, not {text!r}.", param="--score")
+        raise UsageProblem(
+            f"--score must be a number like 72 or 72.5, not {text!r}.", param="--score"
+        )
     number: int | float
     try:
         number = int(value)
     except ValueError:
-        try:
-            number = float(value)
-        except ValueError:
-            raise UsageProblem(
-                f"--score must be a number, not {text!r}.", param="--score"
-            ) from None
+        number = float(value)
+    if isinstance(number, int) and not INT64_MIN <= number <= INT64_MAX:
+        raise UsageProblem(
+            f"--score {value} is out of range: a whole number must be from {INT64_MIN} "
+            f"to {INT64_MAX}.",
+            param="--score",
+        )
     if isinstance(number, float) and not math.isfinite(number):
         raise UsageProblem(f"--score must be a finite number, not {text!r}.", param="--score")
     return number
@@ -128,6 +143,10 @@ def parse_score(text: str) -> int | float:
 
 def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
+
+
+_JSON_KINDS: dict[type, str] = {list: "an array", str: "a string", bool: "a boolean"}
+_JSON_KINDS[type(None)] = "null"
 
 
 def parse_details(spec: str) -> dict[str, Any]:
@@ -153,11 +172,14 @@ def parse_details(spec: str) -> dict[str, Any]:
             f"--details: {source} is not valid JSON: {exc}.", param="--details"
         ) from None
     if not isinstance(value, dict):
-        kind = "an array" if isinstance(value, list) else f"a {type(value).__name__}"
+        kind = _JSON_KINDS.get(type(value), "a number")
         raise UsageProblem(
             f'--details must be a JSON object like {{"k": 1}}, not {kind}.', param="--details"
         )
     return value
+
+
+MAX_TIME = 253402300799  # 9999-12-31T23:59:59Z
 
 
 def parse_time(text: str) -> int | float:
@@ -180,9 +202,11 @@ def parse_time(text: str) -> int | float:
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
         seconds = moment.timestamp()
-    if not math.isfinite(seconds) or seconds < 0:
+    if not math.isfinite(seconds) or not 0 <= seconds <= MAX_TIME:
         raise UsageProblem(
-            f"--archived-at: {text!r} is before 1970 or not a finite time.", param="--archived-at"
+            f"--archived-at: {text!r} is out of range: give a time from 1970 to the end of "
+            f"9999 (Unix seconds 0 to {MAX_TIME}).",
+            param="--archived-at",
         )
     return int(seconds) if seconds == int(seconds) else seconds
 

@@ -197,7 +197,10 @@ def describe_error(exc: BaseException, *, remote: bool, id: str | None = None) -
     errors = sys.modules.get("api_client.errors")
     if errors is not None:
         if isinstance(exc, errors.APIError):
-            status = exc.status if remote else None
+            # Only an error built from a real answer names its status (api_client's contract:
+            # its message then says "HTTP <status>"); one raised before any request has none.
+            answered = remote and f"HTTP {exc.status}" in exc.message
+            status = exc.status if answered else None
             return ErrorInfo(exc.type, exc.message, param=exc.param, status=status, id=id)
         if isinstance(exc, errors.APITimeoutError):
             return ErrorInfo("timeout_error", exc.message, id=id)
@@ -347,7 +350,7 @@ class Printer:
                 count += len(page.data)
                 last = page
                 if page.has_more:
-                    self.progress(f"{count} {kind.plural}...")
+                    self.progress(f"{count} {kind.noun if count == 1 else kind.plural}...")
         self._clear_progress()
         if last is not None and last.has_more and hint_more and last.data:
             self.hint(
@@ -366,6 +369,7 @@ class Sink:
         self.kind = kind
         self.many = many
         self.count = 0
+        self.failed = 0  # ids that failed (reported on stderr), set by the caller
 
     def write(self, rows: Sequence[Row]) -> None:
         """Print these rows now (one page, or one object)."""
@@ -448,8 +452,8 @@ class _HeaderSink(Sink):
         return (self.header() if self.count == 0 else "") + self.body(rows)
 
     def close(self) -> None:
-        """A header alone when a list came back empty."""
-        if self.many and self.count == 0:
+        """A header alone when a list came back empty (not when every id failed)."""
+        if self.many and self.count == 0 and not self.failed:
             self.printer.write(self.header())
 
 

@@ -52,14 +52,13 @@ def list_(
     """
     run = app_context(ctx)
     total = opt.total_wanted(limit, all_items)
+    cursor = opt.nonempty(starting_after, "--starting-after")
     filters: RiskProfileFilters = {
         "customer_id": opt.nonempty(customer_id, "--customer-id"),
         "profile_type": opt.nonempty(profile_type, "--profile-type"),
     }
     printer = run.printer(output)
-    pages = run.client().risk_profiles.iter_pages(
-        filters, limit=total, starting_after=starting_after
-    )
+    pages = run.client().risk_profiles.iter_pages(filters, limit=total, starting_after=cursor)
     printer.pages(RISK_PROFILES, pages, hint_more=not all_items)
 
 

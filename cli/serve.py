@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from .context import app_context
+from .context import app_context, database_path
 from .settings import resolve
 
 
@@ -54,18 +54,24 @@ def serve(
     run = app_context(ctx)
     env = {k: v for k, v in run.env.items() if k != "CONVRISK_BASE_URL"}
     flags = dataclasses.replace(run.flags, base_url=None, db=db or run.flags.db)
-    db_path = resolve(flags, env).db
-    db_path.parent.mkdir(parents=True, exist_ok=True)
+    db_path = database_path(resolve(flags, env))
     printer = run.plain_printer()
     secret = token or run.env.get("CONVRISK_SERVE_TOKEN") or ""
-    if not secret:
+    generated = not secret
+    if generated:
         secret = secrets.token_urlsafe(32)
-        printer.notice(f"convrisk serve: token: {secret}")
+
+    def ready(url: str) -> None:
+        """Listening: only now is a generated token worth printing (a failed start shows none)."""
+        if generated:
+            printer.notice(f"convrisk serve: token: {secret}")
+        printer.notice(f"convrisk serve: listening on {url}")
+
     run_server(
         host=host,
         port=port,
         db_path=Path(db_path),
         token=secret,
-        on_ready=lambda url: printer.notice(f"convrisk serve: listening on {url}"),
+        on_ready=ready,
         log=printer.notice,
     )

@@ -80,27 +80,27 @@ def parse_value(key: str, value: object, where: str) -> Any:
 
     `where` names the source in the error message, e.g. "CONVRISK_TIMEOUT".
     """
+    # The source is named unless it is the key itself (`config set timeout x`).
+    where = "" if where == key else f"{where}: "
     if key in ("base_url", "token", "db", "output"):
         if not isinstance(value, str) or not value.strip():
-            raise UsageProblem(f"{where}: {key} must be a non-empty string.", param=key)
+            raise UsageProblem(f"{where}{key} must be a non-empty string.", param=key)
         return _STRING_CHECKS[key](value.strip(), where)
     if key == "timeout":
         number = _number(value, where, key)
         if not math.isfinite(number) or number <= 0:
-            raise UsageProblem(f"{where}: timeout must be a number of seconds above 0.", param=key)
+            raise UsageProblem(f"{where}timeout must be a number of seconds above 0.", param=key)
         return number
     low, high = (0, MAX_RETRIES) if key == "max_retries" else (1, MAX_PAGE_SIZE)
     integer = _number(value, where, key)
     if not isinstance(integer, int) or not low <= integer <= high:
-        raise UsageProblem(
-            f"{where}: {key} must be a whole number from {low} to {high}.", param=key
-        )
+        raise UsageProblem(f"{where}{key} must be a whole number from {low} to {high}.", param=key)
     return integer
 
 
 def _number(value: object, where: str, key: str) -> int | float:
     if isinstance(value, bool):
-        raise UsageProblem(f"{where}: {key} must be a number, not a boolean.", param=key)
+        raise UsageProblem(f"{where}{key} must be a number, not a boolean.", param=key)
     if isinstance(value, int | float):
         return value
     text = str(value).strip()
@@ -111,26 +111,57 @@ def _number(value: object, where: str, key: str) -> int | float:
     try:
         return float(text)
     except ValueError:
-        raise UsageProblem(f"{where}: {key} must be a number, not {text!r}.", param=key) from None
+        raise UsageProblem(f"{where}{key} must be a number, not {text!r}.", param=key) from None
 
 
 def _base_url(value: str, where: str) -> str:
     from urllib.parse import urlsplit
 
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageProblem(
-            f"{where}: base_url must be an http:// or https:// URL, e.g. https://api.example.com.",
+            f"{where}base_url must be an http:// or https:// URL, e.g. https://api.example.com.",
+            param="base_url",
+        )
+    if parts.username is not None or parts.password is not None:
+        # Never shown whole: the password would be in the message.
+        raise UsageProblem(
+            f"{where}base_url must not carry a user name or password "
+            f"({shown_url(value)}): set the token instead.",
+            param="base_url",
+        )
+    if parts.query or parts.fragment:
+        raise UsageProblem(
+            f"{where}base_url must not carry a query or a fragment ({shown_url(value)}).",
             param="base_url",
         )
     return value.rstrip("/")
+
+
+def shown_url(url: str) -> str:
+    """A URL as shown in messages: scheme://host:port/path, never its user info or query."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:
+        return "(an unreadable URL)"
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
 def _token(value: str, where: str) -> str:
     # Never echo the value: it is a secret.
     if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in value):
         raise UsageProblem(
-            f"{where}: token must not contain spaces or control characters.", param="token"
+            f"{where}token must not contain spaces or control characters.", param="token"
         )
     return value
 
@@ -142,7 +173,7 @@ def _db(value: str, where: str) -> str:
 def _output(value: str, where: str) -> str:
     if value not in OUTPUT_FORMATS:
         raise UsageProblem(
-            f"{where}: output must be one of {', '.join(OUTPUT_FORMATS)}, not {value!r}.",
+            f"{where}output must be one of {', '.join(OUTPUT_FORMATS)}, not {value!r}.",
             param="output",
         )
     return value
@@ -200,12 +231,14 @@ def save_config(path: Path, config: Config) -> None:
 
 @dataclass
 class Flags:
-    """The global options given on the command line (None: not given)."""
+    """The options given on the command line (None: not given)."""
 
     profile: str | None = None
     base_url: str | None = None
     db: str | None = None
     debug: bool = False
+    output: str | None = None  # a command's -o, already checked
+    profile_flag: str = "--profile"  # how the profile option is named in messages
 
 
 @dataclass(frozen=True)
@@ -232,7 +265,7 @@ class Settings:
 def active_profile(flags: Flags, env: Mapping[str, str]) -> tuple[str, str]:
     """The profile name and where it came from: --profile, CONVRISK_PROFILE, or the default."""
     if flags.profile:
-        return check_profile_name(flags.profile), "--profile"
+        return check_profile_name(flags.profile), flags.profile_flag
     if env.get("CONVRISK_PROFILE"):
         return check_profile_name(env["CONVRISK_PROFILE"]), "CONVRISK_PROFILE"
     return DEFAULT_PROFILE, "default"
@@ -243,7 +276,8 @@ def resolve(flags: Flags, env: Mapping[str, str]) -> Settings:
     profile, profile_source = active_profile(flags, env)
     path = config_path(env)
     config = load_config(path)
-    if profile not in config and profile_source != "default":
+    # `default` need not exist: settings may come from the environment and defaults alone.
+    if profile not in config and profile != DEFAULT_PROFILE:
         raise UsageProblem(
             f"No profile {profile!r} in {path} (from {profile_source}). "
             f"Create it with: convrisk config set --profile {profile} KEY VALUE",
@@ -256,24 +290,35 @@ def resolve(flags: Flags, env: Mapping[str, str]) -> Settings:
                 f"Config file {path}, profile {profile!r}: unknown key {key!r}. "
                 f"Known: {', '.join(KEYS)}."
             )
-    flag_values = {"base_url": flags.base_url, "db": flags.db}
-    values: dict[str, Any] = {}
+    flag_values = {"base_url": flags.base_url, "db": flags.db, "output": flags.output}
+    # First where each setting comes from (the highest layer that has it); then only the value
+    # in effect is checked, so a bad one in a lower layer cannot fail a run that overrides it.
+    raw: dict[str, tuple[object, str]] = {}
     sources: dict[str, str] = {}
     layers: dict[str, int] = {}
     for key in KEYS:
         flag_value = flag_values.get(key)
         if flag_value is not None:
-            flag = f"--{key.replace('_', '-')}"
-            values[key], sources[key], layers[key] = parse_value(key, flag_value, flag), flag, 0
+            flag = "-o/--output" if key == "output" else f"--{key.replace('_', '-')}"
+            raw[key], sources[key], layers[key] = (flag_value, flag), flag, 0
         elif env.get(env_name(key)):
-            values[key] = parse_value(key, env[env_name(key)], env_name(key))
+            raw[key] = (env[env_name(key)], env_name(key))
             sources[key], layers[key] = env_name(key), 1
         elif key in table:
-            values[key] = parse_value(key, table[key], f"{path} [{profile}] {key}")
+            raw[key] = (table[key], f"{path} [{profile}] {key}")
             sources[key], layers[key] = f"profile {profile}", 2
         elif key in DEFAULTS:
-            values[key], sources[key], layers[key] = DEFAULTS[key], "default", 3
-    base_url = _choose_backend(values, sources, layers)
+            sources[key], layers[key] = "default", 3
+    values: dict[str, Any] = {}
+    for key in KEYS:
+        if key in raw:
+            if key == "base_url" and not _remote_chosen(sources, layers):
+                continue  # --db or CONVRISK_DB chose the local database: base_url is not used
+            value, where = raw[key]
+            values[key] = parse_value(key, value, where)
+        elif key in DEFAULTS:
+            values[key] = DEFAULTS[key]
+    base_url = values.get("base_url")
     db = Path(values["db"]).expanduser() if "db" in values else default_db_path(env)
     if "db" not in values:
         sources["db"] = "default"
@@ -291,19 +336,17 @@ def resolve(flags: Flags, env: Mapping[str, str]) -> Settings:
     )
 
 
-def _choose_backend(
-    values: dict[str, Any], sources: dict[str, str], layers: dict[str, int]
-) -> str | None:
-    """The base_url if the remote service is chosen, else None (the local database).
+def _remote_chosen(sources: dict[str, str], layers: dict[str, int]) -> bool:
+    """Whether a base_url chooses the remote service over the local database.
 
     The higher layer wins: `--db` beats a profile's base_url. Within flags or the environment,
     both at once is a usage error; within a profile, base_url wins (DESIGN: a profile with a
     base_url is remote).
     """
-    if "base_url" not in values:
-        return None
-    if "db" not in values:
-        return str(values["base_url"])
+    if "base_url" not in layers or layers["base_url"] > 2:
+        return False
+    if "db" not in layers:
+        return True
     url_layer, db_layer = layers["base_url"], layers["db"]
     if url_layer == db_layer and url_layer < 2:
         raise UsageProblem(
@@ -311,9 +354,7 @@ def _choose_backend(
             "choose the remote service or a local database, not both.",
             param=sources["db"],
         )
-    if db_layer < url_layer:
-        return None
-    return str(values["base_url"])
+    return url_layer <= db_layer
 
 
 def mask_token(token: str) -> str:

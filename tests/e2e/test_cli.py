@@ -346,3 +346,23 @@ def test_commands_import_only_what_they_use(
     )
     assert result.returncode == 0, result.stderr
     assert result.stderr.strip().splitlines()[-1] == "[]"
+
+
+def test_serve_refuses_a_missing_folder_for_db(env: dict[str, str], tmp_path: Path) -> None:
+    missing = tmp_path / "nonexistent" / "x.db"
+    result = run(env, "serve", "--port", "0", "--db", str(missing))
+    assert result.returncode == 2
+    assert "does not exist" in result.stderr and "token" not in result.stderr
+    assert not missing.parent.exists()
+
+
+def test_serve_prints_no_token_when_it_cannot_listen(env: dict[str, str], tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run(env, "serve", "--port", str(port), "--db", str(tmp_path / "s.db"))
+    assert result.returncode != 0
+    assert "token" not in result.stderr.lower(), result.stderr
