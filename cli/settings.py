@@ -305,7 +305,7 @@ def resolve(flags: Flags, env: Mapping[str, str]) -> Settings:
             raw[key] = (env[env_name(key)], env_name(key))
             sources[key], layers[key] = env_name(key), 1
         elif key in table:
-            raw[key] = (table[key], f"{path} [{profile}] {key}")
+            raw[key] = (table[key], f"{path} [{profile}]")
             sources[key], layers[key] = f"profile {profile}", 2
         elif key in DEFAULTS:
             sources[key], layers[key] = "default", 3

@@ -252,3 +252,13 @@ def test_get_of_only_failing_ids_prints_no_header(invoke: Invoke, fmt: str) -> N
     result = invoke("conv", "get", "a", "b", "c", "-o", fmt)
     assert result.code == 3 and result.stdout == ""
     assert invoke("conv", "list", "-o", fmt).ok().stdout != ""  # an empty list keeps its header
+
+
+def test_a_bad_value_in_the_config_file_names_the_key_once(
+    invoke: Invoke, config_file: Path
+) -> None:
+    config_file.parent.mkdir(parents=True)
+    config_file.write_text("[default]\ntimeout = 0\n")
+    result = invoke("conv", "list")
+    assert result.code == 2 and "[default]" in result.stderr
+    assert result.stderr.count("timeout") == 1, result.stderr
