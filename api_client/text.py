@@ -1,18 +1,27 @@
 """Text from data made safe for a line a person reads (table cell, TSV field, error, log line).
 
 DESIGN 4.2: no control character that came from data reaches a terminal raw. ESC, BEL, CR, the
-C1 range, line and paragraph separators, bidirectional overrides and lone surrogates (which
-cannot even be encoded to UTF-8) are shown as backslash escapes instead. JSON output does not go
-through here: `json.dumps` escapes what it must.
+C1 range, line and paragraph separators, bidirectional overrides and marks, and lone surrogates
+(which cannot even be encoded to UTF-8) are shown as backslash escapes instead. JSON output does
+not go through printable(): `json.dumps` escapes the C0 controls, and printable_json() the rest.
 """
 
 from __future__ import annotations
 
 import re
 
-# C0 controls, DEL, C1 controls, U+2028/U+2029, bidi embeddings/overrides/isolates, surrogates.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-_UNSAFE_OR_BACKSLASH = re.compile(_UNSAFE.pattern[:-1] + "\\\\]")
+# DEL, C1 controls, U+2028/U+2029, bidi marks (ALM, LRM, RLM), embeddings, overrides and isolates,
+# surrogates; the C0 controls come before these in each pattern.
+_BEYOND_C0 = "\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+# (escape_backslash, keep_newlines) -> the characters to escape.
+_PATTERNS = {
+    (False, False): re.compile(f"[\x00-\x1f{_BEYOND_C0}]"),
+    (True, False): re.compile(f"[\x00-\x1f{_BEYOND_C0}\\\\]"),
+    (False, True): re.compile(f"[\x00-\x09\x0b-\x1f{_BEYOND_C0}]"),
+    (True, True): re.compile(f"[\x00-\x09\x0b-\x1f{_BEYOND_C0}\\\\]"),
+}
+# json.dumps escapes C0 controls inside strings; a raw one is structure (an indent's newline).
+_JSON_UNSAFE = re.compile(f"[{_BEYOND_C0}]")
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r", "\\": "\\\\"}
 
 
@@ -25,16 +34,29 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def printable(text: str, *, escape_backslash: bool = False) -> str:
+def printable(text: str, *, escape_backslash: bool = False, keep_newlines: bool = False) -> str:
     """`text` with every control character shown as an escape (`\\x1b`, `\\n`, `\\u202e`).
 
     With `escape_backslash` a backslash is doubled too, so the result can be read back
     unambiguously (TSV: a literal backslash-n and a newline no longer print alike).
+    With `keep_newlines` line breaks stay (a traceback, a help text): every line is safe.
     """
-    pattern = _UNSAFE_OR_BACKSLASH if escape_backslash else _UNSAFE
+    pattern = _PATTERNS[escape_backslash, keep_newlines]
     if pattern.search(text) is None:
         return text
     return pattern.sub(_escape, text)
+
+
+def printable_json(text: str) -> str:
+    """JSON text (from `json.dumps(..., ensure_ascii=False)`) with what printable() escapes and
+    JSON may carry raw (DEL, C1, U+2028/9, bidi controls, lone surrogates) as `\\uXXXX` escapes.
+
+    Those characters occur only inside JSON strings, so the document and its values stay the
+    same; it becomes safe on a terminal and encodable as UTF-8.
+    """
+    if _JSON_UNSAFE.search(text) is None:
+        return text
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def unprintable(text: str) -> str:

@@ -3,12 +3,17 @@
 Formats: `table` (a rich table on a terminal; tab-separated under a header line otherwise),
 `json` (an object, or an array for lists and several ids), `jsonl`, `csv` and `id`. Lists are
 written and flushed page by page, so `--all` starts printing at once in flat memory.
+
+Every line a person reads goes through `shown()` (api_client.text.printable) here, in the
+sinks and the message methods, so that no command can let a control character from data reach
+the terminal (DESIGN 4.2); JSON goes through printable_json() instead.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -147,9 +152,35 @@ def format_cell(value: object, kind: CellKind) -> str:
     return str(value)
 
 
-def _tsv_escape(text: str) -> str:
-    # Tabs and line breaks would split a field or a row: escape them so nothing is cut.
-    return text.replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+def shown(text: str, *, escape_backslash: bool = False, keep_newlines: bool = False) -> str:
+    """`text` safe for a terminal line: api_client.text.printable(), with the same options."""
+    # Plain ASCII has nothing to escape: the common case costs no call, and `config` and `--help`
+    # import nothing of api_client.
+    if text.isascii() and text.isprintable() and not (escape_backslash and "\\" in text):
+        return text
+    from api_client.text import printable
+
+    return printable(text, escape_backslash=escape_backslash, keep_newlines=keep_newlines)
+
+
+def _json(value: object, **options: Any) -> str:
+    """JSON text of a value as the service sent it, safe on a terminal and encodable as UTF-8."""
+    from api_client.text import printable_json
+
+    return printable_json(json.dumps(value, ensure_ascii=False, **options))
+
+
+# A spreadsheet runs a cell starting with one of these as a formula (OWASP, CSV injection).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+
+
+def csv_cell(text: str) -> str:
+    """A CSV cell: controls escaped, and a would-be formula prefixed with `'` (not a number)."""
+    text = shown(text)
+    if text.startswith(_FORMULA_START) and re.fullmatch(_PLAIN_NUMBER, text) is None:
+        return "'" + text
+    return text
 
 
 def is_terminal(stream: object) -> bool:
@@ -261,27 +292,31 @@ class Printer:
 
     def line(self, text: str) -> None:
         """One line of plain output on stdout (a config value, a path, the version)."""
-        self.write(text + "\n")
+        self.write(shown(text) + "\n")
 
-    def notice(self, text: str) -> None:
-        """One line on stderr, as is."""
+    def _message(self, text: str) -> None:
+        """A finished message (already safe) on stderr, after wiping the progress indicator."""
         self._clear_progress()
         self._stderr(text + "\n")
 
+    def notice(self, text: str) -> None:
+        """A message on stderr; several lines stay lines (a traceback, a log line, a help)."""
+        self._message(shown(text, keep_newlines=True))
+
     def hint(self, text: str) -> None:
-        """A hint on stderr (dim on a terminal), never on stdout."""
-        self.notice(self._color("2", text))
+        """A one-line hint on stderr (dim on a terminal), never on stdout."""
+        self._message(self._color("2", shown(text)))
 
     def warning(self, text: str) -> None:
-        """A warning on stderr."""
-        self.notice(self._color("33", "Warning:") + " " + text)
+        """A one-line warning on stderr."""
+        self._message(self._color("33", "Warning:") + " " + shown(text))
 
     def error(self, info: ErrorInfo) -> None:
-        """An error on stderr: `Error: ...`, or one JSON line with -o json/jsonl."""
+        """An error on stderr: one `Error: ...` line, or one JSON line with -o json/jsonl."""
         if self.fmt in ("json", "jsonl"):
-            self.notice(json.dumps(info.body(), ensure_ascii=False))
+            self._message(_json(info.body()))
         else:
-            self.notice(self._color("31", "Error:") + " " + info.line())
+            self._message(self._color("31", "Error:") + " " + shown(info.line()))
 
     def progress(self, text: str) -> None:
         """A one-line progress indicator on stderr, only when stderr is a terminal."""
@@ -300,7 +335,7 @@ class Printer:
         import typer
 
         self._clear_progress()
-        return typer.confirm(question, default=False, err=True)
+        return typer.confirm(shown(question), default=False, err=True)
 
     # -- records -------------------------------------------------------------------------------
 
@@ -394,8 +429,8 @@ class JsonSink(Sink):
 
     def _dump(self, row: Row) -> str:
         if self.indent is None:
-            return json.dumps(row, separators=(",", ":"), ensure_ascii=False)
-        return json.dumps(row, indent=self.indent, ensure_ascii=False)
+            return _json(row, separators=(",", ":"))
+        return _json(row, indent=self.indent)
 
     def render(self, rows: Sequence[Row]) -> str:
         """Objects on their own, or array items with their separators."""
@@ -423,17 +458,15 @@ class JsonlSink(Sink):
 
     def render(self, rows: Sequence[Row]) -> str:
         """One line per row."""
-        return "".join(
-            json.dumps(row, separators=(",", ":"), ensure_ascii=False) + "\n" for row in rows
-        )
+        return "".join(_json(row, separators=(",", ":")) + "\n" for row in rows)
 
 
 class IdSink(Sink):
     """Ids only, one per line."""
 
     def render(self, rows: Sequence[Row]) -> str:
-        """One id per line."""
-        return "".join(f"{row['id']}\n" for row in rows)
+        """One id per line (control characters escaped, so one id is one line)."""
+        return "".join(shown(str(row["id"])) + "\n" for row in rows)
 
 
 class _HeaderSink(Sink):
@@ -458,7 +491,11 @@ class _HeaderSink(Sink):
 
 
 class TsvSink(_HeaderSink):
-    """Tab-separated columns under a header line of field names; nothing cut or wrapped."""
+    """Tab-separated columns under a header line of field names; nothing cut or wrapped.
+
+    Every field is printable(..., escape_backslash=True): one row is one line, a tab always
+    separates fields, and api_client.text.unprintable() gives each value back exactly.
+    """
 
     def header(self) -> str:
         """Field names."""
@@ -466,13 +503,24 @@ class TsvSink(_HeaderSink):
 
     def body(self, rows: Sequence[Row]) -> str:
         """One line per row."""
-        return "".join(
-            "\t".join(_tsv_escape(c.cell(row)) for c in self.kind.columns) + "\n" for row in rows
-        )
+        return "".join(_tsv_line([c.cell(row) for c in self.kind.columns]) for row in rows)
+
+
+def _tsv_line(cells: list[str]) -> str:
+    """Fields joined by tabs, each printable(..., escape_backslash=True), and a newline."""
+    whole = "".join(cells)
+    # One check for the whole row: most rows are plain ASCII with nothing to escape.
+    if not (whole.isascii() and whole.isprintable() and "\\" not in whole):
+        from api_client.text import printable
+
+        if printable(whole, escape_backslash=True) is not whole:  # something to escape
+            cells = [printable(cell, escape_backslash=True) for cell in cells]
+    return "\t".join(cells) + "\n"
 
 
 class CsvSink(_HeaderSink):
-    """CSV (the csv module's quoting) under a header line of field names."""
+    """CSV (the csv module's quoting) under a header line of field names, for spreadsheets:
+    control characters escaped (one record per line) and formulas defused (csv_cell)."""
 
     def _csv(self, lines: Iterable[Sequence[str]]) -> str:
         import csv
@@ -488,7 +536,7 @@ class CsvSink(_HeaderSink):
 
     def body(self, rows: Sequence[Row]) -> str:
         """One record per row; details as JSON text."""
-        return self._csv([c.cell(row) for c in self.kind.columns] for row in rows)
+        return self._csv([csv_cell(c.cell(row)) for c in self.kind.columns] for row in rows)
 
 
 class RichSink(Sink):
@@ -500,7 +548,8 @@ class RichSink(Sink):
 
     def write(self, rows: Sequence[Row]) -> None:
         """Keep the rows; draw a table when a chunk is full."""
-        self.rows.extend([c.cell(row) for c in self.kind.terminal_columns] for row in rows)
+        # rich keeps ESC, C1 and bidi controls (it strips only BEL, BS, VT, FF and CR): escape.
+        self.rows.extend([shown(c.cell(row)) for c in self.kind.terminal_columns] for row in rows)
         self.count += len(rows)
         if len(self.rows) >= TABLE_CHUNK:
             self._draw()
@@ -547,11 +596,18 @@ class RichSink(Sink):
 
 
 def debug_handler() -> logging.Handler:
-    """A stderr handler for `--debug` (the loggers never see the token)."""
+    """A stderr handler for `--debug` (the loggers never see the token); data shown escaped."""
     import logging
 
+    class Printable(logging.Formatter):
+        """Escapes control characters in each line (paths, ids and messages carry data)."""
+
+        def format(self, record: logging.LogRecord) -> str:
+            """The usual line, made safe for the terminal."""
+            return shown(super().format(record), keep_newlines=True)
+
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("debug: %(name)s: %(message)s"))
+    handler.setFormatter(Printable("debug: %(name)s: %(message)s"))
     return handler
 
 

@@ -38,6 +38,7 @@ from api_client.errors import (
 )
 from api_client.params import DEFAULT_LIMIT
 from api_client.protocol import Backend, ResourceBackend
+from api_client.text import printable
 
 MAX_BODY_BYTES = 1024 * 1024
 # An idle keep-alive connection (or a client that stalls mid-request) is dropped after this.
@@ -136,6 +137,8 @@ class ConvriskHTTPServer(ThreadingHTTPServer):
         """Hand one line to the log callback, one line at a time across threads."""
         if self._log is None:
             return
+        # The path and messages carry what a client sent: no control character reaches the log.
+        line = printable(line, keep_newlines=True)
         with self._log_lock:
             self._log(line)
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from api_client.text import printable, unprintable
+from api_client.text import printable, printable_json, unprintable
 
 HOSTILE = "\x1b]0;pwned\x07\x1b[2J"
 
@@ -45,3 +47,25 @@ def test_tsv_form_doubles_backslashes_so_a_literal_backslash_n_differs_from_a_ne
 )
 def test_tsv_form_round_trips(raw: str) -> None:
     assert unprintable(printable(raw, escape_backslash=True)) == raw
+
+
+@pytest.mark.parametrize("mark", ["\u200e", "\u200f", "\u061c"])
+def test_bidi_marks_are_escaped_too(mark: str) -> None:
+    assert printable(f"a{mark}b") == f"a\\u{ord(mark):04x}b"
+
+
+def test_keep_newlines_keeps_the_lines_of_a_traceback_and_escapes_the_rest() -> None:
+    text = f"Traceback:\n  line {HOSTILE}\r\nEnd\t."
+    assert printable(text, keep_newlines=True) == (
+        "Traceback:\n  line \\x1b]0;pwned\\x07\\x1b[2J\\r\nEnd\\t."
+    )
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_json_form_escapes_what_json_leaves_raw_and_keeps_every_value(indent: int | None) -> None:
+    value = {"a": HOSTILE, "b": "\u2028\u2029\x85\x9b\x7f\u202e", "c": "\ud800", "d": "Zoë 🙂\\"}
+    text = printable_json(json.dumps(value, ensure_ascii=False, indent=indent))
+    assert printable(text, keep_newlines=True) == text  # nothing left a terminal acts on
+    text.encode("utf-8")  # a lone surrogate no longer fails to encode
+    assert json.loads(text) == value
+    assert "Zoë 🙂" in text  # other non-ASCII stays as it is

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from cli.output import format_timestamp
+from cli.output import ErrorInfo, Printer, csv_cell, format_timestamp
 from tests.cli.conftest import Invoke
 
 Make = Callable[[int], list[str]]
@@ -156,3 +157,70 @@ def test_progress_only_when_stderr_is_a_terminal(
     assert "2 conversations..." in shown.stderr and "4 conversations..." in shown.stderr
     assert shown.stderr.endswith("\r\x1b[K")  # the indicator is wiped at the end
     assert len(shown.lines()) == 5
+
+
+HOSTILE = "\x1b]0;pwned\x07\x1b[2J"
+SHOWN = "\\x1b]0;pwned\\x07\\x1b[2J"
+
+
+def test_every_message_shows_data_escaped_and_keeps_its_own_colour(
+    terminal: Terminal, capsys: pytest.CaptureFixture[str]
+) -> None:
+    terminal("stdout", "stderr")
+    printer = Printer("table", env={})
+    printer.hint(f"hint {HOSTILE}\nforged line")
+    printer.warning(f"warn {HOSTILE}")
+    printer.error(ErrorInfo("api_error", f"failed {HOSTILE}", id=f"id{HOSTILE}"))
+    printer.notice(f"Traceback:\n  {HOSTILE}")
+    printer.line(f"value {HOSTILE}")
+    out, err = capsys.readouterr()
+    assert out == f"value {SHOWN}\n"
+    assert err.splitlines() == [
+        f"\x1b[2mhint {SHOWN}\\nforged line\x1b[0m",  # a hint is one line
+        f"\x1b[33mWarning:\x1b[0m warn {SHOWN}",
+        f"\x1b[31mError:\x1b[0m id{SHOWN}: failed {SHOWN}",
+        "Traceback:",  # a notice keeps its lines
+        f"  {SHOWN}",
+    ]
+
+
+def test_a_json_error_keeps_the_exact_value_and_stays_safe(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    Printer("json", env={}).error(ErrorInfo("api_error", f"x {HOSTILE}\u202e\ud800"))
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\u202e" not in err
+    assert json.loads(err)["error"]["message"] == f"x {HOSTILE}\u202e\ud800"
+
+
+def test_the_delete_question_shows_ids_escaped(invoke: Invoke, terminal: Terminal) -> None:
+    terminal("stdin")
+    result = invoke("conv", "delete", f"conv_{HOSTILE}", input="n\n")
+    assert result.code == 1
+    assert f"Delete conversation (conv_{SHOWN}) for good?" in result.stderr
+    assert "\x1b" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("value", "cell"),
+    [
+        ("=1+1", "'=1+1"),
+        ("+1+1", "'+1+1"),
+        ("-1+1", "'-1+1"),
+        ("@SUM(A1)", "'@SUM(A1)"),
+        ("-cmd|' /C calc'!A0", "'-cmd|' /C calc'!A0"),
+        ("\t=1", "\\t=1"),  # escaped, so no longer a tab in front of a formula
+        ("-5", "-5"),
+        ("+5", "+5"),
+        ("-72.5", "-72.5"),
+        ("-1e3", "-1e3"),
+        ("-.5", "-.5"),
+        ("-", "'-"),
+        ("-٣", "'-٣"),  # not an ASCII number
+        ("a=1", "a=1"),
+        ("", ""),
+        (HOSTILE, SHOWN),
+    ],
+)
+def test_csv_cells_defuse_formulas_but_leave_numbers(value: str, cell: str) -> None:
+    assert csv_cell(value) == cell

@@ -23,8 +23,8 @@ import pytest
 
 from api_client.text import unprintable
 from tests.e2e.test_cli import CONVRISK, SAFETY_TIMEOUT, read_until, run
-from tests.e2e.test_cli import env as env  # noqa: F401  (fixtures)
-from tests.e2e.test_cli import store as store  # noqa: F401
+from tests.e2e.test_cli import env as env  # a fixture
+from tests.e2e.test_cli import store as store  # a fixture
 
 # Retitles the terminal (OSC 0 ... BEL), then clears it (CSI 2 J).
 HOSTILE = "\x1b]0;pwned\x07\x1b[2J"
@@ -78,7 +78,7 @@ def test_csv_escapes_controls_and_defuses_formulas_but_keeps_numbers(
     env: dict[str, str], store: Any
 ) -> None:
     customers = {
-        "=HYPERLINK(\"http://127.0.0.1/\",\"x\")": "'=HYPERLINK(\"http://127.0.0.1/\",\"x\")",
+        '=HYPERLINK("http://127.0.0.1/","x")': '\'=HYPERLINK("http://127.0.0.1/","x")',
         "+1+1": "'+1+1",
         "-2+3": "'-2+3",
         "@SUM(A1:A2)": "'@SUM(A1:A2)",
@@ -176,7 +176,9 @@ def test_a_remote_error_message_is_shown_escaped(hostile: dict[str, str]) -> Non
     result = run(hostile, "conv", "get", "conv_1")
     assert result.returncode == 1
     assert_no_raw_control(result.stderr)
-    assert result.stderr.startswith(f"Error: Refused {SHOWN} because \\x1b[31mred")
+    assert result.stderr == (
+        f"Error: conv_1: Refused {SHOWN} because \\x1b[31mred\\x1b[0m\\x07 (HTTP 400)\n"
+    )
 
 
 def test_debug_log_and_traceback_show_data_escaped(hostile: dict[str, str]) -> None:
@@ -213,7 +215,7 @@ def test_every_format_survives_a_lone_surrogate_and_line_separators(
 def serve_log_of(tmp_path: Path, env: dict[str, str], requests: list[bytes]) -> str:
     """Send raw requests to a `convrisk serve` child; its stderr once it has stopped."""
     child = subprocess.Popen(
-        [str(CONVRISK), "serve", "--port", "0", "--db", str(tmp_path / "s.db"), "--token", "t" * 20],
+        [CONVRISK, "serve", "--port", "0", "--db", tmp_path / "s.db", "--token", "t" * 20],
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -271,7 +273,7 @@ def screen_after(env: dict[str, str], columns: int, script: str) -> pyte.Screen:
 def column_text(screen: pyte.Screen, title: str) -> str:
     """The text of one table column top to bottom (cells folded over lines joined up)."""
     lines = screen.display
-    header = next(i for i, line in enumerate(lines) if f" {title}" in line or line.startswith(title))
+    header = next(i for i, line in enumerate(lines) if title in line.split())
     start = lines[header].index(title)
     end = start + len(title)
     while end < len(lines[header]) and lines[header][end] == " ":
