@@ -513,7 +513,7 @@ def _tsv_line(cells: list[str]) -> str:
     if not (whole.isascii() and whole.isprintable() and "\\" not in whole):
         from api_client.text import printable
 
-        if printable(whole, escape_backslash=True) is not whole:  # something to escape
+        if printable(whole, escape_backslash=True) != whole:  # something to escape
             cells = [printable(cell, escape_backslash=True) for cell in cells]
     return "\t".join(cells) + "\n"
 
