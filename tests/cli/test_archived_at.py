@@ -117,7 +117,15 @@ def test_what_is_not_a_time_is_a_usage_error_naming_the_forms(text: str) -> None
 
 
 @pytest.mark.parametrize(
-    "text", ["1969-12-31T23:59:59Z", "-1", "@-1", "@253402300800", "253402300800.0", "1970-01-01T00:30:00+01:00"]
+    "text",
+    [
+        "1969-12-31T23:59:59Z",
+        "-1",
+        "@-1",
+        "@253402300800",
+        "253402300800.0",
+        "1970-01-01T00:30:00+01:00",
+    ],
 )
 def test_times_outside_1970_to_9999_are_out_of_range(text: str) -> None:
     with pytest.raises(UsageProblem, match="out of range"):
