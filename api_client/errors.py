@@ -22,7 +22,14 @@ class APITimeoutError(APIConnectionError):
 
 
 class APIError(ConvriskError):
-    """The service answered with an error."""
+    """The service answered with an error, or a request was refused before it was sent.
+
+    `answered` tells the two apart: it is True only for an error built from an HTTP answer
+    (one given the answer's `status`); an error raised by a check before any request (the
+    input rules of `params`, the local backend) has the default status of its class and
+    `answered` False. The command line exits 2 for such an invalid request and 1 for a
+    refusal that came back from a service.
+    """
 
     type: str = "api_error"
     default_status: int = 500
@@ -38,6 +45,7 @@ class APIError(ConvriskError):
         super().__init__(message)
         self.param = param
         self.status = self.default_status if status is None else status
+        self.answered = status is not None
         if code is None:
             code = STATUS_TABLE[self.status][1] if self.status in STATUS_TABLE else self.type
         self.code = code

@@ -43,6 +43,7 @@ from .params import (
     check_filters,
     check_idempotency_key,
     check_paging,
+    check_remote_cursor,
     check_risk_profile_create,
     check_risk_profile_update,
     check_text,
@@ -532,12 +533,9 @@ class HTTPResource(Generic[M, C, U, F]):
         check_paging(self._name, limit, None, None)
         query["limit"] = str(limit)
         for key, cursor in (("starting_after", starting_after), ("ending_before", ending_before)):
-            if cursor is None:
-                continue
-            if not isinstance(cursor, str) or not cursor:
-                raise InvalidRequestError(f"{key} must be a non-empty id.", param=key)
-            check_text(cursor, key)
-            query[key] = cursor
+            checked = check_remote_cursor(self._name, key, cursor)
+            if checked is not None:
+                query[key] = checked
         if starting_after is not None and ending_before is not None:
             raise InvalidRequestError(
                 "Give at most one of starting_after and ending_before.", param="ending_before"

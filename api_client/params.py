@@ -326,10 +326,34 @@ def check_paging(
     return limit, after, before
 
 
+def check_remote_cursor(resource: ResourceName, name: str, cursor: object) -> str | None:
+    """A cursor to send to a remote service: a non-empty id of any form, as a foreign service's
+    ids need not carry our prefixes, but never an id of the other resource (`rp_...` to page
+    conversations): that is a mistake whatever the service, refused before sending."""
+    if cursor is None:
+        return None
+    if not isinstance(cursor, str) or not cursor:
+        raise InvalidRequestError(f"{name} must be a non-empty id.", param=name)
+    _not_another_resource(resource, name, cursor)
+    check_text(cursor, name)
+    return cursor
+
+
+def _not_another_resource(resource: ResourceName, name: str, cursor: str) -> None:
+    for other, prefix in ID_PREFIXES.items():
+        if other != resource and cursor.startswith(prefix):
+            noun, other_noun = (r.replace("_", " ")[:-1] for r in (resource, other))
+            raise InvalidRequestError(
+                f"{name} must be a {noun} id, not a {other_noun} id ({prefix}...).", param=name
+            )
+
+
 def _cursor(resource: ResourceName, name: str, cursor: object) -> str | None:
     if cursor is None:
         return None
     prefix = ID_PREFIXES[resource]
+    if isinstance(cursor, str):
+        _not_another_resource(resource, name, cursor)
     if not isinstance(cursor, str) or not cursor.startswith(prefix):
         raise InvalidRequestError(
             f"{name} must be an id of this resource (starting with {prefix!r}).", param=name

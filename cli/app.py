@@ -14,9 +14,9 @@ from typer._click import Command, Context
 from typer.core import TyperGroup
 from typer.models import CommandInfo, TyperInfo
 
-from .context import AppContext, app_context
+from .context import AppContext, app_context, describe_failure
 from .errors import Failures, NotConfirmed, NotSet, StdoutClosed, UsageProblem
-from .output import ErrorInfo, describe_error
+from .output import ErrorInfo
 from .settings import Flags
 
 # Exit codes (DESIGN section 3).
@@ -194,6 +194,10 @@ def exit_code(exc: BaseException) -> int:
             return AUTHENTICATION
         if isinstance(exc, errors.APIConnectionError):
             return UNREACHABLE
+        if isinstance(exc, errors.InvalidRequestError) and not exc.answered:
+            # Caught by a check before any request (either backend): the input is wrong, and
+            # the same input fails the same way locally and remotely. A 400 answer stays 1.
+            return USAGE
     return FAILED
 
 
@@ -258,7 +262,7 @@ def main(args: Sequence[str] | None = None) -> int:
         elif isinstance(exc, ClickException):
             printer.error(_click_error(exc))
         elif not isinstance(exc, Failures):
-            info = describe_error(exc, remote=printer.remote)
+            info = describe_failure(run, exc, remote=printer.remote)
             if info.type == "internal_error" and not run.flags.debug:
                 info.message += " (run with --debug for the traceback)"
             printer.error(info)

@@ -13,7 +13,7 @@ import typer
 
 from .errors import Failures, NotConfirmed, UsageProblem
 from .options import IdList
-from .output import DELETIONS, Kind, Printer
+from .output import DELETIONS, ErrorInfo, Kind, Printer
 from .settings import OUTPUT_FORMATS, Flags, Settings, resolve, shown_url
 
 if TYPE_CHECKING:
@@ -166,9 +166,43 @@ def app_context(ctx: typer.Context) -> AppContext:
 
 # Errors that would fail the same way for every remaining id, so the loop stops.
 def _stops_the_loop(exc: BaseException) -> bool:
-    from api_client.errors import APIConnectionError, AuthenticationError
+    errors = sys.modules.get("api_client.errors")  # not loaded: exc cannot be one of its errors
+    return errors is not None and isinstance(
+        exc, errors.APIConnectionError | errors.AuthenticationError
+    )
 
-    return isinstance(exc, APIConnectionError | AuthenticationError)
+
+def _token_origin(run: AppContext) -> str:
+    """Where the token in use came from, as a phrase (never the token itself)."""
+    try:
+        settings = run.settings()
+    except UsageProblem:
+        return "The service refused the token"
+    source = settings.sources.get("token")
+    if not settings.token or source is None:
+        return "The service wants a token and none is set"
+    if source.startswith("profile "):
+        return f"The service refused the token of {source} in {settings.config_path}"
+    return f"The service refused the token from {source}"
+
+
+def describe_failure(
+    run: AppContext, exc: BaseException, *, remote: bool, id: str | None = None
+) -> ErrorInfo:
+    """What the user is told about a failure, with the id it concerns.
+
+    A refused token or an unreachable service is not the id's fault: no id is named, and a
+    refused token says where it came from (environment or profile).
+    """
+    from .output import describe_error
+
+    if _stops_the_loop(exc):
+        id = None
+    info = describe_error(exc, remote=remote, id=id)
+    errors = sys.modules.get("api_client.errors")
+    if errors is not None and isinstance(exc, errors.AuthenticationError):
+        info.message = f"{_token_origin(run)}: {info.message}"
+    return info
 
 
 def for_each_id(
@@ -183,6 +217,7 @@ def for_each_id(
 
     Every failure is printed with its id as it happens; at the end one Failures exception
     carries the first, so that main() exits with its code. An empty list is a success.
+    A refused token or an unreachable service stops the loop at once, blaming no id.
     """
     from api_client.errors import ConvriskError
 
@@ -194,9 +229,7 @@ def for_each_id(
             try:
                 row = action(id)
             except ConvriskError as exc:
-                from .output import describe_error
-
-                printer.error(describe_error(exc, remote=printer.remote, id=id))
+                printer.error(describe_failure(run, exc, remote=printer.remote, id=id))
                 first = first or exc
                 failed += 1
                 if _stops_the_loop(exc):

@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -181,32 +181,111 @@ def parse_details(spec: str) -> dict[str, Any]:
 
 MAX_TIME = 253402300799  # 9999-12-31T23:59:59Z
 
+# TIME (see docs/decisions.md, Command line): `now`; `@SECONDS`; a plain number of seconds; an
+# ISO 8601 calendar date or date-time, extended or basic form, without a zone meaning UTC.
+_SECONDS = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_ISO = re.compile(
+    r"(?P<year>[0-9]{4})(?P<dash>-?)(?P<month>[0-9]{2})(?P=dash)(?P<day>[0-9]{2})"
+    r"(?:[Tt ](?P<hour>[0-9]{2})"
+    r"(?:(?P<colon>:?)(?P<minute>[0-9]{2})"
+    r"(?:(?P=colon)(?P<second>[0-9]{2})(?:[.,](?P<fraction>[0-9]+))?)?)?"
+    r"(?P<zone>[Zz]|(?P<sign>[+-])(?P<zone_hour>[0-9]{2})(?::?(?P<zone_minute>[0-9]{2}))?)?)?"
+)
+# A bare whole number of these lengths has the shape of a basic-form date (YYYY is a year in
+# ISO 8601's reduced precision): it is refused rather than guessed, whether or not it is a real
+# date, because as seconds each of these lengths is a time nobody means (1970-1973, after 5000).
+_BASIC_SHAPES = {4: "YYYY", 8: "YYYYMMDD", 12: "YYYYMMDDhhmm", 14: "YYYYMMDDhhmmss"}
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+TIME_FORMS = (
+    "an ISO 8601 date or date-time (2024-05-01, 2024-05-01T12:00:00Z, 20240501T120000+0200; "
+    "no zone means UTC), Unix seconds (1714564800; @SECONDS always means seconds), or now"
+)
+
+
+def _time_problem(problem: str) -> UsageProblem:
+    return UsageProblem(f"--archived-at: {problem}", param="--archived-at")
+
+
+def _ambiguous(digits: str) -> UsageProblem:
+    """The error for a bare number shaped like a basic-form date: how to write either meaning."""
+    if len(digits) == 4:
+        date = f"{digits}-01-01"
+        meaning, advice = f"the year {digits}", f"{date} for the start of that year"
+    else:
+        date = f"{digits[:4]}-{digits[4:6]}-{digits[6:8]}"
+        if len(digits) > 8:
+            date += f"T{digits[8:10]}:{digits[10:12]}" + (f":{digits[12:]}" if digits[12:] else "")
+        kind = "time" if len(digits) > 8 else "date"
+        meaning, advice = f"the {kind} {date}", f"{date} for that {kind} (UTC)"
+    try:
+        datetime.fromisoformat(date)
+    except ValueError:
+        return _time_problem(
+            f"{digits} has the shape of a basic-form ISO date ({_BASIC_SHAPES[len(digits)]}) "
+            "but is not a valid one. Write a date as 2024-05-01 or 2024-05-01T12:00:00Z, or "
+            f"Unix seconds as @{digits}."
+        )
+    return _time_problem(
+        f"{digits} could be {meaning} or Unix seconds. Write {advice}, or @{digits} for Unix "
+        "seconds."
+    )
+
+
+def _iso_seconds(text: str) -> int | float | None:
+    """Unix seconds of an ISO 8601 date or date-time in the accepted forms, else None."""
+    match = _ISO.fullmatch(text)
+    if match is None:
+        return None
+    part = match.groupdict()
+    zone = UTC
+    if part["sign"]:
+        offset = timedelta(hours=int(part["zone_hour"]), minutes=int(part["zone_minute"] or 0))
+        if offset >= timedelta(hours=24) or int(part["zone_minute"] or 0) > 59:
+            return None
+        zone = timezone(-offset if part["sign"] == "-" else offset)
+    try:
+        moment = datetime(
+            int(part["year"]),
+            int(part["month"]),
+            int(part["day"]),
+            int(part["hour"] or 0),
+            int(part["minute"] or 0),
+            int(part["second"] or 0),
+            tzinfo=zone,
+        )
+    except ValueError:
+        return None
+    whole = (moment - _EPOCH) // timedelta(seconds=1)
+    fraction = part["fraction"]
+    if fraction and int(fraction):
+        return whole + float(f"0.{fraction}")
+    return whole
+
 
 def parse_time(text: str) -> int | float:
-    """Unix seconds from ISO 8601 (no zone means UTC), Unix seconds, or `now`."""
+    """Unix seconds from TIME: ISO 8601 (no zone means UTC), Unix seconds, `@SECONDS`, or `now`.
+
+    A bare whole number of 4, 8, 12 or 14 digits has the shape of a basic-form date and is a
+    usage error that shows how to write either meaning.
+    """
     value = text.strip()
     if value.lower() == "now":
         return int(time.time())
-    seconds: float
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            moment = datetime.fromisoformat(value)
-        except ValueError:
-            raise UsageProblem(
-                f"--archived-at: {text!r} is not a time. Use ISO 8601 "
-                "(2024-05-01T12:00:00Z; no zone means UTC), Unix seconds, or now.",
-                param="--archived-at",
-            ) from None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        seconds = moment.timestamp()
+    seconds: int | float | None
+    forced = value.startswith("@")
+    number = value[1:] if forced else value
+    if _SECONDS.fullmatch(number):
+        if not forced and number.isdigit() and len(number) in _BASIC_SHAPES:
+            raise _ambiguous(number)
+        seconds = float(number)
+    else:
+        seconds = None if forced else _iso_seconds(value)
+        if seconds is None:
+            raise _time_problem(f"{value!r} is not a time. Give {TIME_FORMS}.")
     if not math.isfinite(seconds) or not 0 <= seconds <= MAX_TIME:
-        raise UsageProblem(
-            f"--archived-at: {text!r} is out of range: give a time from 1970 to the end of "
-            f"9999 (Unix seconds 0 to {MAX_TIME}).",
-            param="--archived-at",
+        raise _time_problem(
+            f"{value!r} is out of range: give a time from 1970 to the end of 9999 "
+            f"(Unix seconds 0 to {MAX_TIME}).",
         )
     return int(seconds) if seconds == int(seconds) else seconds
 

@@ -228,10 +228,9 @@ def describe_error(exc: BaseException, *, remote: bool, id: str | None = None) -
     errors = sys.modules.get("api_client.errors")
     if errors is not None:
         if isinstance(exc, errors.APIError):
-            # Only an error built from a real answer names its status (api_client's contract:
-            # its message then says "HTTP <status>"); one raised before any request has none.
-            answered = remote and f"HTTP {exc.status}" in exc.message
-            status = exc.status if answered else None
+            # Only an error built from a real answer has a status to show; one raised by a
+            # check before any request has none.
+            status = exc.status if remote and exc.answered else None
             return ErrorInfo(exc.type, exc.message, param=exc.param, status=status, id=id)
         if isinstance(exc, errors.APITimeoutError):
             return ErrorInfo("timeout_error", exc.message, id=id)

@@ -56,3 +56,33 @@ def test_every_status_in_the_table_maps_back_to_its_class_and_code() -> None:
 )
 def test_statuses_outside_the_table_map_by_family(status: int, cls: type[APIError]) -> None:
     assert error_class_for_status(status) is cls
+
+
+def test_only_an_error_built_from_an_answer_is_marked_answered() -> None:
+    # The command line exits 2 for an invalid request caught before sending, 1 for a refusal
+    # that came back: the mark, not the message text, tells the two apart.
+    assert error_from_response(400, {"error": {"message": "no"}}).answered
+    assert error_from_response(502, b"<html>").answered
+    assert InvalidRequestError("Body too large.", status=413).answered
+    assert not InvalidRequestError("limit must be an integer from 1 to 100.").answered
+    assert not NotFoundError("No such conversation: conv_x.").answered
+
+
+def test_a_check_before_sending_keeps_the_status_the_server_answers_with() -> None:
+    from api_client.params import check_paging, check_risk_profile_create
+
+    deep: dict[str, object] = {}
+    for _ in range(70):
+        deep = {"a": deep}
+    body = {"customer_id": "c", "profile_type": "t", "score": 1, "details": deep}
+    for check in (
+        lambda: check_paging("conversations", 10, "rp_1", None),
+        lambda: check_risk_profile_create(body),
+    ):
+        with pytest.raises(InvalidRequestError) as caught:
+            check()
+        assert not caught.value.answered
+        assert (
+            caught.value.status == 400
+            and caught.value.to_body()["error"]["code"] == "invalid_request"
+        )

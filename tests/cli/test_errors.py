@@ -62,11 +62,15 @@ def test_help_and_version_exit_0(invoke: Invoke) -> None:
     assert version.startswith("convrisk ") and version.strip().split()[1][0].isdigit()
 
 
-def test_a_service_refusal_is_exit_1(invoke: Invoke) -> None:
-    # The local backend checks cursors: not an id of this resource.
-    result = invoke("conv", "list", "--starting-after", "rp_0123")
-    assert result.code == 1
-    assert result.stderr.startswith("Error: ") and "starting_after" in result.stderr
+def test_input_the_local_backend_refuses_is_exit_2_as_caught_before_any_request(
+    invoke: Invoke,
+) -> None:
+    # The local backend checks cursors: not an id of this resource. Nothing was sent anywhere,
+    # so it is invalid input (2), as on the remote backend; only a service's answer is 1.
+    for cursor in ("rp_0123", "x_1"):
+        result = invoke("conv", "list", "--starting-after", cursor)
+        assert result.code == 2, result.stderr
+        assert result.stderr.startswith("Error: ") and "starting_after" in result.stderr
 
 
 def test_a_broken_database_is_exit_1_without_traceback(invoke: Invoke, tmp_path: Path) -> None:
@@ -116,3 +120,24 @@ def test_errors_follow_the_profiles_output_format(invoke: Invoke) -> None:
     assert json.loads(result.stderr)["error"]["param"] == "--limit"
     missing = invoke("conv", "get", "conv_missing")
     assert missing.code == 3 and json.loads(missing.stderr)["error"]["id"] == "conv_missing"
+
+
+def test_exit_codes_tell_a_check_before_sending_from_an_answer() -> None:
+    from api_client.errors import (
+        APIConnectionError,
+        AuthenticationError,
+        InvalidRequestError,
+        NotFoundError,
+        ServiceError,
+        error_from_response,
+    )
+    from cli.app import exit_code
+
+    assert exit_code(InvalidRequestError("limit must be an integer.", param="limit")) == 2
+    assert exit_code(error_from_response(400, {"error": {"message": "no"}})) == 1
+    assert exit_code(error_from_response(413, None)) == 1
+    assert exit_code(NotFoundError("No such conversation.")) == 3
+    assert exit_code(error_from_response(404, None)) == 3
+    assert exit_code(AuthenticationError("Bad token.", status=401)) == 4
+    assert exit_code(APIConnectionError("Could not reach it.")) == 5
+    assert exit_code(ServiceError("Unexpected.")) == 1

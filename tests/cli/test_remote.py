@@ -181,8 +181,9 @@ def test_an_unreachable_service_is_exit_5(
     monkeypatch.setenv("CONVRISK_TOKEN", TOKEN)
     result = invoke("--base-url", f"http://127.0.0.1:{port}", "conv", "get", "conv_1", "conv_2")
     assert result.code == 5
-    # The loop stops at the first unreachable id: the next one would fail the same way.
-    assert result.stderr.count("Error:") == 1 and "conv_1" in result.stderr
+    # The loop stops at the first unreachable id: the next one would fail the same way. The
+    # service is what failed, so no id is blamed.
+    assert result.stderr.count("Error:") == 1 and "conv_" not in result.stderr
     as_json = invoke("--base-url", f"http://127.0.0.1:{port}", "conv", "list", "-o", "json")
     assert as_json.code == 5 and as_json.stdout == ""
     assert json.loads(as_json.stderr)["error"]["type"] == "connection_error"

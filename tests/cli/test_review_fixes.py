@@ -101,9 +101,11 @@ def test_archived_at_out_of_range_is_exit_2(invoke: Invoke, when: str) -> None:
     assert result.code == 2 and "--archived-at" in result.stderr
 
 
-def test_archived_at_at_the_end_of_9999_is_accepted(invoke: Invoke) -> None:
+@pytest.mark.parametrize("when", ["@253402300799", "9999-12-31T23:59:59Z"])
+def test_archived_at_at_the_end_of_9999_is_accepted(invoke: Invoke, when: str) -> None:
+    # A bare 12-digit number has the shape of a basic-form date-time: `@` says it is seconds.
     conv = invoke("conv", "create", "--contact-id", "c", "-o", "id").ok().stdout.strip()
-    updated = invoke("conv", "update", conv, "--archived-at", "253402300799", "-o", "json").ok()
+    updated = invoke("conv", "update", conv, "--archived-at", when, "-o", "json").ok()
     assert updated.json()["archived_at"] == 253402300799
 
 
