@@ -198,9 +198,7 @@ def test_an_out_of_range_value_from_config_set_is_refused(env: dict[str, str], k
 
 
 @pytest.mark.parametrize("key", BOUNDS)
-def test_an_out_of_range_value_in_the_config_file_is_refused(
-    env: dict[str, str], key: str
-) -> None:
+def test_an_out_of_range_value_in_the_config_file_is_refused(env: dict[str, str], key: str) -> None:
     span, bad_values = BOUNDS[key]
     for bad in bad_values:
         path = write_config(env, f"[default]\n{key} = {toml_literal(bad)}\n".encode())
@@ -224,8 +222,9 @@ def test_the_ends_of_each_range_are_accepted(env: dict[str, str], key: str) -> N
         assert run(env, "config", "set", key, good).returncode == 0
         from_file = run(env, "config", "show")
         assert from_file.returncode == 0, from_file.stderr
-        assert re.search(rf"^{key}\s+{re.escape(good)}(\.0)?\s+\(profile default\)$",
-                         from_file.stdout, re.M), from_file.stdout
+        assert re.search(
+            rf"^{key}\s+{re.escape(good)}(\.0)?\s+\(profile default\)$", from_file.stdout, re.M
+        ), from_file.stdout
         from_env = run({**env, f"CONVRISK_{key.upper()}": good}, "conv", "list")
         assert from_env.returncode == 0, from_env.stderr
 
@@ -237,8 +236,9 @@ def test_max_response_mb_defaults_to_256_and_comes_from_each_layer(env: dict[str
     assert tomllib.loads(config_of(env).read_text())["default"]["max_response_mb"] == 512
     assert run(env, "config", "get", "max_response_mb").stdout == "512\n"
     from_env = run({**env, "CONVRISK_MAX_RESPONSE_MB": "64"}, "config", "show")
-    assert re.search(r"^max_response_mb\s+64\s+\(CONVRISK_MAX_RESPONSE_MB\)$",
-                     from_env.stdout, re.M), from_env.stdout
+    assert re.search(
+        r"^max_response_mb\s+64\s+\(CONVRISK_MAX_RESPONSE_MB\)$", from_env.stdout, re.M
+    ), from_env.stdout
 
 
 # -- 7. private files under a permissive umask, and a warning for an exposed token -------------
@@ -264,7 +264,8 @@ def test_an_existing_database_keeps_the_mode_its_owner_chose(env: dict[str, str]
     db = Path(env["HOME"]) / "team.db"
     assert run(env, "--db", str(db), "conv", "list").returncode == 0
     db.chmod(0o640)
-    assert run_with_umask(env, "--db", str(db), "conv", "create", "--contact-id", "c").returncode == 0
+    created = run_with_umask(env, "--db", str(db), "conv", "create", "--contact-id", "c")
+    assert created.returncode == 0, created.stderr
     assert mode_of(db) == 0o640
 
 
