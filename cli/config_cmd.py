@@ -6,8 +6,6 @@ from typing import Annotated, Any
 
 import typer
 
-from api_client.text import printable
-
 from .context import AppContext, app_context
 from .errors import NotSet, UsageProblem
 from .options import read_secret
@@ -22,6 +20,7 @@ from .settings import (
     env_name,
     mask_token,
     parse_value,
+    printable,
     save_config,
 )
 
@@ -76,7 +75,11 @@ def _editable(run: AppContext, path: Path) -> Config:
 
 
 def _shown(key: str, value: Any) -> str:
-    return mask_token(str(value)) if key == "token" else printable(str(value))
+    try:
+        text = str(value)
+    except ValueError:  # a TOML hex integer past 4300 decimal digits
+        return "(a number too long to show)"
+    return mask_token(text) if key == "token" else printable(text)
 
 
 @app.command("set")

@@ -11,8 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from api_client.text import printable
-
 from .errors import Failures, NotConfirmed, UsageProblem
 from .options import IdList
 from .output import DELETIONS, Kind, Printer
@@ -22,6 +20,7 @@ from .settings import (
     Flags,
     Settings,
     config_path,
+    printable,
     read_config,
     shown_url,
 )

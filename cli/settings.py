@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from api_client.text import printable
-
 from .errors import UsageProblem
 
 KEYS: Final = (
@@ -69,6 +67,14 @@ RANGES: Final[dict[str, Bounds]] = {
 }
 
 Config = dict[str, dict[str, Any]]
+
+
+def printable(text: str) -> str:
+    """`text` with control characters escaped, for a message (api_client.text.printable)."""
+    # Imported here: `--help` and `config path` must not import api_client at all.
+    from api_client.text import printable as escaped
+
+    return escaped(text)
 
 
 def env_name(key: str) -> str:
@@ -254,51 +260,49 @@ class ConfigFile:
 def read_config(path: Path) -> ConfigFile:
     """The config file; an absent one is empty. Any failure to read or parse it is one
     UsageProblem naming the file and what is wrong."""
-    shown = printable(str(path))
+
+    def problem(what: str) -> UsageProblem:
+        return UsageProblem(f"Config file {printable(str(path))} {what}.")
+
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return ConfigFile(path, {})
     except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
-        raise UsageProblem(f"Cannot read config file {shown}: {_reason(exc)}.") from None
+        raise problem(f"cannot be read: {_reason(exc)}") from None
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
-            raise UsageProblem(f"Config file {shown} is a directory, not a file.")
+            raise problem("is a directory, not a file")
         # A character device is allowed: CONVRISK_CONFIG=/dev/null means "no config file".
         if not stat.S_ISREG(info.st_mode) and not stat.S_ISCHR(info.st_mode):
-            raise UsageProblem(f"Config file {shown} is not a regular file.")
+            raise problem("is not a regular file")
         raw = _read_at_most(fd, MAX_CONFIG_BYTES + 1)
     except OSError as exc:
-        raise UsageProblem(f"Cannot read config file {shown}: {_reason(exc)}.") from None
+        raise problem(f"cannot be read: {_reason(exc)}") from None
     finally:
         os.close(fd)
     if len(raw) > MAX_CONFIG_BYTES:
-        raise UsageProblem(f"Config file {shown} is larger than 1 MiB: is it the right file?")
+        raise problem("is larger than 1 MiB (is it the right file?)")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
-        raise UsageProblem(
-            f"Config file {shown} is not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line})."
-        ) from None
+        raise problem(f"is not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line})") from None
     import tomllib  # only when there is a file to parse: most runs have none
 
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise UsageProblem(f"Config file {shown} is not valid TOML: {exc}.") from None
+        raise problem(f"is not valid TOML: {exc}") from None
+    except ValueError:  # int() past 4300 digits, raised as is by tomllib
+        raise problem("holds a number too long to read") from None
     except RecursionError:
-        raise UsageProblem(
-            f"Config file {shown} nests arrays or tables too deeply to read."
-        ) from None
+        raise problem("nests arrays or tables too deeply to read") from None
     for name, table in data.items():
         if not isinstance(table, dict):
-            raise UsageProblem(
-                f"Config file {shown}: {printable(repr(name))} must be a profile table "
-                f"like [{DEFAULT_PROFILE}]."
-            )
+            raise problem(f"has {name!r} outside a profile: put it under a table like [default]")
     mode = stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else None
     return ConfigFile(path, data, mode)
 
@@ -402,11 +406,10 @@ def resolve(flags: Flags, env: Mapping[str, str], config: ConfigFile | None = No
     profile, profile_source = active_profile(flags, env)
     path = config_path(env)
     profiles = (config if config is not None else read_config(path)).profiles
-    shown = printable(str(path))
     # `default` need not exist: settings may come from the environment and defaults alone.
     if profile not in profiles and profile != DEFAULT_PROFILE:
         raise UsageProblem(
-            f"No profile {profile!r} in {shown} (from {profile_source}). "
+            f"No profile {profile!r} in {printable(str(path))} (from {profile_source}). "
             f"Create it with: convrisk config set --profile {profile} KEY VALUE",
             param="--profile",
         )
@@ -414,7 +417,7 @@ def resolve(flags: Flags, env: Mapping[str, str], config: ConfigFile | None = No
     for key in table:
         if key not in KEYS:
             raise UsageProblem(
-                f"Config file {shown}, profile {profile!r}: unknown key {printable(repr(key))}. "
+                f"Config file {printable(str(path))}, profile {profile!r}: unknown key {key!r}. "
                 f"Known: {', '.join(KEYS)}."
             )
     flag_values = {"base_url": flags.base_url, "db": flags.db, "output": flags.output}
@@ -432,7 +435,7 @@ def resolve(flags: Flags, env: Mapping[str, str], config: ConfigFile | None = No
             raw[key] = (env[env_name(key)], env_name(key))
             sources[key], layers[key] = env_name(key), 1
         elif key in table:
-            raw[key] = (table[key], f"{shown} [{profile}]")
+            raw[key] = (table[key], f"{printable(str(path))} [{profile}]")
             sources[key], layers[key] = f"profile {profile}", 2
         elif key in DEFAULTS:
             sources[key], layers[key] = "default", 3

@@ -407,3 +407,13 @@ def test_config_set_through_a_dangling_symlink_creates_its_target(env: dict[str,
     assert run(env, "config", "set", "page_size", "20").returncode == 0
     assert link.is_symlink() and tomllib.loads(target.read_text()) == {"default": {"page_size": 20}}
     assert mode_of(target) == 0o600
+
+
+def test_a_number_too_long_for_python_in_the_config_file_is_one_line(env: dict[str, str]) -> None:
+    path = write_config(env, b"[default]\ntimeout = " + b"9" * 5000 + b"\n")
+    assert_one_line_error(run(env, "conv", "list"), str(path), "too long")
+    # Hexadecimal escapes tomllib's digit limit, but not str(): `config get` must still answer.
+    write_config(env, b"[default]\ntimeout = 0x" + b"f" * 5000 + b"\n")
+    got = run(env, "config", "get", "timeout")
+    assert got.returncode == 0 and got.stdout == "(a number too long to show)\n", got.stderr
+    assert_one_line_error(run(env, "conv", "list"), "timeout", "0.1 to 3600")
