@@ -322,7 +322,7 @@ def warning_line(path: Path, mode: str) -> str:
     )
 
 
-@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604])
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604], ids=["0644", "0640", "0604"])
 def test_a_config_file_with_a_token_readable_by_others_is_warned_about(
     env: dict[str, str], mode: int
 ) -> None:
