@@ -12,15 +12,15 @@ from .options import read_secret
 from .settings import (
     DEFAULT_PROFILE,
     KEYS,
+    Config,
     active_profile,
     check_key,
     check_profile_name,
     config_path,
     env_name,
-    load_config,
     mask_token,
     parse_value,
-    resolve,
+    printable,
     save_config,
 )
 
@@ -28,8 +28,9 @@ app = typer.Typer(
     help="""Settings in the config file, one table per profile.
 
     The file is $XDG_CONFIG_HOME/convrisk/config.toml (CONVRISK_CONFIG overrides it), written
-    atomically with mode 0600. Keys: base_url, token, db, output, timeout, max_retries,
-    page_size; each can also come from CONVRISK_<KEY>.
+    atomically with mode 0600 (through a symlink, to its target). Keys: base_url, token, db,
+    output, timeout (0.1 to 3600 s), max_retries (0 to 10), page_size (1 to 100),
+    max_response_mb (1 to 4096); each can also come from CONVRISK_<KEY>.
 
     \b
     Example:
@@ -59,15 +60,26 @@ def _target(ctx: typer.Context, profile: str | None) -> tuple[AppContext, str, P
     return run, name, config_path(run.env)
 
 
-def _existing(config: dict[str, dict[str, Any]], name: str, path: Path) -> dict[str, Any]:
+def _existing(config: Config, name: str, path: Path) -> dict[str, Any]:
     """The table of a profile that must exist (`default` may be absent: it is then empty)."""
     if name not in config and name != DEFAULT_PROFILE:
-        raise UsageProblem(f"No profile {name!r} in {path}.", param="--profile")
+        raise UsageProblem(f"No profile {name!r} in {printable(str(path))}.", param="--profile")
     return config.get(name, {})
 
 
+def _editable(run: AppContext, path: Path) -> Config:
+    """A copy of the config file's profiles to change and save (no warning: saving makes the
+    file 0600)."""
+    profiles = run.config_file(path, warn=False).profiles
+    return {name: dict(table) for name, table in profiles.items()}
+
+
 def _shown(key: str, value: Any) -> str:
-    return mask_token(str(value)) if key == "token" else str(value)
+    try:
+        text = str(value)
+    except ValueError:  # a TOML hex integer past 4300 decimal digits
+        return "(a number too long to show)"
+    return mask_token(text) if key == "token" else printable(text)
 
 
 @app.command("set")
@@ -93,11 +105,11 @@ def set_(
     parsed = parse_value(key, text, key)
     if key == "db":
         parsed = str(Path(parsed).expanduser().resolve())
-    config = load_config(path)
+    config = _editable(run, path)
     config.setdefault(name, {})[key] = parsed
     save_config(path, config)
     printer = run.plain_printer()
-    printer.hint(f"Set {key} = {_shown(key, parsed)} in profile {name!r} ({path}).")
+    printer.hint(f"Set {key} = {_shown(key, parsed)} in profile {name!r} ({printable(str(path))}).")
     if key == "token" and value != "-":
         printer.hint("Tip: `convrisk config set token -` keeps the token out of shell history.")
 
@@ -115,7 +127,7 @@ def get(ctx: typer.Context, key: Key, profile: Profile = None) -> None:
     """
     run, name, path = _target(ctx, profile)
     check_key(key)
-    table = _existing(load_config(path), name, path)
+    table = _existing(run.config_file(path).profiles, name, path)
     if key not in table:
         raise NotSet(f"{key} is not set in profile {name!r} ({path}).", param="KEY")
     run.plain_printer().line(_shown(key, table[key]))
@@ -131,14 +143,14 @@ def unset(ctx: typer.Context, key: Key, profile: Profile = None) -> None:
     """
     run, name, path = _target(ctx, profile)
     check_key(key)
-    config = load_config(path)
+    config = _editable(run, path)
     printer = run.plain_printer()
     if key not in _existing(config, name, path):
-        printer.hint(f"{key} was not set in profile {name!r} ({path}).")
+        printer.hint(f"{key} was not set in profile {name!r} ({printable(str(path))}).")
         return
     del config[name][key]
     save_config(path, config)
-    printer.hint(f"Unset {key} in profile {name!r} ({path}).")
+    printer.hint(f"Unset {key} in profile {name!r} ({printable(str(path))}).")
 
 
 @app.command("show")
@@ -154,7 +166,7 @@ def show(ctx: typer.Context, profile: Profile = None) -> None:
     flags = run.flags
     if profile:
         flags = dataclasses.replace(flags, profile=name, profile_flag="config show --profile")
-    settings = resolve(flags, run.env)
+    settings = run.resolve(flags)
     backend = f"remote {settings.base_url}" if settings.is_remote else f"local {settings.db}"
     rows = [("profile", name, ""), ("file", str(path), ""), ("backend", backend, "")]
     values: dict[str, Any] = {
@@ -165,6 +177,7 @@ def show(ctx: typer.Context, profile: Profile = None) -> None:
         "timeout": settings.timeout,
         "max_retries": settings.max_retries,
         "page_size": settings.page_size,
+        "max_response_mb": settings.max_response_mb,
     }
     for key in KEYS:
         value = values[key]

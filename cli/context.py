@@ -14,7 +14,17 @@ import typer
 from .errors import Failures, NotConfirmed, UsageProblem
 from .options import IdList
 from .output import DELETIONS, ErrorInfo, Kind, Printer
-from .settings import OUTPUT_FORMATS, Flags, Settings, resolve, shown_url
+from .settings import (
+    OUTPUT_FORMATS,
+    ConfigFile,
+    Flags,
+    Settings,
+    config_path,
+    printable,
+    read_config,
+    shown_url,
+)
+from .settings import resolve as resolve_settings
 
 if TYPE_CHECKING:
     import logging
@@ -31,15 +41,52 @@ class AppContext:
         self.flags = Flags()
         self.output_flag: str | None = None
         self._settings: Settings | None = None
+        # Each config file read once per run; a failure is kept and raised again, never retried.
+        self._configs: dict[Path, ConfigFile | UsageProblem] = {}
+        self._settings_failed = False
         self._printer: Printer | None = None
         self._client: Client | None = None
         self._log_handler: logging.Handler | None = None
+
+    def config_file(self, path: Path | None = None, *, warn: bool = True) -> ConfigFile:
+        """The config file (default: the one `env` names), read once per run.
+
+        A failure is remembered and raised again without reading the file a second time. The
+        first read warns when the file holds a token that others may read, unless `warn` is
+        False (`config set` and `unset` rewrite the file with mode 0600 anyway).
+        """
+        path = config_path(self.env) if path is None else path
+        known = self._configs.get(path)
+        if known is None:
+            try:
+                known = read_config(path)
+            except UsageProblem as exc:
+                known = exc
+            else:
+                warning = known.exposed_token_warning() if warn else None
+                if warning is not None:
+                    (self._printer or Printer("table", env=self.env)).warning(warning)
+            self._configs[path] = known
+        if isinstance(known, UsageProblem):
+            self._settings_failed = True
+            raise known
+        return known
+
+    def resolve(self, flags: Flags, env: Mapping[str, str] | None = None) -> Settings:
+        """Settings for these flags and environment (default: the run's), over the config file
+        read once per run."""
+        env = self.env if env is None else env
+        try:
+            return resolve_settings(flags, env, self.config_file(config_path(env)))
+        except Exception:
+            self._settings_failed = True
+            raise
 
     def settings(self) -> Settings:
         """The resolved settings (flags > environment > profile > defaults)."""
         if self._settings is None:
             flags = dataclasses.replace(self.flags, output=self.output_flag)
-            self._settings = resolve(flags, self.env)
+            self._settings = self.resolve(flags)
             s = self._settings
             # logging is imported only by --debug (or a library that uses it): before that, no
             # handler can exist to receive this line, so there is nothing to log it to.
@@ -70,14 +117,17 @@ class AppContext:
         return self._printer
 
     def error_printer(self) -> Printer:
-        """The printer for an error: the run's own, or one in the format asked for if any."""
+        """The printer for an error: the run's own, or one in the format asked for if any.
+
+        Settings that already failed are not resolved again (the error at hand may be theirs).
+        """
         if self._printer is not None:
             return self._printer
         fmt = self.output_flag or self.env.get("CONVRISK_OUTPUT", "")
-        if not fmt:
+        if not fmt and not self._settings_failed:
             try:
                 fmt = self.settings().output
-            except UsageProblem:  # the settings themselves are what failed
+            except Exception:  # broken settings: the error being reported comes first
                 fmt = "table"
         remote = self._settings.is_remote if self._settings is not None else False
         return Printer(fmt if fmt in OUTPUT_FORMATS else "table", env=self.env, remote=remote)
@@ -149,12 +199,23 @@ def build_client(settings: Settings) -> Client:
 
 
 def database_path(settings: Settings) -> Path:
-    """The local database file; only the default data folder is created, a chosen one must exist."""
+    """The local database file; only the default data folder is created (mode 0700, as are its
+    missing parents), a chosen one must exist."""
     if settings.sources.get("db") == "default":
-        settings.db.parent.mkdir(parents=True, exist_ok=True)
+        from local_backend.database import make_private_folder
+
+        try:
+            make_private_folder(settings.db.parent)
+        except OSError as exc:
+            reason = exc.strerror or exc
+            raise UsageProblem(
+                f"Cannot create the data folder {printable(str(settings.db.parent))}: {reason}.",
+                param="--db",
+            ) from None
     elif not settings.db.parent.is_dir():
         raise UsageProblem(
-            f"The folder of the database {settings.db} does not exist.", param="--db"
+            f"The folder of the database {printable(str(settings.db))} does not exist.",
+            param="--db",
         )
     return settings.db
 

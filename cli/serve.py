@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 
 from .context import app_context, database_path
-from .settings import resolve
 
 
 def serve(
@@ -54,7 +53,7 @@ def serve(
     run = app_context(ctx)
     env = {k: v for k, v in run.env.items() if k != "CONVRISK_BASE_URL"}
     flags = dataclasses.replace(run.flags, base_url=None, db=db or run.flags.db)
-    db_path = database_path(resolve(flags, env))
+    db_path = database_path(run.resolve(flags, env))
     printer = run.plain_printer()
     secret = token or run.env.get("CONVRISK_SERVE_TOKEN") or ""
     generated = not secret

@@ -1,14 +1,16 @@
 """Settings, highest first: flags > environment > config-file profile > defaults.
 
 The config file is TOML with one table per profile (`[default]`, `[staging]`, ...), read with
-tomllib and written with tomli-w atomically (temp file + rename) with mode 0600.
+tomllib and written with tomli-w atomically (temp file + rename) with mode 0600; a symlinked
+config file is written through to its target, so the link stays a link.
 """
 
 from __future__ import annotations
 
-import math
+import datetime
 import os
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,20 +18,63 @@ from typing import Any, Final
 
 from .errors import UsageProblem
 
-KEYS: Final = ("base_url", "token", "db", "output", "timeout", "max_retries", "page_size")
+KEYS: Final = (
+    "base_url",
+    "token",
+    "db",
+    "output",
+    "timeout",
+    "max_retries",
+    "page_size",
+    "max_response_mb",
+)
 OUTPUT_FORMATS: Final = ("table", "json", "jsonl", "csv", "id")
 DEFAULTS: Final[dict[str, Any]] = {
     "output": "table",
     "timeout": 30,
     "max_retries": 2,
     "page_size": 100,
+    "max_response_mb": 256,
 }
 DEFAULT_PROFILE: Final = "default"
 MAX_PAGE_SIZE: Final = 100
 MAX_RETRIES: Final = 10
+# A config file is a few lines; more than this is the wrong file (and is not read whole).
+MAX_CONFIG_BYTES: Final = 1024 * 1024
 _PROFILE_NAME = re.compile(r"[A-Za-z0-9_-]+")
 
+
+@dataclass(frozen=True)
+class Bounds:
+    """The inclusive range of a numeric setting and what its value is, for messages."""
+
+    low: int | float
+    high: int | float
+    whole: bool
+    what: str
+
+    def describe(self) -> str:
+        """E.g. "a number of seconds from 0.1 to 3600"."""
+        return f"{self.what} from {self.low:g} to {self.high:g}"
+
+
+# Checked wherever a value comes from: flag, environment, config file or `config set`.
+RANGES: Final[dict[str, Bounds]] = {
+    "timeout": Bounds(0.1, 3600, whole=False, what="a number of seconds"),
+    "max_retries": Bounds(0, MAX_RETRIES, whole=True, what="a whole number"),
+    "page_size": Bounds(1, MAX_PAGE_SIZE, whole=True, what="a whole number"),
+    "max_response_mb": Bounds(1, 4096, whole=True, what="a whole number of MiB"),
+}
+
 Config = dict[str, dict[str, Any]]
+
+
+def printable(text: str) -> str:
+    """`text` with control characters escaped, for a message (api_client.text.printable)."""
+    # Imported here: `--help` and `config path` must not import api_client at all.
+    from api_client.text import printable as escaped
+
+    return escaped(text)
 
 
 def env_name(key: str) -> str:
@@ -86,32 +131,39 @@ def parse_value(key: str, value: object, where: str) -> Any:
         if not isinstance(value, str) or not value.strip():
             raise UsageProblem(f"{where}{key} must be a non-empty string.", param=key)
         return _STRING_CHECKS[key](value.strip(), where)
-    if key == "timeout":
-        number = _number(value, where, key)
-        if not math.isfinite(number) or number <= 0:
-            raise UsageProblem(f"{where}timeout must be a number of seconds above 0.", param=key)
-        return number
-    low, high = (0, MAX_RETRIES) if key == "max_retries" else (1, MAX_PAGE_SIZE)
-    integer = _number(value, where, key)
-    if not isinstance(integer, int) or not low <= integer <= high:
-        raise UsageProblem(f"{where}{key} must be a whole number from {low} to {high}.", param=key)
-    return integer
+    bounds = RANGES[key]
+    expected = f"{where}{key} must be {bounds.describe()}"
+    number = _number(value)
+    if isinstance(number, str):
+        raise UsageProblem(f"{expected}, not {number}.", param=key)
+    # NaN fails every comparison, so it is out of range like the infinities.
+    in_range = bounds.low <= number <= bounds.high
+    if not in_range or (bounds.whole and not isinstance(number, int)):
+        raise UsageProblem(f"{expected}.", param=key)
+    return number
 
 
-def _number(value: object, where: str, key: str) -> int | float:
+def _number(value: object) -> int | float | str:
+    """The number in `value` (text or a TOML value), or what `value` is instead, for a message."""
     if isinstance(value, bool):
-        raise UsageProblem(f"{where}{key} must be a number, not a boolean.", param=key)
+        return "a boolean"
     if isinstance(value, int | float):
         return value
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, datetime.date | datetime.time):
+        return "a date or time"
     text = str(value).strip()
     try:
         return int(text)
-    except ValueError:
+    except ValueError:  # also for more than 4300 digits: float() then makes it inf
         pass
     try:
         return float(text)
     except ValueError:
-        raise UsageProblem(f"{where}{key} must be a number, not {text!r}.", param=key) from None
+        return repr(text if len(text) <= 40 else text[:40] + "...")
 
 
 def _base_url(value: str, where: str) -> str:
@@ -182,51 +234,125 @@ def _output(value: str, where: str) -> str:
 _STRING_CHECKS = {"base_url": _base_url, "token": _token, "db": _db, "output": _output}
 
 
-def load_config(path: Path) -> Config:
-    """The config file's profiles; an absent file is an empty config."""
+@dataclass(frozen=True)
+class ConfigFile:
+    """The config file as read: its profiles and, for a regular file, its permission bits."""
+
+    path: Path
+    profiles: Config
+    mode: int | None = None
+
+    def exposed_token_warning(self) -> str | None:
+        """The warning for a file that holds a token and that group or others may read (as ssh)."""
+        if self.mode is None or not self.mode & 0o044:
+            return None
+        if not any("token" in table for table in self.profiles.values()):
+            return None
+        import shlex
+
+        shown = printable(str(self.path))
+        return (
+            f"config file {shown} holds a token and is readable by others "
+            f"(mode {self.mode:04o}): run chmod 600 {printable(shlex.quote(str(self.path)))}"
+        )
+
+
+def read_config(path: Path) -> ConfigFile:
+    """The config file; an absent one is empty. Any failure to read or parse it is one
+    UsageProblem naming the file and what is wrong."""
+
+    def problem(what: str) -> UsageProblem:
+        return UsageProblem(f"Config file {printable(str(path))} {what}.")
+
     try:
-        with path.open("rb") as handle:
-            raw = handle.read()
+        # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
-        return {}
+        return ConfigFile(path, {})
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        raise problem(f"cannot be read: {_reason(exc)}") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise problem("is a directory, not a file")
+        # A character device is allowed: CONVRISK_CONFIG=/dev/null means "no config file".
+        if not stat.S_ISREG(info.st_mode) and not stat.S_ISCHR(info.st_mode):
+            raise problem("is not a regular file")
+        raw = _read_at_most(fd, MAX_CONFIG_BYTES + 1)
     except OSError as exc:
-        raise UsageProblem(f"Cannot read config file {path}: {exc.strerror or exc}.") from None
+        raise problem(f"cannot be read: {_reason(exc)}") from None
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise problem("is larger than 1 MiB (is it the right file?)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise problem(f"is not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line})") from None
     import tomllib  # only when there is a file to parse: most runs have none
 
     try:
-        data = tomllib.loads(raw.decode())
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise UsageProblem(f"Config file {path} is not valid TOML: {exc}.") from None
+        raise problem(f"is not valid TOML: {exc}") from None
+    except ValueError:  # int() past 4300 digits, raised as is by tomllib
+        raise problem("holds a number too long to read") from None
+    except RecursionError:
+        raise problem("nests arrays or tables too deeply to read") from None
     for name, table in data.items():
         if not isinstance(table, dict):
-            raise UsageProblem(
-                f"Config file {path}: {name!r} must be a profile table like [{DEFAULT_PROFILE}]."
-            )
-    return data
+            raise problem(f"has {name!r} outside a profile: put it under a table like [default]")
+    mode = stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else None
+    return ConfigFile(path, data, mode)
+
+
+def _read_at_most(fd: int, size: int) -> bytes:
+    chunks: list[bytes] = []
+    left = size
+    while left > 0:
+        chunk = os.read(fd, min(left, 65536))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _reason(exc: BaseException) -> str:
+    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
 
 
 def save_config(path: Path, config: Config) -> None:
-    """Write the config atomically (temp file in the same folder, then rename), mode 0600."""
+    """Write the config atomically (temp file in the same folder, then rename), mode 0600.
+
+    A symlink is followed to its target, which is the file replaced: the link stays a link.
+    """
     import tempfile
 
     import tomli_w
 
+    shown = printable(str(path))
     text = tomli_w.dumps({name: table for name, table in config.items() if table})
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".config.", suffix=".tmp")
+        target = path.resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python 3.11, 3.12)
+        raise UsageProblem(f"Cannot write config file {shown}: {_reason(exc)}.") from None
+    try:
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".config.", suffix=".tmp")
     except OSError as exc:
-        raise UsageProblem(f"Cannot write config file {path}: {exc.strerror or exc}.") from None
+        raise UsageProblem(f"Cannot write config file {shown}: {_reason(exc)}.") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             os.fchmod(handle.fileno(), 0o600)
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
-        raise UsageProblem(f"Cannot write config file {path}: {exc.strerror or exc}.") from None
+        raise UsageProblem(f"Cannot write config file {shown}: {_reason(exc)}.") from None
 
 
 @dataclass
@@ -254,6 +380,7 @@ class Settings:
     timeout: float
     max_retries: int
     page_size: int
+    max_response_mb: int
     sources: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -271,23 +398,26 @@ def active_profile(flags: Flags, env: Mapping[str, str]) -> tuple[str, str]:
     return DEFAULT_PROFILE, "default"
 
 
-def resolve(flags: Flags, env: Mapping[str, str]) -> Settings:
-    """Settings from flags > environment > the active config profile > defaults."""
+def resolve(flags: Flags, env: Mapping[str, str], config: ConfigFile | None = None) -> Settings:
+    """Settings from flags > environment > the active config profile > defaults.
+
+    `config` is the config file already read (`read_config(config_path(env))`), else it is read.
+    """
     profile, profile_source = active_profile(flags, env)
     path = config_path(env)
-    config = load_config(path)
+    profiles = (config if config is not None else read_config(path)).profiles
     # `default` need not exist: settings may come from the environment and defaults alone.
-    if profile not in config and profile != DEFAULT_PROFILE:
+    if profile not in profiles and profile != DEFAULT_PROFILE:
         raise UsageProblem(
-            f"No profile {profile!r} in {path} (from {profile_source}). "
+            f"No profile {profile!r} in {printable(str(path))} (from {profile_source}). "
             f"Create it with: convrisk config set --profile {profile} KEY VALUE",
             param="--profile",
         )
-    table = config.get(profile, {})
+    table = profiles.get(profile, {})
     for key in table:
         if key not in KEYS:
             raise UsageProblem(
-                f"Config file {path}, profile {profile!r}: unknown key {key!r}. "
+                f"Config file {printable(str(path))}, profile {profile!r}: unknown key {key!r}. "
                 f"Known: {', '.join(KEYS)}."
             )
     flag_values = {"base_url": flags.base_url, "db": flags.db, "output": flags.output}
@@ -305,7 +435,7 @@ def resolve(flags: Flags, env: Mapping[str, str]) -> Settings:
             raw[key] = (env[env_name(key)], env_name(key))
             sources[key], layers[key] = env_name(key), 1
         elif key in table:
-            raw[key] = (table[key], f"{path} [{profile}]")
+            raw[key] = (table[key], f"{printable(str(path))} [{profile}]")
             sources[key], layers[key] = f"profile {profile}", 2
         elif key in DEFAULTS:
             sources[key], layers[key] = "default", 3
@@ -332,6 +462,7 @@ def resolve(flags: Flags, env: Mapping[str, str]) -> Settings:
         timeout=float(values["timeout"]),
         max_retries=values["max_retries"],
         page_size=values["page_size"],
+        max_response_mb=values["max_response_mb"],
         sources=sources,
     )
 

@@ -95,6 +95,39 @@ SCHEMA_VERSION = len(MIGRATIONS)
 _BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
+def make_private_folder(folder: Path) -> None:
+    """Create `folder`, and each missing parent, with mode 0700 (the XDG base directory rule).
+
+    A folder that exists keeps its mode: its owner may have opened it on purpose.
+    """
+    missing: list[Path] = []
+    current = folder
+    while not current.is_dir() and current.parent != current:
+        missing.append(current)
+        current = current.parent
+    for path in reversed(missing):
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            if not path.is_dir():
+                raise
+            # another process made it meanwhile
+
+
+def _create_private_file(path: Path) -> None:
+    """Create an empty database file with mode 0600, unless something is there already.
+
+    sqlite3 would create it 0644 (umask permitting), and it creates the -wal and -shm files with
+    the database file's mode, so they are private too. An existing file keeps its mode. Any
+    failure is left to sqlite3.connect, which reports it in its own words.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return
+    os.close(fd)
+
+
 def _primary_code(exc: sqlite3.Error) -> int | None:
     code = getattr(exc, "sqlite_errorcode", None)
     return code & 0xFF if isinstance(code, int) else None
@@ -223,12 +256,13 @@ class Database:
                 "character; choose another file with --db."
             )
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            make_private_folder(folder)
         except (OSError, ValueError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             raise ServiceError(
                 f"Cannot create the folder {folder} for the local database {self.path}: {reason}."
             ) from exc
+        _create_private_file(self.path)
         try:
             conn = sqlite3.connect(
                 self.path,

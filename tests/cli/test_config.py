@@ -75,7 +75,7 @@ def test_set_refuses_unknown_keys_and_bad_values(invoke: Invoke, config_file: Pa
         ("base_url", "ftp://x"): "http",
         ("base_url", "not a url"): "http",
         ("timeout", "soon"): "number",
-        ("timeout", "0"): "above 0",
+        ("timeout", "0"): "0.1 to 3600",
         ("max_retries", "-1"): "0 to 10",
         ("max_retries", "1.5"): "whole number",
         ("page_size", "101"): "1 to 100",
