@@ -1,0 +1,216 @@
+"""A hostile remote never hangs, floods or misleads the client (real servers on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from api_client.errors import (
+    APIConnectionError,
+    APITimeoutError,
+    InvalidRequestError,
+    ServiceError,
+)
+from api_client.http import HTTPBackend
+from bench.hostile_server import MIB, HostileServer
+from local_backend.server import make_server
+from local_backend.store import LocalBackend
+
+from .conftest import conversation
+
+CAP = MIB
+# Every call here is bounded by this much, so a hang fails the test instead of stalling the suite.
+SAFETY_SECONDS = 30.0
+
+
+def within(call: Callable[[], Any], seconds: float = SAFETY_SECONDS) -> Any:
+    """The result of `call()`, or what it raised; fails the test if it is still running later."""
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"the call was still running after {seconds:g} s"
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+@pytest.fixture
+def hostile() -> Iterator[Callable[..., HostileServer]]:
+    """Start a HostileServer of a kind: `hostile("trickle", pause=0.3)`; stopped after the test."""
+    started: list[HostileServer] = []
+
+    def start(kind: str, **options: Any) -> HostileServer:
+        server = HostileServer(kind, max_seconds=60, **options).start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+def test_a_service_trickling_its_headers_times_out_at_the_setting(
+    hostile: Callable[..., HostileServer],
+) -> None:
+    server = hostile("trickle", pause=0.3)
+    with HTTPBackend(server.url, "tok", timeout=1, max_retries=0) as backend:
+        with pytest.raises(APITimeoutError) as info:
+            within(lambda: backend.conversations.list())
+    assert "timeout 1 s" in str(info.value)
+    assert "127.0.0.1" in str(info.value)
+    assert server.requests == 1
+
+
+def test_trickled_headers_are_retried_like_any_timeout_then_fail(
+    hostile: Callable[..., HostileServer],
+) -> None:
+    server = hostile("trickle", pause=0.3)
+    waits: list[float] = []
+    backend = HTTPBackend(
+        server.url, "tok", timeout=0.6, max_retries=2, sleep=waits.append, random=lambda: 1.0
+    )
+    with backend, pytest.raises(APITimeoutError) as info:
+        within(lambda: backend.risk_profiles.retrieve("rp_1"))
+    assert server.requests == 3
+    assert waits == [0.5, 1.0]
+    assert "gave up after 3 attempts" in str(info.value)
+
+
+def test_a_gzip_bomb_stops_at_the_size_limit_and_is_not_retried(
+    hostile: Callable[..., HostileServer],
+) -> None:
+    server = hostile("gzip-bomb", size=64 * MIB)
+    assert server.wire_bytes < CAP // 4  # small on the wire, 64 times the limit once decoded
+    with HTTPBackend(server.url, "tok", max_response_bytes=CAP, sleep=lambda s: None) as backend:
+        with pytest.raises(ServiceError) as info:
+            within(lambda: backend.conversations.list())
+    message = str(info.value)
+    assert "1 MiB" in message
+    assert "max_response_mb" in message
+    assert "CONVRISK_MAX_RESPONSE_MB" in message
+    assert server.requests == 1
+
+
+def test_a_plain_body_over_the_limit_stops_at_the_limit(
+    hostile: Callable[..., HostileServer],
+) -> None:
+    server = hostile("big", size=16 * MIB)
+    with HTTPBackend(server.url, "tok", max_response_bytes=CAP, sleep=lambda s: None) as backend:
+        with pytest.raises(ServiceError, match="over the 1 MiB limit") as info:
+            within(lambda: backend.conversations.list())
+    assert "max_response_mb" in str(info.value)
+    assert server.requests == 1
+
+
+def test_a_declared_length_over_the_limit_fails_at_once_without_reading(
+    hostile: Callable[..., HostileServer],
+) -> None:
+    # The server declares 10 GiB and then sends nothing: only refusing at the headers is quick
+    # (waiting for the body would end in a timeout, a different error).
+    server = hostile("huge-length", size=10 * 1024 * MIB)
+    backend = HTTPBackend(
+        server.url, "tok", timeout=20, max_response_bytes=CAP, sleep=lambda s: None
+    )
+    with backend, pytest.raises(ServiceError) as info:
+        within(lambda: backend.conversations.retrieve("conv_1"))
+    message = str(info.value)
+    assert "10737418240" in message or "10 GiB" in message
+    assert "1 MiB limit" in message
+    assert server.requests == 1
+
+
+def _page_of(size: int) -> bytes:
+    """A JSON page of one conversation padded with spaces to exactly `size` bytes."""
+    start = json.dumps({"has_more": False, "data": [conversation("conv_big")]}).encode()
+    body = start[:-1] + b" " * (size - len(start)) + b"}"
+    assert len(body) == size
+    return body
+
+
+@pytest.mark.parametrize("gzip_body", [False, True], ids=["plain", "gzip"])
+def test_a_page_of_exactly_the_limit_is_read(
+    hostile: Callable[..., HostileServer], gzip_body: bool
+) -> None:
+    server = hostile("page", body=_page_of(CAP), gzip_body=gzip_body)
+    with HTTPBackend(server.url, "tok", max_response_bytes=CAP) as backend:
+        first = within(lambda: backend.conversations.list())
+        second = within(lambda: backend.conversations.list())
+    assert [c.id for c in first.data] == ["conv_big"]
+    assert second == first
+    assert server.requests == 2
+
+
+@pytest.mark.parametrize("gzip_body", [False, True], ids=["plain", "gzip"])
+def test_a_page_one_byte_over_the_limit_is_refused(
+    hostile: Callable[..., HostileServer], gzip_body: bool
+) -> None:
+    server = hostile("page", body=_page_of(CAP + 1), gzip_body=gzip_body)
+    with HTTPBackend(server.url, "tok", max_response_bytes=CAP) as backend:
+        with pytest.raises(ServiceError, match="over the 1 MiB limit"):
+            within(lambda: backend.conversations.list())
+    assert server.requests == 1
+
+
+@pytest.mark.parametrize("value", [0, -1, 1.5, True, "1"])
+def test_a_bad_size_limit_is_refused_before_any_request(value: object) -> None:
+    with pytest.raises(InvalidRequestError, match="max_response_bytes"):
+        HTTPBackend("http://127.0.0.1:9", "tok", max_response_bytes=value)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[str]:
+    """A real `convrisk serve` (in-process) on a loopback port; its URL."""
+    local = LocalBackend(tmp_path / "serve.db")
+    server = make_server(local, token="serve-tok")
+    try:
+        with server.running():
+            yield server.url
+    finally:
+        local.close()
+
+
+@pytest.mark.parametrize("suffix", ["/v1", "/v1/", "/"])
+def test_a_base_url_ending_in_v1_is_the_same_service(serve: str, suffix: str) -> None:
+    with HTTPBackend(serve + suffix, "serve-tok", max_retries=0) as backend:
+        made = backend.conversations.create({"contact_id": "ct_v1"})
+        page = backend.conversations.list()
+        assert backend.conversations.retrieve(made.id) == made
+    assert [c.id for c in page.data] == [made.id]
+
+
+def test_any_other_path_prefix_is_kept_before_v1() -> None:
+    seen: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.path)
+        return httpx.Response(200, json={"data": [], "has_more": False})
+
+    for base in ("http://svc.test/api", "http://svc.test/api/v1", "http://svc.test/api/v1/"):
+        with HTTPBackend(base, "tok", transport=httpx.MockTransport(answer)) as backend:
+            backend.conversations.list()
+    assert seen == ["/api/v1/conversations"] * 3
+
+
+def test_https_against_a_plain_http_port_says_to_try_http(serve: str) -> None:
+    url = serve.replace("http://", "https://")
+    with HTTPBackend(url, "serve-tok", max_retries=0) as backend:
+        with pytest.raises(APIConnectionError) as info:
+            within(lambda: backend.conversations.list())
+    message = str(info.value)
+    assert "plain HTTP" in message
+    assert "http://" in message
+    assert not isinstance(info.value, APITimeoutError)
