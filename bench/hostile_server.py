@@ -21,6 +21,7 @@ Kinds:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import socket
 import sys
 import threading
@@ -82,6 +83,8 @@ class HostileServer:
         self.size = size
         self.max_seconds = min(max_seconds, MAX_SECONDS)
         self.requests = 0
+        # The first line of each request, e.g. "GET /v1/conversations?limit=100 HTTP/1.1".
+        self.request_lines: list[str] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._body = body
@@ -153,24 +156,28 @@ class HostileServer:
         with conn:
             conn.settimeout(5.0)
             try:
-                while not self._stopping.is_set() and self._read_head(conn):
+                while not self._stopping.is_set():
+                    head = self._read_head(conn)
+                    if head is None:
+                        return
                     with self._lock:
                         self.requests += 1
+                        self.request_lines.append(head.split(b"\r\n", 1)[0].decode("latin-1"))
                     if not self._answer(conn):
                         return
             except OSError:
                 # The client gave up and closed the connection: that is what we wanted.
                 return
 
-    def _read_head(self, conn: socket.socket) -> bool:
-        """Read one request's head (GET only: no body); False when the client went away."""
+    def _read_head(self, conn: socket.socket) -> bytes | None:
+        """Read one request's head (GET only: no body); None when the client went away."""
         data = b""
         while b"\r\n\r\n" not in data:
             chunk = conn.recv(4096)
             if not chunk or len(data) > _HEAD_LIMIT:
-                return False
+                return None
             data += chunk
-        return True
+        return data
 
     def _answer(self, conn: socket.socket) -> bool:
         """Send one answer; True when the connection may serve another request."""
@@ -218,10 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"listening on {server.url}", flush=True)
         if server.kind == "gzip-bomb":
             print(f"({server.wire_bytes} bytes of gzip on the wire)", file=sys.stderr, flush=True)
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             server.wait()
-        except KeyboardInterrupt:
-            pass
         print(f"served {server.requests} request(s)", file=sys.stderr, flush=True)
     return 0
 

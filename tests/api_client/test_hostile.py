@@ -67,9 +67,9 @@ def test_a_service_trickling_its_headers_times_out_at_the_setting(
     hostile: Callable[..., HostileServer],
 ) -> None:
     server = hostile("trickle", pause=0.3)
-    with HTTPBackend(server.url, "tok", timeout=1, max_retries=0) as backend:
-        with pytest.raises(APITimeoutError) as info:
-            within(lambda: backend.conversations.list())
+    backend = HTTPBackend(server.url, "tok", timeout=1, max_retries=0)
+    with backend, pytest.raises(APITimeoutError) as info:
+        within(lambda: backend.conversations.list())
     assert "timeout 1 s" in str(info.value)
     assert "127.0.0.1" in str(info.value)
     assert server.requests == 1
@@ -95,9 +95,9 @@ def test_a_gzip_bomb_stops_at_the_size_limit_and_is_not_retried(
 ) -> None:
     server = hostile("gzip-bomb", size=64 * MIB)
     assert server.wire_bytes < CAP // 4  # small on the wire, 64 times the limit once decoded
-    with HTTPBackend(server.url, "tok", max_response_bytes=CAP, sleep=lambda s: None) as backend:
-        with pytest.raises(ServiceError) as info:
-            within(lambda: backend.conversations.list())
+    backend = HTTPBackend(server.url, "tok", max_response_bytes=CAP, sleep=lambda s: None)
+    with backend, pytest.raises(ServiceError) as info:
+        within(lambda: backend.conversations.list())
     message = str(info.value)
     assert "1 MiB" in message
     assert "max_response_mb" in message
@@ -109,9 +109,9 @@ def test_a_plain_body_over_the_limit_stops_at_the_limit(
     hostile: Callable[..., HostileServer],
 ) -> None:
     server = hostile("big", size=16 * MIB)
-    with HTTPBackend(server.url, "tok", max_response_bytes=CAP, sleep=lambda s: None) as backend:
-        with pytest.raises(ServiceError, match="over the 1 MiB limit") as info:
-            within(lambda: backend.conversations.list())
+    backend = HTTPBackend(server.url, "tok", max_response_bytes=CAP, sleep=lambda s: None)
+    with backend, pytest.raises(ServiceError, match="over the 1 MiB limit") as info:
+        within(lambda: backend.conversations.list())
     assert "max_response_mb" in str(info.value)
     assert server.requests == 1
 
@@ -159,9 +159,9 @@ def test_a_page_one_byte_over_the_limit_is_refused(
     hostile: Callable[..., HostileServer], gzip_body: bool
 ) -> None:
     server = hostile("page", body=_page_of(CAP + 1), gzip_body=gzip_body)
-    with HTTPBackend(server.url, "tok", max_response_bytes=CAP) as backend:
-        with pytest.raises(ServiceError, match="over the 1 MiB limit"):
-            within(lambda: backend.conversations.list())
+    backend = HTTPBackend(server.url, "tok", max_response_bytes=CAP)
+    with backend, pytest.raises(ServiceError, match="over the 1 MiB limit"):
+        within(lambda: backend.conversations.list())
     assert server.requests == 1
 
 
@@ -207,10 +207,64 @@ def test_any_other_path_prefix_is_kept_before_v1() -> None:
 
 def test_https_against_a_plain_http_port_says_to_try_http(serve: str) -> None:
     url = serve.replace("http://", "https://")
-    with HTTPBackend(url, "serve-tok", max_retries=0) as backend:
-        with pytest.raises(APIConnectionError) as info:
-            within(lambda: backend.conversations.list())
+    backend = HTTPBackend(url, "serve-tok", max_retries=0)
+    with backend, pytest.raises(APIConnectionError) as info:
+        within(lambda: backend.conversations.list())
     message = str(info.value)
     assert "plain HTTP" in message
     assert "http://" in message
     assert not isinstance(info.value, APITimeoutError)
+
+
+@pytest.fixture
+def no_proxy_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """An environment with no proxy settings of its own."""
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    return monkeypatch
+
+
+def test_the_proxy_set_in_the_environment_is_used(
+    hostile: Callable[..., HostileServer], no_proxy_env: pytest.MonkeyPatch
+) -> None:
+    proxy = hostile("page", body=_page_of(400))
+    no_proxy_env.setenv("HTTP_PROXY", proxy.url)
+    with HTTPBackend("http://svc.test:8080", "tok") as backend:
+        page = within(lambda: backend.conversations.list(limit=5))
+    assert [c.id for c in page.data] == ["conv_big"]
+    assert proxy.request_lines == ["GET http://svc.test:8080/v1/conversations?limit=5 HTTP/1.1"]
+
+
+def test_no_proxy_sends_straight_to_the_service(
+    hostile: Callable[..., HostileServer], no_proxy_env: pytest.MonkeyPatch
+) -> None:
+    proxy = hostile("page", body=_page_of(400))
+    service = hostile("page", body=_page_of(500))
+    no_proxy_env.setenv("HTTP_PROXY", proxy.url)
+    no_proxy_env.setenv("NO_PROXY", "127.0.0.1")
+    with HTTPBackend(service.url, "tok") as backend:
+        within(lambda: backend.conversations.list(limit=5))
+    assert proxy.requests == 0
+    assert service.request_lines == ["GET /v1/conversations?limit=5 HTTP/1.1"]
+
+
+def test_a_proxy_trickling_its_headers_times_out_too(
+    hostile: Callable[..., HostileServer], no_proxy_env: pytest.MonkeyPatch
+) -> None:
+    proxy = hostile("trickle", pause=0.3)
+    no_proxy_env.setenv("HTTP_PROXY", proxy.url)
+    backend = HTTPBackend("http://svc.test:8080", "tok", timeout=1, max_retries=0)
+    with backend, pytest.raises(APITimeoutError, match="timeout 1 s"):
+        within(lambda: backend.conversations.list())
+    assert proxy.requests == 1
+
+
+def test_a_proxy_convrisk_cannot_use_is_refused_before_any_request(
+    no_proxy_env: pytest.MonkeyPatch,
+) -> None:
+    no_proxy_env.setenv("ALL_PROXY", "socks5://user:secret@127.0.0.1:1080")
+    with pytest.raises(InvalidRequestError, match="not an http:// or https:// proxy") as info:
+        HTTPBackend("http://127.0.0.1:9", "tok")
+    assert info.value.param == "proxy"
+    assert "secret" not in str(info.value)
