@@ -541,11 +541,13 @@ class _Transport:
                     f"The answer from {self.host} to {method} {path} could not be decoded."
                 )
             except _TooLarge as exc:
-                declared = f" (it declared {exc.declared} bytes)" if exc.declared else ""
+                how = "stopped reading it"
+                if exc.declared is not None:
+                    how = f"it declared {exc.declared} bytes, not read"
                 error = ServiceError(
                     f"The answer from {self.host} to {method} {path} is over the "
-                    f"{_size_text(self._max_bytes)} limit on a response{declared}; stopped "
-                    f"reading it. Raise {_SIZE_SETTING} if the service is trusted.",
+                    f"{_size_text(self._max_bytes)} limit on a response ({how}); raise "
+                    f"{_SIZE_SETTING} if the service is trusted.",
                     code="response_too_large",
                 )
             except httpx.RequestError as exc:

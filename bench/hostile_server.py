@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import signal
 import socket
 import sys
 import threading
@@ -122,6 +123,10 @@ class HostileServer:
             thread.join(timeout=10)
         self._listener.close()
 
+    def close_soon(self) -> None:
+        """Ask the server to stop (safe from a signal handler); `wait()` then returns."""
+        self._stopping.set()
+
     def wait(self) -> None:
         """Block until the server's time is up (or Ctrl-C)."""
         while self._acceptor.is_alive():
@@ -221,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     server = HostileServer(
         args.kind, pause=args.pause, size=args.size_mib * MIB, max_seconds=args.seconds
     )
+    signal.signal(signal.SIGTERM, lambda signum, frame: server.close_soon())
     with server:
         print(f"listening on {server.url}", flush=True)
         if server.kind == "gzip-bomb":
