@@ -16,6 +16,7 @@ Kinds:
 - `huge-length`: declares a `Content-Length` of `--size-mib`, then sends nothing.
 - `page`: an ordinary answer with the body given to `HostileServer(body=...)`, gzipped when
   `gzip_body=True`; the connection is kept alive.
+- `page-then-trickle`: `page` for the first request of a connection, `trickle` for the next.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import zlib
 from collections.abc import Iterator
 from types import TracebackType
 
-KINDS = ("trickle", "gzip-bomb", "big", "huge-length", "page")
+KINDS = ("trickle", "gzip-bomb", "big", "huge-length", "page", "page-then-trickle")
 HOST = "127.0.0.1"
 MAX_SECONDS = 3600.0
 MIB = 1024 * 1024
@@ -161,14 +162,14 @@ class HostileServer:
         with conn:
             conn.settimeout(5.0)
             try:
-                while not self._stopping.is_set():
+                for turn in range(1000):
                     head = self._read_head(conn)
-                    if head is None:
+                    if head is None or self._stopping.is_set():
                         return
                     with self._lock:
                         self.requests += 1
                         self.request_lines.append(head.split(b"\r\n", 1)[0].decode("latin-1"))
-                    if not self._answer(conn):
+                    if not self._answer(conn, turn):
                         return
             except OSError:
                 # The client gave up and closed the connection: that is what we wanted.
@@ -184,9 +185,9 @@ class HostileServer:
             data += chunk
         return data
 
-    def _answer(self, conn: socket.socket) -> bool:
-        """Send one answer; True when the connection may serve another request."""
-        if self.kind == "trickle":
+    def _answer(self, conn: socket.socket, turn: int) -> bool:
+        """Send the answer to the connection's request number `turn`; True to keep it open."""
+        if self.kind == "trickle" or (self.kind == "page-then-trickle" and turn > 0):
             for byte in b"HTTP/1.1 200 OK\r\nX-Slow: ":
                 if self._stopping.wait(self.pause):
                     return False
@@ -210,7 +211,7 @@ class HostileServer:
             self._stopping.wait(self.max_seconds)
             return False
         conn.sendall(f"{head}Content-Length: {len(self._body)}\r\n\r\n".encode() + self._body)
-        return self.kind == "page"
+        return self.kind in ("page", "page-then-trickle")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import shutil
+import ssl
+import subprocess
 import threading
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -268,3 +272,78 @@ def test_a_proxy_convrisk_cannot_use_is_refused_before_any_request(
         HTTPBackend("http://127.0.0.1:9", "tok")
     assert info.value.param == "proxy"
     assert "secret" not in str(info.value)
+
+
+@pytest.fixture
+def tls_service(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A loopback https service with a fresh self-signed certificate; its URL and that cert."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True, timeout=30,
+    )  # fmt: skip
+    body = _page_of(400)
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{server.server_address[1]}", cert
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_https_is_spoken_and_verified_against_the_trusted_certificates(
+    tls_service: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, cert = tls_service
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    with HTTPBackend(url, "tok", max_retries=0) as backend:
+        page = within(lambda: backend.conversations.list())
+    assert [c.id for c in page.data] == ["conv_big"]
+
+
+def test_https_to_an_untrusted_certificate_is_refused(
+    tls_service: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, _ = tls_service
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    backend = HTTPBackend(url, "tok", max_retries=0)
+    with backend, pytest.raises(APIConnectionError, match="CERTIFICATE_VERIFY_FAILED"):
+        within(lambda: backend.conversations.list())
+
+
+def test_a_reused_connection_trickling_its_headers_times_out_too(
+    hostile: Callable[..., HostileServer],
+) -> None:
+    server = hostile("page-then-trickle", body=_page_of(400), pause=0.3)
+    with HTTPBackend(server.url, "tok", timeout=1, max_retries=0) as backend:
+        first = within(lambda: backend.conversations.list())
+        with pytest.raises(APITimeoutError, match="timeout 1 s"):
+            within(lambda: backend.conversations.list())
+    assert [c.id for c in first.data] == ["conv_big"]
+    # Both went over one keep-alive connection: the second request's turn was the trickle.
+    assert server.requests == 2
