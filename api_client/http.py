@@ -897,7 +897,12 @@ def _validate_page(model: type[M], data: object, status: int, what: str) -> Page
 
 
 class HTTPBackend:
-    """The Backend of a remote service at `base_url`, over one pooled httpx.Client."""
+    """The Backend of a remote service at `base_url`, over one pooled httpx.Client.
+
+    `timeout` bounds each attempt from connect to last byte; `max_response_bytes` bounds each
+    answer once decoded. With a `transport` of your own, the deadline is checked only between
+    chunks of the body (the whole-attempt deadline lives in the default transport).
+    """
 
     def __init__(
         self,
