@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import email.utils
 import json
 import logging
 import math
 import random as _random
 import re
+import ssl
 import time
+import urllib.request
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
+import httpcore
 import httpx
 import pydantic
 
@@ -55,6 +61,12 @@ logger = logging.getLogger("convrisk.http")
 RETRY_STATUSES = frozenset({408, 409, 429})
 MAX_RETRY_AFTER = 120.0
 CONNECT_TIMEOUT = 5.0
+MIB = 1024 * 1024
+# The most a response may weigh once decoded: a page of 100 risk profiles with up to 1 MiB of
+# details each is about 100 MiB, so this fits the largest legitimate page with room.
+DEFAULT_MAX_RESPONSE_BYTES = 256 * MIB
+# Where a user raises the limit (cli/settings.py); named in the error.
+_SIZE_SETTING = "max_response_mb (CONVRISK_MAX_RESPONSE_MB)"
 
 M = TypeVar("M", bound=Resource)
 C = TypeVar("C", bound=Mapping[str, Any])
@@ -143,6 +155,11 @@ def _check_base_url(base_url: str) -> httpx.URL:
             "base_url must not carry a user name or password; set the token instead.",
             param="base_url",
         )
+    # The operations' paths start with /v1, so a base_url copied with it names the same service
+    # (it used to give `Unknown route: GET /v1/v1/...`, a 404 that reads as "already gone").
+    path = url.raw_path.rstrip(b"/")
+    if path.endswith(b"/v1"):
+        url = url.copy_with(raw_path=path[: -len(b"/v1")] or b"/")
     return url
 
 
@@ -155,22 +172,253 @@ class _AnswerTooSlow(httpx.ReadTimeout):
     """The whole answer did not arrive within the attempt's deadline."""
 
 
-class _DeadlineStream(httpx.SyncByteStream):
-    """A response body that fails with `_AnswerTooSlow` once the deadline has passed."""
+class _TooLarge(Exception):
+    """The answer weighs more than the limit (decoded), or declares so in its Content-Length."""
 
-    def __init__(self, stream: httpx.SyncByteStream, deadline: float) -> None:
+    def __init__(self, declared: int | None = None) -> None:
+        super().__init__("the answer is over the size limit")
+        self.declared = declared
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """A response read in full: what the resources need of it."""
+
+    status_code: int
+    reason_phrase: str
+    headers: httpx.Headers
+    content: bytes
+
+    @property
+    def is_success(self) -> bool:
+        """Whether the status is 2xx."""
+        return 200 <= self.status_code < 300
+
+
+# The deadline (time.monotonic()) of the attempt running in this context, or None.
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "convrisk_attempt_deadline", default=None
+)
+
+
+def _time_left(timeout: float | None, late: type[httpcore.TimeoutException]) -> float | None:
+    """A socket operation's timeout, cut to what is left of the attempt; `late` once none is."""
+    deadline = _DEADLINE.get()
+    if deadline is None:
+        return timeout
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise late("the attempt's deadline has passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineNetworkStream(httpcore.NetworkStream):
+    """A socket whose every wait (read, write, TLS handshake) ends by the attempt's deadline."""
+
+    def __init__(self, stream: httpcore.NetworkStream) -> None:
         self._stream = stream
-        self._deadline = deadline
 
-    def __iter__(self) -> Iterator[bytes]:
-        for chunk in self._stream:
-            if time.monotonic() > self._deadline:
-                raise _AnswerTooSlow("the whole answer took longer than the timeout")
-            yield chunk
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        """Read up to max_bytes, waiting no later than the deadline."""
+        return self._stream.read(max_bytes, _time_left(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        """Write the buffer, waiting no later than the deadline."""
+        self._stream.write(buffer, _time_left(timeout, httpcore.WriteTimeout))
 
     def close(self) -> None:
-        """Close the underlying stream (returning the connection to the pool if it was read)."""
+        """Close the socket."""
         self._stream.close()
+
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        """The TLS stream over this one, its handshake ending by the deadline."""
+        tls = self._stream.start_tls(
+            ssl_context, server_hostname, _time_left(timeout, httpcore.ConnectTimeout)
+        )
+        return _DeadlineNetworkStream(tls)
+
+    def get_extra_info(self, info: str) -> Any:
+        """What the underlying stream knows (socket, ssl_object, is_readable...)."""
+        return self._stream.get_extra_info(info)
+
+
+class _DeadlineNetworkBackend(httpcore.NetworkBackend):
+    """httpcore's own sockets, connected and wrapped so that they obey the attempt's deadline."""
+
+    def __init__(self) -> None:
+        self._backend = httpcore.SyncBackend()
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        """A TCP connection, made by the deadline."""
+        stream = self._backend.connect_tcp(
+            host, port, _time_left(timeout, httpcore.ConnectTimeout), local_address, socket_options
+        )
+        return _DeadlineNetworkStream(stream)
+
+    def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        """A Unix socket connection, made by the deadline."""
+        stream = self._backend.connect_unix_socket(
+            path, _time_left(timeout, httpcore.ConnectTimeout), socket_options
+        )
+        return _DeadlineNetworkStream(stream)
+
+    def sleep(self, seconds: float) -> None:
+        """Sleep (used by httpcore between connection retries, which we do not ask for)."""
+        self._backend.sleep(seconds)
+
+
+# httpcore's errors and httpx's of the same meaning, most specific first.
+_HTTPX_ERRORS: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
+    (httpcore.ConnectTimeout, httpx.ConnectTimeout),
+    (httpcore.ReadTimeout, httpx.ReadTimeout),
+    (httpcore.WriteTimeout, httpx.WriteTimeout),
+    (httpcore.PoolTimeout, httpx.PoolTimeout),
+    (httpcore.TimeoutException, httpx.TimeoutException),
+    (httpcore.ConnectError, httpx.ConnectError),
+    (httpcore.ReadError, httpx.ReadError),
+    (httpcore.WriteError, httpx.WriteError),
+    (httpcore.NetworkError, httpx.NetworkError),
+    (httpcore.ProxyError, httpx.ProxyError),
+    (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
+    (httpcore.LocalProtocolError, httpx.LocalProtocolError),
+    (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
+    (httpcore.ProtocolError, httpx.ProtocolError),
+)
+
+
+@contextlib.contextmanager
+def _as_httpx_errors() -> Iterator[None]:
+    """Raise httpcore's errors as the httpx errors of the same meaning."""
+    try:
+        yield
+    except Exception as exc:
+        for core, mapped in _HTTPX_ERRORS:
+            if isinstance(exc, core):
+                raise mapped(str(exc)) from exc
+        raise
+
+
+class _CoreBody(httpx.SyncByteStream):
+    """An httpcore response body as httpx reads it, with httpx's errors."""
+
+    def __init__(self, stream: Iterable[bytes]) -> None:
+        self._stream = stream
+
+    def __iter__(self) -> Iterator[bytes]:
+        with _as_httpx_errors():
+            yield from self._stream
+
+    def close(self) -> None:
+        """Close the body: its connection goes back to the pool if it was read to the end."""
+        close = getattr(self._stream, "close", None)
+        if close is not None:
+            with _as_httpx_errors():
+                close()
+
+
+class _DeadlineTransport(httpx.BaseTransport):
+    """httpx over an httpcore pool whose sockets obey the attempt's deadline (DESIGN 1.2).
+
+    httpx's own timeouts bound each wait; this bounds the attempt as a whole, from connecting to
+    the last byte, status line and headers included, without a second thread: every blocking
+    socket call gets at most the time left.
+    """
+
+    def __init__(self, url: httpx.URL) -> None:
+        limits = httpx.Limits()
+        proxy = _environment_proxy(url)
+        self._pool = httpcore.ConnectionPool(
+            # Loading the CA bundle takes about 50 ms: only for https.
+            ssl_context=httpx.create_ssl_context() if url.scheme == "https" else None,
+            proxy=proxy,
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=_DeadlineNetworkBackend(),
+        )
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Send the request over the pool; the answer's body is read later, as httpx reads it."""
+        if not isinstance(request.stream, httpx.SyncByteStream):
+            raise TypeError("the request body must be a synchronous stream")
+        core_request = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(
+                scheme=request.url.raw_scheme,
+                host=request.url.raw_host,
+                port=request.url.port,
+                target=request.url.raw_path,
+            ),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
+        with _as_httpx_errors():
+            answer = self._pool.handle_request(core_request)
+        if not isinstance(answer.stream, Iterable):
+            raise TypeError("httpcore answered with an asynchronous body")
+        return httpx.Response(
+            status_code=answer.status,
+            headers=answer.headers,
+            stream=_CoreBody(answer.stream),
+            extensions=answer.extensions,
+        )
+
+    def close(self) -> None:
+        """Close the pooled connections."""
+        with _as_httpx_errors():
+            self._pool.close()
+
+
+def _environment_proxy(url: httpx.URL) -> httpcore.Proxy | None:
+    """The proxy the environment sets for `url` (HTTP(S)_PROXY, ALL_PROXY, NO_PROXY), or None.
+
+    httpx reads these itself only for its own transport, so they are read here the same way.
+    """
+    proxies = urllib.request.getproxies()
+    target = proxies.get(url.scheme) or proxies.get("all")
+    if not target:
+        return None
+    port = f":{url.port}" if url.port is not None else ""
+    if urllib.request.proxy_bypass(f"{url.host}{port}"):
+        return None
+    if "://" not in target:
+        target = f"http://{target}"
+    try:
+        proxy_url = httpx.URL(target)
+    except (httpx.InvalidURL, TypeError, ValueError):
+        proxy_url = None
+    if proxy_url is None or proxy_url.scheme not in ("http", "https") or not proxy_url.host:
+        raise InvalidRequestError(
+            f"The proxy set in the environment for {url.scheme}:// ({_shown_url(target)}) is not "
+            "an http:// or https:// proxy, the only kinds convrisk can use.",
+            param="proxy",
+        )
+    auth = None
+    if proxy_url.username or proxy_url.password:
+        auth = (proxy_url.username, proxy_url.password)
+    return httpcore.Proxy(
+        url=str(proxy_url.copy_with(username=None, password=None)),
+        auth=auth,
+        ssl_context=httpx.create_ssl_context() if proxy_url.scheme == "https" else None,
+    )
 
 
 class _Transport:
@@ -183,6 +431,7 @@ class _Transport:
         *,
         timeout: float,
         max_retries: int,
+        max_response_bytes: int,
         transport: httpx.BaseTransport | None,
         sleep: Callable[[float], None],
         random: Callable[[], float],
@@ -195,9 +444,20 @@ class _Transport:
             raise InvalidRequestError(
                 "max_retries must be an integer of 0 or more.", param="max_retries"
             )
+        if (
+            isinstance(max_response_bytes, bool)
+            or not isinstance(max_response_bytes, int)
+            or max_response_bytes < 1
+        ):
+            raise InvalidRequestError(
+                "max_response_bytes must be a whole number of bytes of 1 or more.",
+                param="max_response_bytes",
+            )
         url = _check_base_url(base_url)
         self._token = _check_token(token)
         self._max_retries = max_retries
+        self._max_bytes = max_response_bytes
+        self._scheme = url.scheme
         self._timeout = float(timeout)
         self._sleep = sleep
         self._random = random
@@ -215,7 +475,7 @@ class _Transport:
             headers=headers,
             timeout=httpx.Timeout(self._timeout, connect=min(CONNECT_TIMEOUT, self._timeout)),
             follow_redirects=False,
-            transport=transport,
+            transport=_DeadlineTransport(url) if transport is None else transport,
         )
 
     def close(self) -> None:
@@ -240,7 +500,7 @@ class _Transport:
         body: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
         gone_is_done: bool = False,
-    ) -> httpx.Response:
+    ) -> _Answer:
         """Send one logical request, retrying per DESIGN 1.2; returns a 2xx answer or raises.
 
         With `gone_is_done` (a delete), a 404 to a retry is the answer too when an earlier attempt
@@ -265,7 +525,7 @@ class _Transport:
         maybe_done = False
         while True:
             started = time.monotonic()
-            response: httpx.Response | None = None
+            response: _Answer | None = None
             error: ConvriskError
             # Whether this attempt may have reached the service (then the request may be done).
             reached = True
@@ -280,6 +540,16 @@ class _Transport:
             except httpx.DecodingError:
                 error = ServiceError(
                     f"The answer from {self.host} to {method} {path} could not be decoded."
+                )
+            except _TooLarge as exc:
+                how = "stopped reading it"
+                if exc.declared is not None:
+                    how = f"it declared {exc.declared} bytes, not read"
+                error = ServiceError(
+                    f"The answer from {self.host} to {method} {path} is over the "
+                    f"{_size_text(self._max_bytes)} limit on a response ({how}); raise "
+                    f"{_SIZE_SETTING} if the service is trusted.",
+                    code="response_too_large",
                 )
             except httpx.RequestError as exc:
                 reached = not isinstance(exc, httpx.ConnectError | httpx.UnsupportedProtocol)
@@ -331,24 +601,52 @@ class _Transport:
         params: Mapping[str, str] | None,
         content: bytes | None,
         headers: Mapping[str, str],
-    ) -> httpx.Response:
-        """One attempt, answer read in full within `timeout` seconds of sending (DESIGN 1.2).
+    ) -> _Answer:
+        """One attempt, over within `timeout` seconds of starting, from connect to last byte.
 
-        httpx's timeout bounds each read separately, so the body is streamed and the deadline
-        checked between chunks; the response is closed, so a fully read connection is reused.
+        The deadline reaches every socket wait through `_DEADLINE` (see `_DeadlineTransport`)
+        and is checked again between chunks of the body, which also bounds time spent decoding.
         """
         deadline = time.monotonic() + self._timeout
-        request = self._http.build_request(
-            method, path, params=params, content=content, headers=headers
-        )
-        response = self._http.send(request, stream=True)
+        token = _DEADLINE.set(deadline)
         try:
-            if isinstance(response.stream, httpx.SyncByteStream):
-                response.stream = _DeadlineStream(response.stream, deadline)
-            response.read()
+            request = self._http.build_request(
+                method, path, params=params, content=content, headers=headers
+            )
+            # A timeout before the headers are in reads "waiting for the answer"...
+            response = self._http.send(request, stream=True)
+            try:
+                return self._read(response, deadline)
+            except httpx.ReadTimeout as exc:
+                # ... and one in the body, cut short by the deadline, "the whole answer".
+                if isinstance(exc, _AnswerTooSlow) or time.monotonic() < deadline:
+                    raise
+                raise _AnswerTooSlow("the whole answer took longer than the timeout") from exc
+            finally:
+                response.close()
         finally:
-            response.close()
-        return response
+            _DEADLINE.reset(token)
+
+    def _read(self, response: httpx.Response, deadline: float) -> _Answer:
+        """The body decoded, at most `max_response_bytes` of it held: beyond is `_TooLarge`."""
+        declared = response.headers.get("Content-Length", "").strip()
+        if declared.isdigit() and int(declared) > self._max_bytes:
+            raise _TooLarge(int(declared))
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in response.iter_bytes():
+            size += len(chunk)
+            if size > self._max_bytes:
+                raise _TooLarge()
+            if time.monotonic() > deadline:
+                raise _AnswerTooSlow("the whole answer took longer than the timeout")
+            chunks.append(chunk)
+        return _Answer(
+            status_code=response.status_code,
+            reason_phrase=response.reason_phrase,
+            headers=response.headers,
+            content=b"".join(chunks),
+        )
 
     def _describe(self, exc: httpx.RequestError) -> str:
         text = str(exc).strip()
@@ -361,9 +659,11 @@ class _Transport:
             httpx.UnsupportedProtocol: "unsupported protocol",
         }
         kind = kinds.get(type(exc), type(exc).__name__)
+        if self._scheme == "https" and _plain_http_answered_tls(exc):
+            kind = "the port seems to speak plain HTTP, not HTTPS; try http:// in base_url"
         return self._scrub(f"{kind} ({text})" if text else kind)
 
-    def _error_for(self, response: httpx.Response) -> APIError:
+    def _error_for(self, response: _Answer) -> APIError:
         status = response.status_code
         if 300 <= status < 400:
             target = httpx.URL(response.headers.get("Location", ""))
@@ -407,6 +707,26 @@ class _Transport:
         )
 
 
+def _size_text(size: int) -> str:
+    """A byte count as people write it: 256 MiB, 64 KiB, 1000 bytes."""
+    for unit, name in ((1024 * MIB, "GiB"), (MIB, "MiB"), (1024, "KiB")):
+        if size % unit == 0:
+            return f"{size // unit} {name}"
+    return f"{size} bytes"
+
+
+def _plain_http_answered_tls(exc: BaseException) -> bool:
+    """Whether a TLS handshake failed because the other end answered in plain HTTP."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            break
+        if isinstance(seen, ssl.SSLError) and seen.reason == "WRONG_VERSION_NUMBER":
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return "WRONG_VERSION_NUMBER" in str(exc)
+
+
 def _failure_text(error: ConvriskError) -> str:
     if isinstance(error, APITimeoutError):
         return "timeout"
@@ -444,7 +764,7 @@ def _with_note(error: E, note: str | None, *, scrub: Callable[[str], str] | None
     return error
 
 
-def _json_body(response: httpx.Response, what: str) -> object:
+def _json_body(response: _Answer, what: str) -> object:
     status = response.status_code
     if not response.content.strip():
         raise ServiceError(
@@ -514,7 +834,7 @@ class HTTPResource(Generic[M, C, U, F]):
         check_text(id, "id")
         return f"{self._path}/{quote(id, safe='')}"
 
-    def _one(self, response: httpx.Response) -> M:
+    def _one(self, response: _Answer) -> M:
         what = f"a {self._noun}"
         data = _json_body(response, what)
         result: M = _validate(self._model, data, response.status_code, what)
@@ -575,7 +895,12 @@ def _validate_page(model: type[M], data: object, status: int, what: str) -> Page
 
 
 class HTTPBackend:
-    """The Backend of a remote service at `base_url`, over one pooled httpx.Client."""
+    """The Backend of a remote service at `base_url`, over one pooled httpx.Client.
+
+    `timeout` bounds each attempt from connect to last byte; `max_response_bytes` bounds each
+    answer once decoded. With a `transport` of your own, the deadline is checked only between
+    chunks of the body (the whole-attempt deadline lives in the default transport).
+    """
 
     def __init__(
         self,
@@ -584,6 +909,7 @@ class HTTPBackend:
         *,
         timeout: float = 30.0,
         max_retries: int = 2,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
         random: Callable[[], float] = _random.random,
@@ -593,6 +919,7 @@ class HTTPBackend:
             token,
             timeout=timeout,
             max_retries=max_retries,
+            max_response_bytes=max_response_bytes,
             transport=transport,
             sleep=sleep,
             random=random,
