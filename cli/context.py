@@ -188,6 +188,7 @@ def build_client(settings: Settings) -> Client:
                 settings.token,
                 timeout=settings.timeout,
                 max_retries=settings.max_retries,
+                max_response_bytes=settings.max_response_mb * 1024 * 1024,
             )
         except ConvriskError as exc:
             # Nothing was sent: the settings are what is wrong (exit 2), not an HTTP answer.

@@ -67,3 +67,21 @@ def test_a_gzip_bomb_fails_once_naming_the_limit_exit_1(home: Path, bomb: Hostil
     assert result.stdout == ""
     # Not retried, though retries are on by default.
     assert bomb.requests == 1
+
+
+def test_max_response_mb_from_the_environment_sets_the_limit(
+    home: Path, bomb: HostileServer
+) -> None:
+    result = _list(home, bomb.url, CONVRISK_MAX_RESPONSE_MB="1")
+    assert result.returncode == 1, result.stderr
+    assert "1 MiB limit" in result.stderr
+    assert bomb.requests == 1
+
+
+def test_a_raised_max_response_mb_lets_a_large_answer_through(
+    home: Path, bomb: HostileServer
+) -> None:
+    # 300 MiB of decoded JSON (an empty page with padding) fits under a 512 MiB limit.
+    result = _list(home, bomb.url, CONVRISK_MAX_RESPONSE_MB="512")
+    assert result.returncode == 0, result.stderr
+    assert "limit" not in result.stderr
