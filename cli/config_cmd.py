@@ -20,7 +20,6 @@ from .settings import (
     env_name,
     mask_token,
     parse_value,
-    printable,
     save_config,
 )
 
@@ -63,7 +62,7 @@ def _target(ctx: typer.Context, profile: str | None) -> tuple[AppContext, str, P
 def _existing(config: Config, name: str, path: Path) -> dict[str, Any]:
     """The table of a profile that must exist (`default` may be absent: it is then empty)."""
     if name not in config and name != DEFAULT_PROFILE:
-        raise UsageProblem(f"No profile {name!r} in {printable(str(path))}.", param="--profile")
+        raise UsageProblem(f"No profile {name!r} in {path}.", param="--profile")
     return config.get(name, {})
 
 
@@ -79,7 +78,7 @@ def _shown(key: str, value: Any) -> str:
         text = str(value)
     except ValueError:  # a TOML hex integer past 4300 decimal digits
         return "(a number too long to show)"
-    return mask_token(text) if key == "token" else printable(text)
+    return mask_token(text) if key == "token" else text
 
 
 @app.command("set")
@@ -109,7 +108,7 @@ def set_(
     config.setdefault(name, {})[key] = parsed
     save_config(path, config)
     printer = run.plain_printer()
-    printer.hint(f"Set {key} = {_shown(key, parsed)} in profile {name!r} ({printable(str(path))}).")
+    printer.hint(f"Set {key} = {_shown(key, parsed)} in profile {name!r} ({path}).")
     if key == "token" and value != "-":
         printer.hint("Tip: `convrisk config set token -` keeps the token out of shell history.")
 
@@ -146,11 +145,11 @@ def unset(ctx: typer.Context, key: Key, profile: Profile = None) -> None:
     config = _editable(run, path)
     printer = run.plain_printer()
     if key not in _existing(config, name, path):
-        printer.hint(f"{key} was not set in profile {name!r} ({printable(str(path))}).")
+        printer.hint(f"{key} was not set in profile {name!r} ({path}).")
         return
     del config[name][key]
     save_config(path, config)
-    printer.hint(f"Unset {key} in profile {name!r} ({printable(str(path))}).")
+    printer.hint(f"Unset {key} in profile {name!r} ({path}).")
 
 
 @app.command("show")

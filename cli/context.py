@@ -20,7 +20,6 @@ from .settings import (
     Flags,
     Settings,
     config_path,
-    printable,
     read_config,
     shown_url,
 )
@@ -210,12 +209,12 @@ def database_path(settings: Settings) -> Path:
         except OSError as exc:
             reason = exc.strerror or exc
             raise UsageProblem(
-                f"Cannot create the data folder {printable(str(settings.db.parent))}: {reason}.",
+                f"Cannot create the data folder {settings.db.parent}: {reason}.",
                 param="--db",
             ) from None
     elif not settings.db.parent.is_dir():
         raise UsageProblem(
-            f"The folder of the database {printable(str(settings.db))} does not exist.",
+            f"The folder of the database {settings.db} does not exist.",
             param="--db",
         )
     return settings.db

@@ -69,14 +69,6 @@ RANGES: Final[dict[str, Bounds]] = {
 Config = dict[str, dict[str, Any]]
 
 
-def printable(text: str) -> str:
-    """`text` with control characters escaped, for a message (api_client.text.printable)."""
-    # Imported here: `--help` and `config path` must not import api_client at all.
-    from api_client.text import printable as escaped
-
-    return escaped(text)
-
-
 def env_name(key: str) -> str:
     """The environment variable of a profile key: `CONVRISK_<KEY>`."""
     return f"CONVRISK_{key.upper()}"
@@ -250,10 +242,10 @@ class ConfigFile:
             return None
         import shlex
 
-        shown = printable(str(self.path))
+        shown = str(self.path)
         return (
             f"config file {shown} holds a token and is readable by others "
-            f"(mode {self.mode:04o}): run chmod 600 {printable(shlex.quote(str(self.path)))}"
+            f"(mode {self.mode:04o}): run chmod 600 {shlex.quote(str(self.path))}"
         )
 
 
@@ -262,7 +254,7 @@ def read_config(path: Path) -> ConfigFile:
     UsageProblem naming the file and what is wrong."""
 
     def problem(what: str) -> UsageProblem:
-        return UsageProblem(f"Config file {printable(str(path))} {what}.")
+        return UsageProblem(f"Config file {path} {what}.")
 
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
@@ -332,7 +324,7 @@ def save_config(path: Path, config: Config) -> None:
 
     import tomli_w
 
-    shown = printable(str(path))
+    shown = str(path)
     text = tomli_w.dumps({name: table for name, table in config.items() if table})
     try:
         target = path.resolve()
@@ -409,7 +401,7 @@ def resolve(flags: Flags, env: Mapping[str, str], config: ConfigFile | None = No
     # `default` need not exist: settings may come from the environment and defaults alone.
     if profile not in profiles and profile != DEFAULT_PROFILE:
         raise UsageProblem(
-            f"No profile {profile!r} in {printable(str(path))} (from {profile_source}). "
+            f"No profile {profile!r} in {path} (from {profile_source}). "
             f"Create it with: convrisk config set --profile {profile} KEY VALUE",
             param="--profile",
         )
@@ -417,7 +409,7 @@ def resolve(flags: Flags, env: Mapping[str, str], config: ConfigFile | None = No
     for key in table:
         if key not in KEYS:
             raise UsageProblem(
-                f"Config file {printable(str(path))}, profile {profile!r}: unknown key {key!r}. "
+                f"Config file {path}, profile {profile!r}: unknown key {key!r}. "
                 f"Known: {', '.join(KEYS)}."
             )
     flag_values = {"base_url": flags.base_url, "db": flags.db, "output": flags.output}
@@ -435,7 +427,7 @@ def resolve(flags: Flags, env: Mapping[str, str], config: ConfigFile | None = No
             raw[key] = (env[env_name(key)], env_name(key))
             sources[key], layers[key] = env_name(key), 1
         elif key in table:
-            raw[key] = (table[key], f"{printable(str(path))} [{profile}]")
+            raw[key] = (table[key], f"{path} [{profile}]")
             sources[key], layers[key] = f"profile {profile}", 2
         elif key in DEFAULTS:
             sources[key], layers[key] = "default", 3
