@@ -239,6 +239,9 @@ def main(args: Sequence[str] | None = None) -> int:
     run = AppContext()
     try:
         result = command().main(argv, prog_name="convrisk", standalone_mode=False, obj=run)
+        if result == INTERRUPTED:
+            # typer turns Ctrl-C into Exit(130) and returns the code: report it as one.
+            raise KeyboardInterrupt
         return result if isinstance(result, int) else OK
     except StdoutClosed:
         _silence_stdout()

@@ -295,6 +295,15 @@ class IdList:
     """Ids from the arguments, or read lazily from stdin (one per line, blank lines ignored)."""
 
     given: list[str]
+    read: list[str] | None = None  # the ids from stdin, once read_all() has read them
+
+    def read_all(self) -> list[str]:
+        """Every id now: the arguments, or all of stdin's."""
+        if not self.from_stdin:
+            return self.given
+        if self.read is None:
+            self.read = list(self._stdin())
+        return self.read
 
     @property
     def from_stdin(self) -> bool:
@@ -309,7 +318,12 @@ class IdList:
     def __iter__(self) -> Iterator[str]:
         if not self.from_stdin:
             yield from self.given
-            return
+        elif self.read is not None:
+            yield from self.read
+        else:
+            yield from self._stdin()
+
+    def _stdin(self) -> Iterator[str]:
         for line in sys.stdin:
             if line.strip():
                 yield line.strip()

@@ -1,4 +1,4 @@
-"""Output formats: table (rich on a terminal, TSV otherwise), json, jsonl, csv, id; colour,
+"""Output formats: table (on a terminal, TSV otherwise), json, jsonl, csv, id; colour,
 hints and progress on stderr only."""
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def test_timestamps_in_seconds_or_milliseconds_give_the_same_date() -> None:
     assert format_timestamp(None) == ""
 
 
-def test_rich_table_on_a_terminal_shows_whole_ids(
+def test_a_table_on_a_terminal_shows_whole_ids(
     invoke: Invoke, conversations: Make, terminal: Terminal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ids = conversations(2)
