@@ -80,9 +80,11 @@ class LazyGroup(TyperGroup):
 
 def _sub_group(name: str, module: str) -> Command:
     """The group of a sub-app, built as `app.add_typer(sub_app, name=name)` would build it."""
-    sub_app = import_module(f"{__package__}.{module}").app
+    from .commands import Group, with_global_options
+
+    sub_app = with_global_options(import_module(f"{__package__}.{module}").app)
     return typer.main.get_group_from_info(
-        TyperInfo(sub_app, name=name),
+        TyperInfo(sub_app, name=name, cls=Group),
         pretty_exceptions_short=app.pretty_exceptions_short,
         suggest_commands=app.suggest_commands,
         rich_markup_mode=app.rich_markup_mode,
@@ -91,10 +93,11 @@ def _sub_group(name: str, module: str) -> Command:
 
 def _serve_command() -> Command:
     """`serve`, built as `app.command("serve")(serve)` would build it."""
+    from .commands import Command
     from .serve import serve
 
     return typer.main.get_command_from_info(
-        CommandInfo(name="serve", callback=serve),
+        CommandInfo(name="serve", callback=serve, cls=Command),
         pretty_exceptions_short=app.pretty_exceptions_short,
         rich_markup_mode=app.rich_markup_mode,
     )

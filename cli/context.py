@@ -140,7 +140,7 @@ class AppContext:
                 where = shown_url(settings.base_url or "")
                 self.printer().warning(
                     f"No token is set for {where}: set CONVRISK_TOKEN, or run "
-                    "`convrisk config set token -` and paste it."
+                    "`convrisk config set token` and paste it."
                 )
             self._client = build_client(settings)
         return self._client

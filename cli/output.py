@@ -483,11 +483,16 @@ class Printer:
                 answer = ask(prompt, tty, tty)
         return answer.strip().lower() in ("y", "yes")
 
-    def secret(self, question: str) -> str:
-        """Read a line from the terminal without echo (a token): Enter finishes it."""
+    def ask_value(self, question: str, *, hidden: bool) -> str:
+        """A line typed on the terminal (stdin), Enter finishing it; `hidden`: not echoed.
+
+        Ctrl-C or end of input ends the question's line and raises KeyboardInterrupt.
+        """
+        self._own_line()
+        if not hidden:
+            return ask(shown(question), sys.stdin, sys.stderr)
         import getpass
 
-        self._own_line()
         try:
             return getpass.getpass(shown(question), stream=sys.stderr)
         except (KeyboardInterrupt, EOFError):

@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
 
@@ -297,3 +298,41 @@ def test_delete_with_ids_from_a_pipe_and_no_terminal_refuses(
     assert refused.returncode == 2
     assert "there is no terminal to ask on. Pass --yes" in refused.stderr
     assert [c.id for c in store.conversations.list().data] == [conv_id]
+
+
+# -- the token typed on the terminal -------------------------------------------------------------
+
+TOKEN = "tok_" + "s3cr3t" * 5
+
+
+@pytest.mark.parametrize("args", [["config", "set", "token"], ["config", "set", "token", "-"]])
+def test_config_set_token_on_a_terminal_asks_without_echo_and_enter_finishes(
+    env: dict[str, str], args: list[str]
+) -> None:
+    term = Terminal(env, args, columns=80)
+    term.read_until(b"token: ")
+    term.send(TOKEN.encode() + b"\r")
+    assert term.finish() == 0
+    lines = term.text()
+    assert lines[0] == "token:"  # nothing echoed
+    assert TOKEN not in term.output.decode()
+    assert lines[1].startswith("Set token = ****") and TOKEN[-4:] in lines[1]
+    config = (Path(env["XDG_CONFIG_HOME"]) / "convrisk" / "config.toml").read_text()
+    assert f'token = "{TOKEN}"' in config
+
+
+def test_ctrl_c_at_the_token_question_changes_nothing(env: dict[str, str]) -> None:
+    term = Terminal(env, ["config", "set", "token"], columns=80)
+    term.read_until(b"token: ")
+    term.send(b"abc\x03")
+    assert term.finish() == 130
+    assert term.text()[-2:] == ["token:", "Interrupted."]
+    assert not (Path(env["XDG_CONFIG_HOME"]) / "convrisk" / "config.toml").exists()
+
+
+def test_config_set_token_without_a_terminal_says_how_to_give_it(env: dict[str, str]) -> None:
+    result = run(env, "config", "set", "token")
+    assert result.returncode == 2
+    assert "config set token -` reads it from stdin" in result.stderr
+    piped = run(env, "config", "set", "token", "-", input=TOKEN + "\n")
+    assert piped.returncode == 0 and TOKEN not in piped.stderr
