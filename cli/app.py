@@ -14,6 +14,7 @@ from typer._click import Command, Context
 from typer.core import TyperGroup
 from typer.models import CommandInfo, TyperInfo
 
+from . import complete
 from .context import AppContext, app_context, describe_failure
 from .errors import Failures, NotConfirmed, NotSet, StdoutClosed, UsageProblem
 from .output import ErrorInfo
@@ -139,7 +140,10 @@ def root(
     profile: Annotated[
         str | None,
         typer.Option(
-            "--profile", metavar="P", help="Config profile to use (env CONVRISK_PROFILE)."
+            "--profile",
+            metavar="P",
+            help="Config profile to use (env CONVRISK_PROFILE).",
+            autocompletion=complete.profiles,
         ),
     ] = None,
     base_url: Annotated[

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+from . import complete
 from .context import AppContext, app_context
 from .errors import NotSet, UsageProblem
 from .options import read_secret
@@ -51,9 +52,15 @@ Profile = Annotated[
         metavar="P",
         help="The profile (default: the active one: convrisk --profile P, CONVRISK_PROFILE, "
         "or default).",
+        autocompletion=complete.profiles,
     ),
 ]
-Key = Annotated[str, typer.Argument(metavar="KEY", help=f"One of: {', '.join(KEYS)}.")]
+Key = Annotated[
+    str,
+    typer.Argument(
+        metavar="KEY", help=f"One of: {', '.join(KEYS)}.", autocompletion=complete.config_keys
+    ),
+]
 
 
 def _target(ctx: typer.Context, profile: str | None) -> tuple[AppContext, str, Path]:

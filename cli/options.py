@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from . import complete
 from .errors import UsageProblem
 from .settings import OUTPUT_FORMATS, printable
 
@@ -49,6 +50,7 @@ Output = Annotated[
         callback=_remember_output,
         is_eager=True,
         show_default=False,
+        autocompletion=complete.formats,
     ),
 ]
 Limit = Annotated[
@@ -64,7 +66,10 @@ All = Annotated[bool, typer.Option("--all", help="Every item, page after page (s
 StartingAfter = Annotated[
     str | None,
     typer.Option(
-        "--starting-after", metavar="ID", help="Continue after this id (the cursor of a hint)."
+        "--starting-after",
+        metavar="ID",
+        help="Continue after this id (the cursor of a hint).",
+        autocompletion=complete.ids,
     ),
 ]
 Yes = Annotated[
@@ -72,7 +77,11 @@ Yes = Annotated[
 ]
 Ids = Annotated[
     list[str],
-    typer.Argument(metavar="ID", help="One or more ids, or - to read ids from stdin."),
+    typer.Argument(
+        metavar="ID",
+        help="One or more ids, or - to read ids from stdin.",
+        autocompletion=complete.ids,
+    ),
 ]
 Details = Annotated[
     str | None,
