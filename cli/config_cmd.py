@@ -1,6 +1,7 @@
 """`convrisk config`: set, get, unset, show and path of the config file's profiles."""
 
 import dataclasses
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -132,10 +133,20 @@ def set_(
         )
 
 
+_NUMBER = re.compile(r"-[0-9.]+(?:[eE][+-]?[0-9]+)?")
+
+
 def _value(printer: Printer, key: str, value: str | None) -> str:
     """VALUE as given; `-` reads stdin (a line typed on a terminal, hidden for the token);
     no VALUE asks for the token on the terminal."""
     if value not in (None, "-"):
+        if value.startswith("-") and _NUMBER.fullmatch(value) is None:
+            # Unknown options reach here as values (so that -1 can be one): not these.
+            raise UsageProblem(
+                f"No such option: {printable(value)} (see 'convrisk config set --help'). A "
+                "value that starts with - other than a number: give it through stdin with -.",
+                param="VALUE",
+            )
         return value
     if printer.stdin_is_terminal() and (value == "-" or key == "token"):
         text = printer.ask_value(f"{key}: ", hidden=key == "token").strip()

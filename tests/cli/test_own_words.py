@@ -141,6 +141,11 @@ def test_negative_numbers_after_config_set_key_are_values(
     invoke("config", "set", "--profile", "ci", "timeout", "5").ok()
     assert invoke("config", "set", "timeout", "-1", "--profile", "ci").code == 2
     assert "timeout = 5" in config_file.read_text()
-    bad_option = invoke("config", "set", "timeout", "5", "--bogus")
-    assert bad_option.code == 2  # an unknown option is still an error, never stored
-    assert "--bogus" not in config_file.read_text()
+    for args in (["timeout", "5", "--bogus"], ["token", "--bogus"], ["db", "-x"]):
+        bad_option = invoke("config", "set", *args)
+        assert bad_option.code == 2, args  # an unknown option is still an error, never stored
+        assert bad_option.stderr.count("\n") == 1
+    assert invoke("config", "set", "token", "--bogus").stderr.startswith(
+        "Error: No such option: --bogus"
+    )
+    assert "bogus" not in config_file.read_text() and "-x" not in config_file.read_text()
