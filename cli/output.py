@@ -521,7 +521,10 @@ class Printer:
 
     def _sink(self, kind: Kind, many: bool) -> Sink:
         if self.fmt == "json":
-            return JsonSink(self, kind, many, indent=2 if self.stdout_is_terminal() else None)
+            if self.stdout_is_terminal():
+                sink = ColouredJsonSink if not self._no_color else JsonSink
+                return sink(self, kind, many, indent=2)
+            return JsonSink(self, kind, many, indent=None)
         if self.fmt == "jsonl":
             return JsonlSink(self, kind, many)
         if self.fmt == "csv":
@@ -613,6 +616,36 @@ class JsonSink(Sink):
             self.printer.write("[]\n")
         else:
             self.printer.write("]\n" if self.indent is None else "\n]\n")
+
+
+# A JSON token: a string (a key when a colon follows), a number, or a literal.
+_JSON_TOKEN = re.compile(
+    r'(?P<string>"(?:[^"\\]|\\.)*")(?P<colon>\s*:)?'
+    r"|(?P<number>-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)"
+    r"|(?P<literal>true|false|null)"
+)
+
+
+def colour_json(text: str) -> str:
+    """JSON text with its keys, strings and null in colour (the text itself unchanged)."""
+
+    def paint(match: re.Match[str]) -> str:
+        if match.group("string") is not None:
+            code = "1;34" if match.group("colon") else "32"
+            return f"\x1b[{code}m{match.group('string')}\x1b[0m{match.group('colon') or ''}"
+        if match.group("literal") == "null":
+            return f"\x1b[2m{match.group()}\x1b[0m"
+        return match.group()
+
+    return _JSON_TOKEN.sub(paint, text)
+
+
+class ColouredJsonSink(JsonSink):
+    """Indented JSON on a terminal, syntax-coloured (never with NO_COLOR or when piped)."""
+
+    def render(self, rows: Sequence[Row]) -> str:
+        """The same text as JsonSink's, coloured."""
+        return colour_json(super().render(rows))
 
 
 class JsonlSink(Sink):

@@ -90,11 +90,12 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(
 
 
 def test_json_is_compact_when_piped_and_indented_on_a_terminal(
-    invoke: Invoke, conversations: Make, terminal: Terminal
+    invoke: Invoke, conversations: Make, terminal: Terminal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     conversations(2)
     piped = invoke("conv", "list", "-o", "json").ok()
     assert piped.stdout.count("\n") == 1
+    monkeypatch.setenv("NO_COLOR", "1")
     terminal("stdout")
     shown = invoke("conv", "list", "-o", "json").ok()
     assert shown.stdout.count("\n") > 10 and '\n    "id": ' in shown.stdout

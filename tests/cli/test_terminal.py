@@ -3,6 +3,8 @@ over stdout's text, and questions on the controlling terminal."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 
 import pytest
@@ -159,3 +161,19 @@ def test_an_empty_list_from_stdin_asks_nothing(
     monkeypatch.setattr(output, "controlling_terminal", lambda: tty)
     assert invoke("conv", "delete", "-", "-o", "json", input="\n").ok().json() == []
     assert "Delete" not in tty.shown
+
+
+def test_json_on_a_terminal_is_coloured_and_the_same_document(
+    invoke: Invoke, conversations: Make, terminal: Terminal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conversations(2)
+    piped = invoke("conv", "list", "-o", "json").ok()
+    assert "\x1b[" not in piped.stdout
+    terminal("stdout")
+    coloured = invoke("conv", "list", "-o", "json").ok().stdout
+    assert '\x1b[1;34m"id"\x1b[0m: \x1b[32m"conv_' in coloured
+    assert "\x1b[2mnull\x1b[0m" in coloured
+    assert json.loads(re.sub(r"\x1b\[[0-9;]*m", "", coloured)) == piped.json()
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert "\x1b[" not in invoke("conv", "list", "-o", "json").ok().stdout
+    assert "\x1b[" not in invoke("conv", "list", "-o", "jsonl").ok().stdout  # never jsonl
