@@ -45,7 +45,7 @@ def cold_start(ws: Workspace) -> str:
             False,
         ),
         ("`convrisk conv list` (piped: TSV)", [CONVRISK, "conv", "list"], False),
-        ("`convrisk conv list` (terminal: rich table)", [CONVRISK, "conv", "list"], True),
+        ("`convrisk conv list` (terminal: table)", [CONVRISK, "conv", "list"], True),
     ]
     results: dict[str, list[Run]] = {label: [] for label, _, _ in cases}
     for _label, argv, tty in cases:  # warm the page cache and .pyc files once

@@ -14,6 +14,7 @@ from typer._click import Command, Context
 from typer.core import TyperGroup
 from typer.models import CommandInfo, TyperInfo
 
+from . import complete
 from .context import AppContext, app_context, describe_failure
 from .errors import Failures, NotConfirmed, NotSet, StdoutClosed, UsageProblem
 from .output import ErrorInfo
@@ -80,9 +81,11 @@ class LazyGroup(TyperGroup):
 
 def _sub_group(name: str, module: str) -> Command:
     """The group of a sub-app, built as `app.add_typer(sub_app, name=name)` would build it."""
-    sub_app = import_module(f"{__package__}.{module}").app
+    from .commands import Group, with_global_options
+
+    sub_app = with_global_options(import_module(f"{__package__}.{module}").app)
     return typer.main.get_group_from_info(
-        TyperInfo(sub_app, name=name),
+        TyperInfo(sub_app, name=name, cls=Group),
         pretty_exceptions_short=app.pretty_exceptions_short,
         suggest_commands=app.suggest_commands,
         rich_markup_mode=app.rich_markup_mode,
@@ -91,10 +94,11 @@ def _sub_group(name: str, module: str) -> Command:
 
 def _serve_command() -> Command:
     """`serve`, built as `app.command("serve")(serve)` would build it."""
+    from .commands import Command
     from .serve import serve
 
     return typer.main.get_command_from_info(
-        CommandInfo(name="serve", callback=serve),
+        CommandInfo(name="serve", callback=serve, cls=Command),
         pretty_exceptions_short=app.pretty_exceptions_short,
         rich_markup_mode=app.rich_markup_mode,
     )
@@ -136,7 +140,10 @@ def root(
     profile: Annotated[
         str | None,
         typer.Option(
-            "--profile", metavar="P", help="Config profile to use (env CONVRISK_PROFILE)."
+            "--profile",
+            metavar="P",
+            help="Config profile to use (env CONVRISK_PROFILE).",
+            autocompletion=complete.profiles,
         ),
     ] = None,
     base_url: Annotated[
@@ -239,6 +246,9 @@ def main(args: Sequence[str] | None = None) -> int:
     run = AppContext()
     try:
         result = command().main(argv, prog_name="convrisk", standalone_mode=False, obj=run)
+        if result == INTERRUPTED:
+            # typer turns Ctrl-C into Exit(130) and returns the code: report it as one.
+            raise KeyboardInterrupt
         return result if isinstance(result, int) else OK
     except StdoutClosed:
         _silence_stdout()

@@ -139,7 +139,7 @@ class AppContext:
                 where = shown_url(settings.base_url or "")
                 self.printer().warning(
                     f"No token is set for {where}: set CONVRISK_TOKEN, or run "
-                    "`convrisk config set token -` and paste it."
+                    "`convrisk config set token` and paste it."
                 )
             self._client = build_client(settings)
         return self._client
@@ -316,16 +316,21 @@ def delete_each(
     """
     printer = run.printer(output)
     if not yes:
-        if ids.from_stdin or not printer.stdin_is_terminal():
+        # Ids from stdin leave stdin busy: the question goes to the controlling terminal.
+        stdin_free = not ids.from_stdin
+        if not printer.can_ask(stdin_free=stdin_free):
             raise UsageProblem(
                 f"Refusing to delete {kind.plural} without confirmation: there is no terminal "
                 "to ask on. Pass --yes to delete.",
                 param="--yes",
             )
-        shown = ", ".join(ids.given[:5]) + (", ..." if len(ids.given) > 5 else "")
-        noun = kind.noun if len(ids.given) == 1 else f"{len(ids.given)} {kind.plural}"
-        if not printer.confirm(f"Delete {noun} ({shown}) for good?"):
-            raise NotConfirmed("Nothing was deleted.")
+        given = ids.read_all()  # ids from stdin are read first, to be shown in the question
+        if given:
+            shown = ", ".join(given[:5]) + (", ..." if len(given) > 5 else "")
+            noun = kind.noun if len(given) == 1 else f"{len(given)} {kind.plural}"
+            answer = printer.confirm(f"Delete {noun} ({shown}) for good?", stdin_free=stdin_free)
+            if not answer:
+                raise NotConfirmed("Nothing was deleted.")
     target = resource(run.client())
 
     def delete(id: str) -> dict[str, Any]:

@@ -38,7 +38,11 @@ def env(tmp_path: Path) -> dict[str, str]:
 def run(
     env: dict[str, str], *args: str, input: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run convrisk to the end; stdin is /dev/null unless input is given."""
+    """Run convrisk to the end; stdin is /dev/null unless input is given.
+
+    In a session of its own: no controlling terminal to ask on, as in CI (and never the
+    terminal that runs pytest).
+    """
     return subprocess.run(
         [str(CONVRISK), *args],
         env=env,
@@ -47,6 +51,7 @@ def run(
         capture_output=True,
         text=True,
         timeout=SAFETY_TIMEOUT,
+        start_new_session=True,
     )
 
 
@@ -260,7 +265,7 @@ def test_delete_asks_on_a_real_terminal(env: dict[str, str], store: Any) -> None
     assert [c.id for c in store.conversations.list().data] == [keep]
 
 
-def test_a_terminal_gets_a_rich_table(env: dict[str, str], store: Any) -> None:
+def test_a_terminal_gets_a_table(env: dict[str, str], store: Any) -> None:
     conv_id = store.conversations.create({"group_id": "g_42"}).id
     child, fd = on_a_terminal(env, "conv", "list")
     shown = read_until(fd, b"\x00never").decode()
