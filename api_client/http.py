@@ -57,6 +57,7 @@ from .records import (
     Conversation,
     Deleted,
     JsonPage,
+    NotANumber,
     Page,
     Record,
     RiskProfile,
@@ -64,6 +65,7 @@ from .records import (
     check_page,
     check_record,
     json_text,
+    load_json,
 )
 
 logger = logging.getLogger("convrisk.http")
@@ -774,11 +776,6 @@ def _with_note(error: E, note: str | None, *, scrub: Callable[[str], str] | None
     return error
 
 
-def _not_json(name: str) -> object:
-    """NaN and Infinity are not JSON (Python's parser takes them; no JSON output could)."""
-    raise ValueError(f"{name} is not a JSON value")
-
-
 def _json_body(response: _Answer, what: str) -> object:
     status = response.status_code
     if not response.content.strip():
@@ -787,7 +784,12 @@ def _json_body(response: _Answer, what: str) -> object:
             status=status,
         )
     try:
-        return json.loads(response.content, parse_constant=_not_json)
+        return load_json(response.content)
+    except NotANumber as exc:
+        raise ServiceError(
+            f"The service answered HTTP {status} with {what} that cannot be shown as JSON: {exc}.",
+            status=status,
+        ) from None
     except (ValueError, RecursionError):
         kind = response.headers.get("Content-Type", "").split(";")[0].strip() or "unknown type"
         raise ServiceError(

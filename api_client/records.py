@@ -15,6 +15,7 @@ command never builds a model at all.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any, Generic, Required, TypedDict, TypeVar
 
@@ -85,6 +86,27 @@ class JsonPage(TypedDict):
     has_more: bool
     data: list[str]
     ids: list[str]
+
+
+class NotANumber(ValueError):
+    """JSON text holds NaN, Infinity or a number too large for a float: no JSON output can."""
+
+
+def _refuse_constant(name: str) -> object:
+    raise NotANumber(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise NotANumber(f"{text} is too large a number to print")
+    return value
+
+
+def load_json(text: str | bytes) -> Any:
+    """Parse JSON text strictly: NaN and Infinity (which Python's parser accepts) and numbers
+    that overflow a float raise NotANumber, so every value read can be printed as JSON again."""
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
 
 
 def json_text(record: Mapping[str, Any]) -> str:

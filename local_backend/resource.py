@@ -30,7 +30,7 @@ from api_client.params import (
     check_text,
     exceeds_depth,
 )
-from api_client.records import Deleted, JsonPage, Page, Record, check_record
+from api_client.records import Deleted, JsonPage, Page, Record, check_record, load_json
 from api_client.records import json_text as record_json
 
 from . import ids
@@ -453,24 +453,15 @@ def check_readable(values: Iterable[object]) -> None:
             raise ValueError(f"a column holds {value}, which is not a JSON number")
 
 
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"{text} is too large for a JSON number")
-    return value
-
-
-def _not_json(name: str) -> object:
-    raise ValueError(f"{name} is not a JSON value")
-
-
-def load_json_column(text: str, param: str) -> Any:
-    """The value of a JSON text column, nested at most MAX_DETAILS_DEPTH levels (else ValueError).
+def load_json_object(text: str, param: str) -> dict[str, Any]:
+    """The object in a JSON text column, at most MAX_DETAILS_DEPTH levels deep (else ValueError).
 
     Strict JSON: NaN, Infinity and numbers too large for a float are refused, as no JSON output
     could carry them.
     """
-    value = json.loads(text, parse_constant=_not_json, parse_float=_finite_float)
+    value = load_json(text)
+    if not isinstance(value, dict):
+        raise ValueError(f"{param} is not a JSON object")
     if exceeds_depth(value, MAX_DETAILS_DEPTH):
         raise ValueError(f"{param} nests more than {MAX_DETAILS_DEPTH} levels deep")
     return value
@@ -495,23 +486,24 @@ def register_sql_functions(conn: sqlite3.Connection) -> None:
     conn.create_function(FLOAT_FUNCTION, 1, _json_float, deterministic=True)
 
 
-# A JSON text column may be copied into the output as SQLite re-renders it (`json(c)`) only when
+# A JSON object column is copied into the row's JSON as SQLite re-renders it (`json(c)`) only when
 # that is exactly Python's `json.dumps(json.loads(c), ensure_ascii=False, separators=(",", ":"))`,
-# which is what convrisk writes. SQLite keeps strings' escapes and numbers' text as they are,
-# keeps duplicate keys, and json() only drops whitespace; so a row goes through Python when:
-_CANONICAL_JSON_TEXT = r"""(CASE WHEN typeof({c}) = 'text'
-    -- no more than MAX levels of nesting: fewer brackets than that, or too short to hold more
+# as it is for what convrisk writes. json() only drops whitespace: it keeps escapes, the text of
+# numbers and duplicate keys as they are. So the text is copied only when it is an object, with
+# every condition below (a row that fails one goes through Python, which writes or refuses it):
+_CANONICAL_JSON_OBJECT = r"""(CASE WHEN typeof({c}) = 'text' AND substr({c}, 1, 1) = '{{'
+    -- at most MAX levels of nesting: too short to hold more, or no more brackets than that
     AND (length({c}) <= {short} OR length({c}) - length(replace(replace({c}, '[', ''), '{{', ''))
          <= {depth})
-    -- no escape Python writes otherwise (it writes \u only for C0 controls: those go slowly)
+    -- no escape Python would write otherwise (\u is left to Python, \" \\ \n \t... are the same)
     AND (instr({c}, '\') = 0 OR (instr({c}, '\u') = 0 AND instr({c}, '\/') = 0))
-    -- no integer -0 (Python writes 0)
+    -- no integer -0 (Python writes 0); a date in a string may look like one: Python decides
     AND (instr({c}, '-0') = 0 OR {c} NOT GLOB '*[:,[]-0[],}}]*')
-    -- no whitespace or other form json() would change (invalid JSON raises: the page goes slowly)
+    -- no whitespace, nor anything else json() changes (invalid JSON raises: the page goes slowly)
     AND json({c}) = {c}
   THEN (SELECT count(*) = count(DISTINCT fullkey) AND max(type = 'real') = 0
         FROM json_tree({c}))
-  -- (no duplicate keys, and no real numbers: `1E5` is Python's 100000.0)
+  -- no duplicate key (Python keeps the last), no real number (`1E5` is Python's 100000.0)
 END)"""
 
 
@@ -524,11 +516,11 @@ def _number_sql(column: str) -> str:
 def json_object_sql(fields: Iterable[tuple[str, str]]) -> str:
     """SQL for one row's compact JSON text, or NULL where Python must write it.
 
-    `fields` are (column, kind) in the record's key order; kind is `text` (copied as SQLite
-    holds it), `number` (a REAL written by Python's repr), `flag` (0/1 written false/true; any
-    other value leaves the row to Python, which writes `bool(value)`) or `json` (JSON text,
-    copied when canonical, see `_CANONICAL_JSON_TEXT`). SQLite escapes strings as Python's
-    `json.dumps(..., ensure_ascii=False)` does (`json_agrees` checks it on first use).
+    `fields` are (column, kind) in the record's key order; kind is `text` (the value as SQLite
+    holds it), `number` (likewise, but a REAL written by Python's repr), `flag` (0 and 1 as
+    false and true; another value leaves the row to Python, which writes `bool(value)`) or
+    `object` (JSON object text, copied when canonical: `_CANONICAL_JSON_OBJECT`). SQLite escapes
+    strings as `json.dumps(..., ensure_ascii=False)` does; `json_agrees` checks it on first use.
     """
     parts: builtins.list[str] = []
     conditions: builtins.list[str] = []
@@ -540,9 +532,9 @@ def json_object_sql(fields: Iterable[tuple[str, str]]) -> str:
         elif kind == "flag":
             conditions.append(f"{column} IN (0, 1)")
             value = f"CASE WHEN {column} THEN json('true') ELSE json('false') END"
-        elif kind == "json":
+        elif kind == "object":
             conditions.append(
-                _CANONICAL_JSON_TEXT.format(
+                _CANONICAL_JSON_OBJECT.format(
                     c=column, depth=MAX_DETAILS_DEPTH, short=2 * (MAX_DETAILS_DEPTH + 1) - 1
                 )
             )
@@ -574,7 +566,7 @@ def json_agrees(conn: sqlite3.Connection) -> bool:
             ("f", "number"),
             ("z", "number"),
             ("t", "flag"),
-            ("j", "json"),
+            ("j", "object"),
         ]
     )
     values = (_PROBE_TEXT, 2**63 - 1, 0.1, -0.0, 1, _PROBE_JSON)

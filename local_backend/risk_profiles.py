@@ -18,7 +18,7 @@ from .resource import (
     check_storable_number,
     json_object_sql,
     json_text,
-    load_json_column,
+    load_json_object,
 )
 
 COLUMNS = ("id", "customer_id", "profile_type", "score", "details", "created_at", "updated_at")
@@ -58,11 +58,11 @@ def to_record(row: Row) -> RiskProfile:
     """The risk profile of a row of COLUMNS: `details` parsed, the rest as stored."""
     check_readable(row)
     record = dict(zip(COLUMNS, row, strict=True))
-    record["details"] = load_json_column(record["details"], "details")
+    record["details"] = load_json_object(record["details"], "details")
     return cast(RiskProfile, record)
 
 
-_KINDS = {"score": "number", "details": "json", "created_at": "number", "updated_at": "number"}
+_KINDS = {"score": "number", "details": "object", "created_at": "number", "updated_at": "number"}
 
 
 SPEC: ResourceSpec[RiskProfile] = ResourceSpec(
