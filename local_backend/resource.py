@@ -17,7 +17,7 @@ import math
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from api_client.errors import InvalidRequestError, NotFoundError, ServiceError
 from api_client.params import (
@@ -120,32 +120,32 @@ class TableResource(Generic[M, C, U, F]):
         is read again as a record in the same snapshot; a page SQLite fails on (a BLOB, a
         non-finite number) goes through `list`, which says what is wrong with it.
         """
+        if not self._fast_json():
+            return self._dumped(filters, limit, starting_after)
         sql, args = self.list_sql(
             filters, limit=limit, starting_after=starting_after, select=self._select_json
         )
         size = args[-1] - 1
-        rows: builtins.list[tuple[str, str | None]] | None = None
-        if self._fast_json():
-            try:
-                rows = self._db.read(lambda conn: conn.execute(sql, args).fetchall())
-            except ServiceError:
-                rows = None
-            if rows is not None and any(text is None for _, text in rows):
-                rows = self._db.snapshot(lambda conn: self._fill_json(conn, sql, args))
-        if rows is None:
-            page = self.list(filters, limit=limit, starting_after=starting_after)
-            records = page["data"]
-            return {
-                "has_more": page["has_more"],
-                "data": [record_json(record) for record in records],
-                "ids": [record["id"] for record in records],
-            }
-        has_more = len(rows) > size
-        rows = rows[:size]
+        try:
+            rows = self._db.read(lambda conn: conn.execute(sql, args).fetchall())
+        except ServiceError:
+            # A value SQLite cannot write as JSON (a BLOB, a non-finite number), or a fault:
+            # the general path reads the page again and says what is wrong.
+            return self._dumped(filters, limit, starting_after)
+        ids, texts = _split(rows[:size])
+        if None in texts:
+            rows = self._db.snapshot(lambda conn: self._fill_json(conn, sql, args))
+            ids, texts = _split(rows[:size])
+        return {"has_more": len(rows) > size, "data": cast("list[str]", texts), "ids": ids}
+
+    def _dumped(self, filters: F | None, limit: int, starting_after: str | None) -> JsonPage:
+        """The JSON page from `list`: each record dumped by Python."""
+        page = self.list(filters, limit=limit, starting_after=starting_after)
+        records = page["data"]
         return {
-            "has_more": has_more,
-            "data": [text for _, text in rows],  # type: ignore[misc]
-            "ids": [object_id for object_id, _ in rows],
+            "has_more": page["has_more"],
+            "data": [record_json(record) for record in records],
+            "ids": [record["id"] for record in records],
         }
 
     def _fill_json(
@@ -405,6 +405,16 @@ class TableResource(Generic[M, C, U, F]):
                 )
         text = json.dumps([self._spec.name, canonical], sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _split(
+    rows: builtins.list[tuple[str, str | None]],
+) -> tuple[builtins.list[str], builtins.list[str | None]]:
+    """(id, text) rows as a list of ids and a list of texts."""
+    if not rows:
+        return [], []
+    ids, texts = zip(*rows, strict=True)
+    return builtins.list(ids), builtins.list(texts)
 
 
 def _first_line(exc: BaseException) -> str:
