@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -284,12 +284,11 @@ def print_list(
     printer = run.printer(output)
     target = resource(run.client())
     if printer.takes_json_text():
-        pages: Iterable[Any] = target.iter_json_pages(
-            filters, limit=limit, starting_after=starting_after
-        )
+        texts = target.iter_json_pages(filters, limit=limit, starting_after=starting_after)
+        printer.json_pages(kind, texts, hint_more=hint_more)
     else:
         pages = target.iter_pages(filters, limit=limit, starting_after=starting_after)
-    printer.pages(kind, pages, hint_more=hint_more)
+        printer.pages(kind, pages, hint_more=hint_more)
 
 
 def for_each_id(

@@ -383,24 +383,33 @@ class Printer:
         """Whether list output is compact JSON, so pages may come as JSON text (`JsonPage`)."""
         return self.fmt == "jsonl" or (self.fmt == "json" and not self.stdout_is_terminal())
 
-    def pages(
-        self, kind: Kind, pages: Iterable[Page[R]] | Iterable[JsonPage], *, hint_more: bool
-    ) -> None:
-        """Every page of a list as it arrives; a hint on stderr when more items exist.
+    def pages(self, kind: Kind, pages: Iterable[Page[R]], *, hint_more: bool) -> None:
+        """Every page of a list as it arrives; a hint on stderr when more items exist."""
+        self._pages(kind, pages, hint_more=hint_more, text=False)
 
-        Pages of records, or of JSON text when `takes_json_text()` (written as they are).
-        """
+    def json_pages(self, kind: Kind, pages: Iterable[JsonPage], *, hint_more: bool) -> None:
+        """`pages` for pages of JSON text, written as they are (when `takes_json_text()`)."""
+        self._pages(kind, pages, hint_more=hint_more, text=True)
+
+    def _pages(
+        self,
+        kind: Kind,
+        pages: Iterable[Page[R]] | Iterable[JsonPage],
+        *,
+        hint_more: bool,
+        text: bool,
+    ) -> None:
         count = 0
         has_more = False
         last_id: str | None = None
         with self.records(kind, many=True) as sink:
             for page in pages:
-                if "ids" in page:
+                if text:
                     text_page = cast("JsonPage", page)
                     sink.write_json(text_page["data"])
                     ids = text_page["ids"]
                 else:
-                    records = page["data"]
+                    records = cast("Page[R]", page)["data"]
                     sink.write(records)
                     ids = [record["id"] for record in records[-1:]]
                 last_id = ids[-1] if ids else last_id

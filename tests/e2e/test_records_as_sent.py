@@ -43,7 +43,7 @@ OBJECTS = {f"/v1/conversations/{o['id']}": o for o in CONVERSATIONS} | {
     f"/v1/risk-profiles/{o['id']}": o for o in PROFILES
 }
 PAGES = {
-    "/v1/conversations": {"object": "list", "has_more": False, "data": CONVERSATIONS},
+    "/v1/conversations": {"object": "list", "has_more": False, "data": CONVERSATIONS, "ids": [1]},
     "/v1/risk-profiles": {"has_more": False, "data": PROFILES, "url": "/v1/risk-profiles"},
 }
 

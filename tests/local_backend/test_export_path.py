@@ -79,12 +79,14 @@ def _printed(store: LocalBackend, fmt: str, name: str, *, text: bool) -> str:
     printer = Printer(fmt, env={})
     printer.stdout_is_terminal = lambda: False  # type: ignore[method-assign]
     resource = getattr(Client(store, page_size=9), name)
-    pages = resource.iter_json_pages() if text else resource.iter_pages()
     kind = CONVERSATIONS if name == "conversations" else RISK_PROFILES
     out = io.StringIO()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("sys.stdout", out)
-        printer.pages(kind, pages, hint_more=False)
+        if text:
+            printer.json_pages(kind, resource.iter_json_pages(), hint_more=False)
+        else:
+            printer.pages(kind, resource.iter_pages(), hint_more=False)
     return out.getvalue()
 
 

@@ -114,7 +114,12 @@ def fill_varied(path: Path) -> None:
             )
         for details in [*DETAILS, nested(64), nested(20)]:
             profiles.create(
-                {"customer_id": "cus_d", "profile_type": "moderate", "score": 1.5, "details": details}
+                {
+                    "customer_id": "cus_d",
+                    "profile_type": "moderate",
+                    "score": 1.5,
+                    "details": details,
+                }
             )
         hand_made = [
             profiles.create(
