@@ -157,6 +157,7 @@ class ResourceClient(Generic[M, C, U, F]):
         return _paginate(fetch, lambda page: page["ids"][-1], cut, limit, starting_after, per_page)
 
     def _check_iteration(self, limit: int | None, page_size: int | None) -> tuple[int, int | None]:
+        """The page size to ask for, and the checked total."""
         per_page = self._page_size if page_size is None else check_page_size(page_size)
         if limit is not None and (
             isinstance(limit, bool) or not isinstance(limit, int) or limit < 0

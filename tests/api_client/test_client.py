@@ -8,6 +8,7 @@ Faults only a misbehaving remote can produce are scripted with MockTransport bel
 from __future__ import annotations
 
 import gc
+import json
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -21,7 +22,7 @@ from api_client import Client
 from api_client.client import CursorGuard
 from api_client.errors import InvalidRequestError, NotFoundError, ServiceError
 from api_client.http import HTTPBackend
-from api_client.records import Conversation
+from api_client.records import Conversation, json_text
 from local_backend.server import make_server
 from local_backend.store import LocalBackend
 
@@ -256,6 +257,36 @@ def test_client_page_size_is_what_each_request_asks_for(remote: MakeRemote) -> N
         "conv_151",
         "conv_051",
     ]
+
+
+def test_json_pages_are_the_same_pages_as_json_text(remote: MakeRemote) -> None:
+    odd = {"id": "conv_2", "is_pinned": "yes", "extra": [1, None], "note": "é \x1b"}
+    answers = [
+        httpx.Response(200, json={"has_more": True, "data": [conversation("conv_3"), odd]}),
+        ids_page("conv_1", has_more=False),
+    ]
+    r = remote(*answers, *answers)
+    client = Client(r.backend, page_size=2)
+    pages = list(client.conversations.iter_pages())
+    texts = list(client.conversations.iter_json_pages())
+    assert [page["has_more"] for page in texts] == [page["has_more"] for page in pages]
+    assert [page["ids"] for page in texts] == [["conv_3", "conv_2"], ["conv_1"]]
+    assert [page["data"] for page in texts] == [
+        [json_text(record) for record in page["data"]] for page in pages
+    ]
+    assert json.loads(texts[0]["data"][1]) == odd
+
+
+def test_json_pages_stop_on_a_repeated_cursor_and_are_cut_to_the_limit(
+    remote: MakeRemote,
+) -> None:
+    same = ids_page("conv_3", "conv_2", has_more=True)
+    r = remote(same, same, ids_page("conv_4", "conv_3", "conv_2", has_more=False))
+    with pytest.raises(ServiceError, match="makes no progress"):
+        list(Client(r.backend, page_size=2).conversations.iter_json_pages())
+    (page,) = Client(r.backend).conversations.iter_json_pages(limit=2)
+    assert page["ids"] == ["conv_4", "conv_3"] and len(page["data"]) == 2
+    assert page["has_more"] is True
 
 
 @pytest.mark.parametrize("page_size", [0, 101, -5])
