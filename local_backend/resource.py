@@ -418,7 +418,7 @@ def _split(
 
 
 def _first_line(exc: BaseException) -> str:
-    """The first line of an exception's message (pydantic's run to several), or its type."""
+    """The first line of an exception's message (some run to several), or its type."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
 
