@@ -79,7 +79,12 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit("the sqlite3 command-line shell is needed (apt-get install sqlite3)")
     sizes = sorted(int(size) for size in args.sizes.split(","))
     with tempfile.TemporaryDirectory(prefix="export-home-") as home:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CONVRISK_")}
+        # PYTHONDONTWRITEBYTECODE would make every start compile our modules from source.
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("CONVRISK_") and k != "PYTHONDONTWRITEBYTECODE"
+        }
         env.update(HOME=home, XDG_CONFIG_HOME=f"{home}/config", XDG_DATA_HOME=f"{home}/data")
         print("| rows | command | wall s (median) | rows/s | x sqlite3 | CPU s | CPU x |")
         print("|---:|---|---:|---:|---:|---:|---:|")
