@@ -120,11 +120,11 @@ class TableResource(Generic[M, C, U, F]):
         is read again as a record in the same snapshot; a page SQLite fails on (a BLOB, a
         non-finite number) goes through `list`, which says what is wrong with it.
         """
-        if not self._fast_json():
-            return self._dumped(filters, limit, starting_after)
         sql, args = self.list_sql(
             filters, limit=limit, starting_after=starting_after, select=self._select_json
         )
+        if not self._fast_json():
+            return self._dumped(filters, limit, starting_after)
         size = args[-1] - 1
         try:
             rows = self._db.read(lambda conn: conn.execute(sql, args).fetchall())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -49,6 +50,22 @@ def _scenario(client: Client, advance: Callable[[float], None]) -> list[Any]:
     out.append(conv.list(starting_after=a["id"]))
     out.append(conv.list(ending_before=a["id"]))
     out.append([c for c in conv.iterate(page_size=1)])
+    # The export path: the same pages as JSON text, which parses back to the same records.
+    risk.create({**RISK, "score": 0.1, "details": {"é": [1.5, None, "\x1b"]}})
+    for pages in (
+        conv.iter_json_pages(page_size=1),
+        risk.iter_json_pages({"customer_id": "cus_1"}),
+    ):
+        out.append(
+            [
+                {
+                    "has_more": p["has_more"],
+                    "data": [json.loads(t) for t in p["data"]],
+                    "n": len(p["ids"]),
+                }
+                for p in pages
+            ]
+        )
     return out
 
 
@@ -72,6 +89,11 @@ BAD_CALLS: list[tuple[str, Callable[[Any], object]]] = [
     ("limit 101", lambda c: c.risk_profiles.list(limit=101)),
     ("bad boolean filter", lambda c: c.conversations.list({"muted": "no"})),
     ("unknown filter", lambda c: c.risk_profiles.list({"muted": True})),
+    ("unknown filter, JSON pages", lambda c: next(c.risk_profiles.iter_json_pages({"x": 1}))),
+    (
+        "foreign cursor, JSON pages",
+        lambda c: next(c.conversations.iter_json_pages(starting_after="rp_1")),
+    ),
     ("foreign cursor", lambda c: c.risk_profiles.list(starting_after="conv_1")),
     (
         "two cursors",
