@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
     from api_client import Client
     from api_client.client import ResourceClient
+
+F = TypeVar("F")
 
 
 class AppContext:
@@ -266,11 +268,33 @@ def describe_failure(
     return info
 
 
+def print_list(
+    run: AppContext,
+    kind: Kind,
+    resource: Callable[[Client], ResourceClient[Any, Any, Any, F]],
+    filters: F,
+    *,
+    limit: int | None,
+    starting_after: str | None,
+    output: str | None,
+    hint_more: bool,
+) -> None:
+    """Print a list page by page; compact JSON comes as JSON text (the local export path)."""
+    printer = run.printer(output)
+    target = resource(run.client())
+    if printer.takes_json_text():
+        texts = target.iter_json_pages(filters, limit=limit, starting_after=starting_after)
+        printer.json_pages(kind, texts, hint_more=hint_more)
+    else:
+        pages = target.iter_pages(filters, limit=limit, starting_after=starting_after)
+        printer.pages(kind, pages, hint_more=hint_more)
+
+
 def for_each_id(
     run: AppContext,
     kind: Kind,
     ids: IdList,
-    action: Callable[[str], dict[str, Any]],
+    action: Callable[[str], Mapping[str, Any]],
     *,
     output: str | None,
 ) -> None:

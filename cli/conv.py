@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from . import options as opt
-from .context import app_context, delete_each, for_each_id
+from .context import app_context, delete_each, for_each_id, print_list
 from .output import CONVERSATIONS
 
 if TYPE_CHECKING:
@@ -61,9 +61,16 @@ def list_(
         "pinned": pinned,
         "group_id": group,
     }
-    printer = run.printer(output)
-    pages = run.client().conversations.iter_pages(filters, limit=total, starting_after=cursor)
-    printer.pages(CONVERSATIONS, pages, hint_more=not all_items)
+    print_list(
+        run,
+        CONVERSATIONS,
+        lambda client: client.conversations,
+        filters,
+        limit=total,
+        starting_after=cursor,
+        output=output,
+        hint_more=not all_items,
+    )
 
 
 @app.command("create")
@@ -85,7 +92,7 @@ def create(
     run = app_context(ctx)
     params = opt.conversation_party(contact_id, group_id)
     printer = run.printer(output)
-    printer.one(CONVERSATIONS, run.client().conversations.create(params).to_json_dict())
+    printer.one(CONVERSATIONS, run.client().conversations.create(params))
 
 
 @app.command("get")
@@ -104,7 +111,7 @@ def get(ctx: typer.Context, ids: opt.Ids, output: opt.Output = None) -> None:
         run,
         CONVERSATIONS,
         id_list,
-        lambda id: client.conversations.retrieve(id).to_json_dict(),
+        lambda id: client.conversations.retrieve(id),
         output=output,
     )
 
@@ -157,7 +164,7 @@ def update(
         run,
         CONVERSATIONS,
         id_list,
-        lambda id: client.conversations.update(id, changes).to_json_dict(),
+        lambda id: client.conversations.update(id, changes),
         output=output,
     )
 

@@ -22,17 +22,17 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TextIO, TypeVar, cast
 
 from .errors import CliError, StdoutClosed
 
 if TYPE_CHECKING:
     import logging
 
-    from api_client.models import Page, Resource
+    from api_client.records import JsonPage, Page, Record
 
 Row = Mapping[str, Any]
-R = TypeVar("R", bound="Resource")
+R = TypeVar("R", bound="Record")
 CellKind = Literal["text", "bool", "time", "json", "number"]
 
 # A timestamp above this is taken to be in milliseconds (10**11 seconds is the year 5138).
@@ -187,9 +187,14 @@ def shown(text: str, *, escape_backslash: bool = False, keep_newlines: bool = Fa
 
 def _json(value: object, **options: Any) -> str:
     """JSON text of a value as the service sent it, safe on a terminal and encodable as UTF-8."""
+    return _printable_json(json.dumps(value, ensure_ascii=False, **options))
+
+
+def _printable_json(text: str) -> str:
+    """JSON text (from `json.dumps(..., ensure_ascii=False)`) safe on a terminal: printable_json."""
     from api_client.text import printable_json
 
-    return printable_json(json.dumps(value, ensure_ascii=False, **options))
+    return printable_json(text)
 
 
 # A spreadsheet runs a cell starting with one of these as a formula (OWASP, CSV injection).
@@ -540,22 +545,49 @@ class Printer:
         with self.records(kind, many=False) as sink:
             sink.write([row])
 
+    def takes_json_text(self) -> bool:
+        """Whether list output is compact JSON, so pages may come as JSON text (`JsonPage`)."""
+        return self.fmt == "jsonl" or (self.fmt == "json" and not self.stdout_is_terminal())
+
     def pages(self, kind: Kind, pages: Iterable[Page[R]], *, hint_more: bool) -> None:
         """Every page of a list as it arrives; a hint on stderr when more items exist."""
+        self._pages(kind, pages, hint_more=hint_more, text=False)
+
+    def json_pages(self, kind: Kind, pages: Iterable[JsonPage], *, hint_more: bool) -> None:
+        """`pages` for pages of JSON text, written as they are (when `takes_json_text()`)."""
+        self._pages(kind, pages, hint_more=hint_more, text=True)
+
+    def _pages(
+        self,
+        kind: Kind,
+        pages: Iterable[Page[R]] | Iterable[JsonPage],
+        *,
+        hint_more: bool,
+        text: bool,
+    ) -> None:
         count = 0
-        last: Page[R] | None = None
+        has_more = False
+        last_id: str | None = None
         with self.records(kind, many=True) as sink:
             for page in pages:
-                sink.write([item.to_json_dict() for item in page.data])
-                count += len(page.data)
-                last = page
-                if page.has_more:
+                if text:
+                    text_page = cast("JsonPage", page)
+                    sink.write_json(text_page["data"])
+                    ids = text_page["ids"]
+                else:
+                    records = cast("Page[R]", page)["data"]
+                    sink.write(records)
+                    ids = [record["id"] for record in records[-1:]]
+                last_id = ids[-1] if ids else last_id
+                count += len(page["data"])
+                has_more = page["has_more"]
+                if has_more:
                     self.progress(f"{count} {kind.noun if count == 1 else kind.plural}...")
         self._clear_progress()
-        if last is not None and last.has_more and hint_more and last.data:
+        if has_more and hint_more and last_id is not None:
             self.hint(
                 f"More {kind.plural} exist: use --all, or --limit N, or "
-                f"--starting-after {last.data[-1].id} to see them."
+                f"--starting-after {last_id} to see them."
             )
         elif count == 0 and self.fmt == "table" and self.stdout_is_terminal():
             self.hint(f"No {kind.plural}.")
@@ -580,6 +612,16 @@ class Sink:
     def render(self, rows: Sequence[Row]) -> str:
         """The text of these rows."""
         raise NotImplementedError
+
+    def write_json(self, texts: Sequence[str]) -> None:
+        """Print rows given as their compact JSON text (`records.json_text`), as they are."""
+        if texts:
+            self.printer.write(self.render_json(texts))
+            self.count += len(texts)
+
+    def render_json(self, texts: Sequence[str]) -> str:
+        """The text of rows given as compact JSON: what `render` gives for the same rows."""
+        raise NotImplementedError(f"{type(self).__name__} does not take JSON text")
 
     def close(self) -> None:
         """Finish the output (close a JSON array, print a lone header)."""
@@ -607,6 +649,12 @@ class JsonSink(Sink):
         pad = " " * self.indent
         items = ",\n".join(pad + self._dump(row).replace("\n", "\n" + pad) for row in rows)
         return ("[\n" if self.count == 0 else ",\n") + items
+
+    def render_json(self, texts: Sequence[str]) -> str:
+        """Array items with their separators, from compact JSON text (not indented output)."""
+        if not self.many or self.indent is not None:
+            raise NotImplementedError("indented or single-object JSON is written from records")
+        return ("[" if self.count == 0 else ",") + _printable_json(",".join(texts))
 
     def close(self) -> None:
         """Close the array (an empty one when nothing was written)."""
@@ -654,6 +702,10 @@ class JsonlSink(Sink):
     def render(self, rows: Sequence[Row]) -> str:
         """One line per row."""
         return "".join(_json(row, separators=(",", ":")) + "\n" for row in rows)
+
+    def render_json(self, texts: Sequence[str]) -> str:
+        """One line per row, from compact JSON text."""
+        return _printable_json("\n".join(texts) + "\n")
 
 
 class IdSink(Sink):

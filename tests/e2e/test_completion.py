@@ -65,10 +65,10 @@ def test_config_keys_complete(env: dict[str, str]) -> None:
 
 
 def test_ids_complete_from_the_local_database_newest_first(env: dict[str, str], store: Any) -> None:
-    convs = [store.conversations.create({"contact_id": f"c_{i}"}).id for i in range(60)]
+    convs = [store.conversations.create({"contact_id": f"c_{i}"})["id"] for i in range(60)]
     profile = store.risk_profiles.create(
         {"customer_id": "c", "profile_type": "t", "score": 1, "details": {}}
-    ).id
+    )["id"]
     offered = complete(env, "convrisk conv get ")
     assert offered == convs[::-1][:50]  # at most 50
     assert complete(env, f"convrisk conv delete {convs[7]}") == [convs[7]]

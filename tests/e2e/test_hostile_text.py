@@ -251,7 +251,7 @@ def test_the_serve_log_shows_a_hostile_path_escaped(env: dict[str, str], tmp_pat
 def test_a_hostile_value_cannot_retitle_or_clear_a_real_terminal(
     env: dict[str, str], store: Any, columns: int
 ) -> None:
-    conv_id = store.conversations.create({"contact_id": HOSTILE}).id
+    conv_id = store.conversations.create({"contact_id": HOSTILE})["id"]
     term = Terminal(
         env,
         [

@@ -29,10 +29,10 @@ DATE_UTC = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} UT
 def seed_conversations(store: Any) -> list[str]:
     """Conversations with short and long values, pinned, muted and archived; ids newest first."""
     made = [
-        store.conversations.create({"contact_id": "c_1"}).id,
-        store.conversations.create({"group_id": "g_42"}).id,
-        store.conversations.create({"contact_id": LONG_CONTACT}).id,
-        store.conversations.create({"contact_id": "Zoë 北京 🙂 " * 20}).id,
+        store.conversations.create({"contact_id": "c_1"})["id"],
+        store.conversations.create({"group_id": "g_42"})["id"],
+        store.conversations.create({"contact_id": LONG_CONTACT})["id"],
+        store.conversations.create({"contact_id": "Zoë 北京 🙂 " * 20})["id"],
     ]
     store.conversations.update(
         made[2],
@@ -46,7 +46,7 @@ def seed_risk_profiles(store: Any) -> list[str]:
     made = [
         store.risk_profiles.create(
             {"customer_id": "cus_1", "profile_type": "moderate", "score": 72, "details": {}}
-        ).id,
+        )["id"],
         store.risk_profiles.create(
             {
                 "customer_id": "cus_" + "y" * 200,
@@ -54,7 +54,7 @@ def seed_risk_profiles(store: Any) -> list[str]:
                 "score": 91.5,
                 "details": LONG_DETAILS,
             }
-        ).id,
+        )["id"],
         store.risk_profiles.create(
             {
                 "customer_id": "cus_3",
@@ -62,7 +62,7 @@ def seed_risk_profiles(store: Any) -> list[str]:
                 "score": -5,
                 "details": {"blob": "z" * 100_000},
             }
-        ).id,
+        )["id"],
     ]
     return made[::-1]
 
@@ -187,7 +187,7 @@ def test_get_piped_prints_what_it_printed_before(env: dict[str, str], store: Any
 def test_all_as_json_on_a_shared_terminal_leaves_valid_json_on_the_screen(
     env: dict[str, str], store: Any, args: list[str]
 ) -> None:
-    ids = [store.conversations.create({"contact_id": f"c_{i}"}).id for i in range(9)]
+    ids = [store.conversations.create({"contact_id": f"c_{i}"})["id"] for i in range(9)]
     for conv_id in ids:
         store.conversations.update(conv_id, {"archived_at": 1714564800})
     lines = on_screen({**env, "CONVRISK_PAGE_SIZE": "2"}, *args, columns=80)
@@ -257,7 +257,7 @@ def test_ctrl_c_during_all_clears_the_progress_and_says_interrupted(
 def test_ctrl_c_at_the_delete_question_says_interrupted_on_its_own_line(
     env: dict[str, str], store: Any
 ) -> None:
-    conv_id = store.conversations.create({"contact_id": "c"}).id
+    conv_id = store.conversations.create({"contact_id": "c"})["id"]
     term = Terminal(env, ["conv", "delete", conv_id], columns=80)
     term.read_until(b"[y/N]")
     term.send(b"\x03")
@@ -265,7 +265,7 @@ def test_ctrl_c_at_the_delete_question_says_interrupted_on_its_own_line(
     lines = term.text()
     assert lines[-1] == "Interrupted."
     assert lines[-2].startswith(f"Delete conversation ({conv_id}) for good? [y/N]")
-    assert [c.id for c in store.conversations.list().data] == [conv_id]
+    assert [c["id"] for c in store.conversations.list()["data"]] == [conv_id]
 
 
 # -- questions on the controlling terminal -------------------------------------------------------
@@ -275,8 +275,8 @@ def test_delete_with_ids_from_a_pipe_asks_on_the_terminal(
     env: dict[str, str], store: Any, tmp_path: Any
 ) -> None:
     """As `xargs -p`: stdin carries the ids, the question and the answer use /dev/tty."""
-    keep = store.conversations.create({"contact_id": "keep"}).id
-    drop = [store.conversations.create({"contact_id": f"d{i}"}).id for i in range(2)]
+    keep = store.conversations.create({"contact_id": "keep"})["id"]
+    drop = [store.conversations.create({"contact_id": f"d{i}"})["id"] for i in range(2)]
     ids_file = tmp_path / "ids.txt"
     ids_file.write_text("".join(f"{i}\n" for i in drop))
     with ids_file.open() as ids:
@@ -287,17 +287,17 @@ def test_delete_with_ids_from_a_pipe_asks_on_the_terminal(
     lines = term.text()
     assert lines[0] == f"Delete 2 conversations ({drop[0]}, {drop[1]}) for good? [y/N]: y"
     assert lines[1:] == drop
-    assert [c.id for c in store.conversations.list().data] == [keep]
+    assert [c["id"] for c in store.conversations.list()["data"]] == [keep]
 
 
 def test_delete_with_ids_from_a_pipe_and_no_terminal_refuses(
     env: dict[str, str], store: Any
 ) -> None:
-    conv_id = store.conversations.create({"contact_id": "c"}).id
+    conv_id = store.conversations.create({"contact_id": "c"})["id"]
     refused = run(env, "conv", "delete", "-", input=f"{conv_id}\n")  # no controlling terminal
     assert refused.returncode == 2
     assert "there is no terminal to ask on. Pass --yes" in refused.stderr
-    assert [c.id for c in store.conversations.list().data] == [conv_id]
+    assert [c["id"] for c in store.conversations.list()["data"]] == [conv_id]
 
 
 # -- the token typed on the terminal -------------------------------------------------------------
