@@ -8,12 +8,15 @@ string (to page and to print ids), `has_more` a boolean and `data` a list of obj
 and no value nested deeper than `MAX_DETAILS_DEPTH` (to print it). Tables interpret values
 tolerantly; JSON output prints the dict as it is.
 
-Nothing here imports pydantic: checking three facts does not need a 100 ms import, and a local
-command never builds a model at all.
+pydantic checks a remote answer (DESIGN 4.1): `_edge()` builds two small models of what the
+client relies on, imported only when a remote answer arrives, and used only to check: the
+object returned is the one the service sent, never a model's dump. A local command builds no
+model at all.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Mapping
@@ -123,36 +126,77 @@ class ShapeError(ValueError):
         self.problem = problem
 
 
-def _check_record(data: object, where: str) -> dict[str, Any]:
+@functools.cache
+def _edge() -> tuple[Any, Any]:
+    """The pydantic models of a record and a page, as far as the client relies on them."""
+    from typing import Annotated
+
+    from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
+
+    class EdgeRecord(BaseModel):
+        """A record: an id that is a non-empty string (other fields are not the client's)."""
+
+        model_config = ConfigDict(extra="ignore")
+        id: Annotated[StrictStr, Field(min_length=1)]
+
+    class EdgePage(BaseModel):
+        """A page: has_more true or false, data an array of records."""
+
+        model_config = ConfigDict(extra="ignore")
+        has_more: StrictBool
+        data: list[EdgeRecord]
+
+    return EdgeRecord, EdgePage
+
+
+# What each field the client relies on must be, for messages.
+_WANTED = {"id": "a non-empty string", "has_more": "true or false", "data": "an array"}
+
+
+def _checked(model: Any, data: object, where: str) -> None:
+    """Validate `data` with a pydantic model; the first problem as a ShapeError naming it."""
+    from pydantic import ValidationError
+
     if not isinstance(data, dict):
-        raise ShapeError(where, f"a JSON object was expected, not {_kind(data)}")
-    record_id = data.get("id")
-    if not isinstance(record_id, str) or not record_id:
-        raise ShapeError(_join(where, "id"), _wrong(data, "id", "a non-empty string"))
-    for name, value in data.items():
+        raise ShapeError(where or "the body", f"a JSON object was expected, not {_kind(data)}")
+    try:
+        model.model_validate(data)
+    except ValidationError as exc:
+        loc = [str(part) for part in exc.errors(include_url=False)[0]["loc"]]
+        parent: object = data
+        for part in loc[:-1]:
+            parent = parent[int(part)] if isinstance(parent, list) else parent[part]  # type: ignore[index]
+        name = loc[-1]
+        at = _join(where, ".".join(loc))
+        if isinstance(parent, list):  # an item of `data` that is not an object
+            item = parent[int(name)]
+            raise ShapeError(at, f"a JSON object was expected, not {_kind(item)}") from None
+        assert isinstance(parent, dict)
+        raise ShapeError(at, _wrong(parent, name, _WANTED.get(name, "valid"))) from None
+
+
+def _not_too_deep(record: dict[str, Any], where: str) -> None:
+    for name, value in record.items():
         if isinstance(value, dict | list) and exceeds_depth(value, MAX_DETAILS_DEPTH):
             raise ShapeError(
                 _join(where, str(name)), f"nests more than {MAX_DETAILS_DEPTH} levels deep"
             )
-    return data
 
 
 def check_record(data: object) -> dict[str, Any]:
     """`data` itself if it is a record the client can use; else ShapeError naming the field."""
-    return _check_record(data, "")
+    _checked(_edge()[0], data, "")
+    assert isinstance(data, dict)
+    _not_too_deep(data, "")
+    return data
 
 
 def check_page(data: object) -> dict[str, Any]:
     """`data` itself if it is a page the client can use (every item checked); else ShapeError."""
-    if not isinstance(data, dict):
-        raise ShapeError("the body", f"a JSON object was expected, not {_kind(data)}")
-    if not isinstance(data.get("has_more"), bool):
-        raise ShapeError("has_more", _wrong(data, "has_more", "true or false"))
-    items = data.get("data")
-    if not isinstance(items, list):
-        raise ShapeError("data", _wrong(data, "data", "an array"))
-    for index, item in enumerate(items):
-        _check_record(item, f"data.{index}")
+    _checked(_edge()[1], data, "")
+    assert isinstance(data, dict)
+    for index, item in enumerate(data["data"]):
+        _not_too_deep(item, f"data.{index}")
     return data
 
 

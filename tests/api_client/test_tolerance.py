@@ -198,7 +198,10 @@ def test_a_record_is_kept_exactly_as_the_service_sent_it(
         ({"has_more": 0, "data": []}, "has_more: must be true or false, not a number"),
         ({"has_more": False, "data": {"id": "conv_01"}}, "data: must be an array, not an object"),
         ({"has_more": False}, "data: missing"),
-        ({"has_more": False, "data": ["conv_01"]}, "data.0: a JSON object was expected"),
+        (
+            {"has_more": False, "data": ["conv_01"]},
+            "data.0: a JSON object was expected, not a string",
+        ),
         ({"has_more": True, "data": [{"id": "c"}, {"x": 1}]}, "data.1.id: missing"),
     ],
 )
