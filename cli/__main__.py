@@ -1,34 +1,65 @@
-"""The `convrisk` console script: answers `convrisk --version` before loading the app.
+"""The `convrisk` console script: answers `--version` and `--help` before loading the app.
 
-`convrisk --version` alone is answered here with the standard library only (typer, click and
-the app cost ~5x a bare interpreter to import); any other command line goes to `cli.app.main`,
-which answers `--version` among other options too (`convrisk --debug --version`). Also runs as
+Importing typer and click alone costs about 6x a bare interpreter; these two answers need
+neither. `convrisk --version` prints the version from api_client/__init__.py (its one place);
+`convrisk --help` (or `-h`) prints cli/root_help.txt, the app's own root help at 80 columns or
+more (tests/cli/test_root_help.py keeps the two identical). Anything else, a narrower terminal,
+or shell completion at work, goes to `cli.app.main`, which answers both as well. Also runs as
 `python -m cli`.
 """
 
+import os
 import sys
+
+# click wraps help to the terminal's width up to 80 columns: from 80 on, the text is the same.
+HELP_COLUMNS = 80
+# typer's shell completion runs the program with this set; the app must answer it.
+COMPLETION_VARIABLE = "_CONVRISK_COMPLETE"
 
 
 def main() -> int:
     """Run convrisk with sys.argv and return the exit code."""
-    if sys.argv[1:] == ["--version"]:
-        from api_client import __version__  # the one place the version is written
+    args = sys.argv[1:]
+    if COMPLETION_VARIABLE not in os.environ:
+        if args == ["--version"]:
+            from api_client import __version__
 
-        return _print_line(f"convrisk {__version__}")
+            return _print(f"convrisk {__version__}\n")
+        if args in (["--help"], ["-h"]) and _columns() >= HELP_COLUMNS:
+            return _print(root_help())
     from cli.app import main as app_main
 
     return app_main()
 
 
-def _print_line(text: str) -> int:
-    # The one line printed outside cli/output.py: importing it would cost more than the answer.
+def root_help() -> str:
+    """The stored text of `convrisk --help` (at 80 columns or more)."""
+    with open(os.path.join(os.path.dirname(__file__), "root_help.txt"), encoding="utf-8") as f:
+        return f.read()
+
+
+def _columns() -> int:
+    # shutil.get_terminal_size's rule (what click reads), without importing shutil.
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns > 0:
+        return columns
+    stdout = sys.__stdout__
+    try:
+        return (os.get_terminal_size(stdout.fileno()).columns if stdout else 0) or 80
+    except (ValueError, OSError):
+        return 80
+
+
+def _print(text: str) -> int:
+    # Printed here, not through cli/output.py: importing it would cost more than the answer.
     # A closed pipe is exit 0, quietly, as everywhere in convrisk (cli.app.main).
     try:
-        sys.stdout.write(text + "\n")
+        sys.stdout.write(text)
         sys.stdout.flush()
     except BrokenPipeError:
-        import os
-
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
