@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import multiprocessing
 import os
@@ -113,6 +114,65 @@ def _hyperfine(commands: list[list[str]], env: dict[str, str], rounds: int) -> l
     return [statistics.median(t) for t in times]
 
 
+# What `conv list -o json` spends its time on, stage by stage, in the order the run meets them.
+BREAKDOWN = [
+    ("import click", "import click"),
+    ("import typer", "import typer, typer.main"),
+    ("import convrisk's cli modules (`cli.app` and what it imports)", "import cli.app"),
+    ("import pydantic (`BaseModel`)", "from pydantic import BaseModel"),
+    (
+        "import importlib.metadata (pydantic's plugin loader, at the first model, "
+        "plugins disabled or not)",
+        "import importlib.metadata",
+    ),
+    ("import api_client.models (class definitions)", "import api_client.models"),
+    (
+        "build the schemas of the models it uses (`Conversation`, `Page[Conversation]`)",
+        "from api_client.models import Conversation, Page\n"
+        "Conversation.model_rebuild(); Page[Conversation].model_rebuild()",
+    ),
+    ("import local_backend", "import local_backend.store, local_backend.conversations"),
+    (
+        "the command: parse, open SQLite, query, print JSON",
+        "import os, sys\nsys.stdout = open(os.devnull, 'w')\n"
+        "os.environ.setdefault('PYDANTIC_DISABLE_PLUGINS', '__all__')\n"
+        "assert cli.app.main(['conv', 'list', '-o', 'json']) == 0",
+    ),
+]
+PYDANTIC_STAGES = range(3, 7)  # what part 2 of issue 10 takes off the local read path
+
+
+def _breakdown(python: str, env: dict[str, str], runs: int) -> tuple[list[float], float]:
+    """Median seconds of: interpreter start-up, each BREAKDOWN stage, interpreter exit, over
+    `runs` fresh interpreters; and the median of each whole process less its pydantic stages.
+
+    The child reads the same monotonic clock (perf_counter) as this process, so start-up is from
+    the spawn to the child's first line, and exit from its last stage to its reaping."""
+    lines = ["import time", "_t = [time.perf_counter()]"]
+    for _, code in BREAKDOWN:
+        lines += [code, "_t.append(time.perf_counter())"]
+    lines.append("print(*_t, file=__import__('sys').stderr)")
+    probe = "\n".join(lines)
+    samples, without = [], []
+    for _ in range(runs):
+        started = time.perf_counter()
+        done = subprocess.run(
+            [python, "-c", probe],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        ended = time.perf_counter()
+        marks = [started, *(float(x) for x in done.stderr.split()), ended]
+        sample = [b - a for a, b in itertools.pairwise(marks)]
+        samples.append(sample)
+        without.append(ended - started - sum(sample[1 + i] for i in PYDANTIC_STAGES))
+    medians = [statistics.median(sample[i] for sample in samples) for i in range(len(samples[0]))]
+    return medians, statistics.median(without)
+
+
 def _versions() -> str:
     from importlib.metadata import version
 
@@ -165,6 +225,7 @@ def cold_start(ws: Workspace) -> str:
             plain = [c for c in [bare, *cases] if not c.tty]
             medians = _hyperfine([c.args for c in plain], env, max(1, rounds // 3))
             by_label = dict(zip([c.label for c in plain], medians, strict=True))
+        stages, without = _breakdown(python, env, rounds)
         peaks = {
             c.label: peak_rss_kib(c.args, env=env, runs=1 if ws.tiny else 3)
             for c in [bare, *cases]
@@ -194,6 +255,12 @@ def cold_start(ws: Workspace) -> str:
                 target,
             ]
         )
+    labels = [
+        "interpreter start-up (spawn to the first line of `python -c`)",
+        *(label for label, _ in BREAKDOWN),
+        "interpreter exit (last stage to reaped)",
+    ]
+    stage_rows = [[label, f"{sec * 1000:.1f}"] for label, sec in zip(labels, stages, strict=True)]
     remote_ratio = median_seconds(results[remote.label]) / median_seconds(results[get.label])
     remote_cpu = median_cpu(results[remote.label]) / median_cpu(results[get.label])
     text = _table(
@@ -220,7 +287,15 @@ def cold_start(ws: Workspace) -> str:
         f"Load average {load_before[0]:.2f} before, {load_after[0]:.2f} after. {_versions()}.\n\n"
         f"{text}\n\n"
         f"Remote `conv get` over `serve` on loopback costs {remote_ratio:.2f}x the local one "
-        f"(CPU {remote_cpu:.2f}x; target <= 1.15x: {_verdict(remote_ratio <= 1.15)}).\n"
+        f"(CPU {remote_cpu:.2f}x; target <= 1.15x: {_verdict(remote_ratio <= 1.15)}).\n\n"
+        "Where `conv list -o json` spends its time: each stage timed with `time.perf_counter` "
+        f"inside the installed interpreter (`python -c`, not the console script), median of "
+        f"{rounds} fresh processes.\n\n"
+        + _table(["stage", "ms"], stage_rows)
+        + "\n\nWithout pydantic on the local read path (the four pydantic rows), this process "
+        f"would take at most about {without * 1000:.0f} ms, {without / base:.1f}x the bare "
+        "interpreter (an estimate: each process's wall time less those rows; exit would be "
+        "shorter too).\n"
     )
 
 
