@@ -114,43 +114,86 @@ def _hyperfine(commands: list[list[str]], env: dict[str, str], rounds: int) -> l
     return [statistics.median(t) for t in times]
 
 
-# What `conv list -o json` spends its time on, stage by stage, in the order the run meets them.
-BREAKDOWN = [
-    ("import click", "import click"),
-    ("import typer", "import typer, typer.main"),
-    ("import convrisk's cli modules (`cli.app` and what it imports)", "import cli.app"),
-    ("import pydantic (`BaseModel`)", "from pydantic import BaseModel"),
-    (
-        "import importlib.metadata (pydantic's plugin loader, at the first model, "
+@dataclass
+class Stage:
+    """One step of a command's run, timed on its own; `part2`: issue 10's part 2 removes it."""
+
+    label: str
+    code: str
+    part2: bool = False
+
+
+_RUN = (
+    "import os, sys\nsys.stdout = open(os.devnull, 'w')\n"
+    "os.environ.setdefault('PYDANTIC_DISABLE_PLUGINS', '__all__')\n"
+    "assert cli.app.main({args!r}) == 0\n"
+    "import gc; gc.freeze()  # as cli/__main__.py does before the exit"
+)
+_COMMON = [
+    Stage("import click", "import click"),
+    Stage("import typer", "import typer, typer.main"),
+    Stage("import convrisk's cli modules (`cli.app` and what it imports)", "import cli.app"),
+    Stage("import pydantic (`BaseModel`)", "from pydantic import BaseModel", part2=True),
+    Stage(
+        "import importlib.metadata (pydantic's plugin loader imports it at the first model, "
         "plugins disabled or not)",
         "import importlib.metadata",
+        part2=True,
     ),
-    ("import api_client.models (class definitions)", "import api_client.models"),
-    (
-        "build the schemas of the models it uses (`Conversation`, `Page[Conversation]`)",
+    Stage("import api_client.models (class definitions)", "import api_client.models", part2=True),
+    Stage(
+        "build the schemas of the models used (`Conversation`, `Page[Conversation]`)",
         "from api_client.models import Conversation, Page\n"
         "Conversation.model_rebuild(); Page[Conversation].model_rebuild()",
-    ),
-    ("import local_backend", "import local_backend.store, local_backend.conversations"),
-    (
-        "the command: parse, open SQLite, query, print JSON",
-        "import os, sys\nsys.stdout = open(os.devnull, 'w')\n"
-        "os.environ.setdefault('PYDANTIC_DISABLE_PLUGINS', '__all__')\n"
-        "assert cli.app.main(['conv', 'list', '-o', 'json']) == 0",
+        part2=True,
     ),
 ]
-PYDANTIC_STAGES = range(3, 7)  # what part 2 of issue 10 takes off the local read path
 
 
-def _breakdown(python: str, env: dict[str, str], runs: int) -> tuple[list[float], float]:
-    """Median seconds of: interpreter start-up, each BREAKDOWN stage, interpreter exit, over
-    `runs` fresh interpreters; and the median of each whole process less its pydantic stages.
+def local_stages() -> list[Stage]:
+    """`conv list -o json` on the local database, stage by stage."""
+    return [
+        *_COMMON,
+        Stage("import local_backend", "import local_backend.store, local_backend.conversations"),
+        Stage(
+            "the command: parse, open SQLite, query, print JSON",
+            _RUN.format(args=["conv", "list", "-o", "json"]),
+        ),
+    ]
+
+
+def remote_stages(url: str, an_id: str) -> list[Stage]:
+    """`conv get ID -o json` against `serve` on loopback, stage by stage."""
+    return [
+        *[Stage(s.label, s.code) for s in _COMMON[:3]],
+        Stage("import pydantic (`BaseModel`)", _COMMON[3].code),
+        Stage(_COMMON[4].label, _COMMON[4].code),
+        Stage(_COMMON[5].label, _COMMON[5].code),
+        Stage("import httpx", "import httpx"),
+        Stage(
+            "`httpx.Client()` for an http:// URL (it builds a TLS context, loads the CA bundle)",
+            f"httpx.Client(base_url={url!r}).close()",
+            part2=True,
+        ),
+        Stage("import api_client.http", "import api_client.http"),
+        Stage(
+            "the command: parse, connect, GET, print JSON",
+            _RUN.format(args=["--base-url", url, "conv", "get", an_id, "-o", "json"]),
+        ),
+    ]
+
+
+def _breakdown(
+    python: str, env: dict[str, str], runs: int, stages: list[Stage]
+) -> tuple[list[float], float]:
+    """Median seconds of: interpreter start-up, each stage, interpreter exit, over `runs` fresh
+    interpreters; and the median of each whole process less its `part2` stages.
 
     The child reads the same monotonic clock (perf_counter) as this process, so start-up is from
     the spawn to the child's first line, and exit from its last stage to its reaping."""
     lines = ["import time", "_t = [time.perf_counter()]"]
-    for _, code in BREAKDOWN:
-        lines += [code, "_t.append(time.perf_counter())"]
+    for stage in stages:
+        lines += [stage.code, "_t.append(time.perf_counter())"]
     lines.append("print(*_t, file=__import__('sys').stderr)")
     probe = "\n".join(lines)
     samples, without = [], []
@@ -168,9 +211,32 @@ def _breakdown(python: str, env: dict[str, str], runs: int) -> tuple[list[float]
         marks = [started, *(float(x) for x in done.stderr.split()), ended]
         sample = [b - a for a, b in itertools.pairwise(marks)]
         samples.append(sample)
-        without.append(ended - started - sum(sample[1 + i] for i in PYDANTIC_STAGES))
+        removed = sum(sample[1 + i] for i, stage in enumerate(stages) if stage.part2)
+        without.append(ended - started - removed)
     medians = [statistics.median(sample[i] for sample in samples) for i in range(len(samples[0]))]
     return medians, statistics.median(without)
+
+
+def _breakdown_text(
+    what: str, stages: list[Stage], measured: tuple[list[float], float], base: float, runs: int
+) -> str:
+    medians, without = measured
+    labels = [
+        "interpreter start-up (spawn to the first line of `python -c`)",
+        *(stage.label + (" **[part 2]**" if stage.part2 else "") for stage in stages),
+        "interpreter exit (last stage to reaped)",
+    ]
+    rows = [[label, f"{sec * 1000:.1f}"] for label, sec in zip(labels, medians, strict=True)]
+    total = sum(medians)
+    return (
+        f"Where {what} spends its time: each stage timed with `time.perf_counter` inside the "
+        f"installed interpreter (`python -c`, not the console script), median of {runs} fresh "
+        f"processes (the medians add up to {total * 1000:.0f} ms).\n\n"
+        + _table(["stage", "ms"], rows)
+        + f"\n\nWithout the rows marked [part 2], this process would take about "
+        f"{without * 1000:.0f} ms, {without / base:.1f}x the bare interpreter (each process's wall "
+        "time less those rows).\n"
+    )
 
 
 def _versions() -> str:
@@ -225,7 +291,8 @@ def cold_start(ws: Workspace) -> str:
             plain = [c for c in [bare, *cases] if not c.tty]
             medians = _hyperfine([c.args for c in plain], env, max(1, rounds // 3))
             by_label = dict(zip([c.label for c in plain], medians, strict=True))
-        stages, without = _breakdown(python, env, rounds)
+        local_breakdown = _breakdown(python, env, rounds, local_stages())
+        remote_breakdown = _breakdown(python, env, rounds, remote_stages(url, an_id))
         peaks = {
             c.label: peak_rss_kib(c.args, env=env, runs=1 if ws.tiny else 3)
             for c in [bare, *cases]
@@ -255,12 +322,6 @@ def cold_start(ws: Workspace) -> str:
                 target,
             ]
         )
-    labels = [
-        "interpreter start-up (spawn to the first line of `python -c`)",
-        *(label for label, _ in BREAKDOWN),
-        "interpreter exit (last stage to reaped)",
-    ]
-    stage_rows = [[label, f"{sec * 1000:.1f}"] for label, sec in zip(labels, stages, strict=True)]
     remote_ratio = median_seconds(results[remote.label]) / median_seconds(results[get.label])
     remote_cpu = median_cpu(results[remote.label]) / median_cpu(results[get.label])
     text = _table(
@@ -288,14 +349,17 @@ def cold_start(ws: Workspace) -> str:
         f"{text}\n\n"
         f"Remote `conv get` over `serve` on loopback costs {remote_ratio:.2f}x the local one "
         f"(CPU {remote_cpu:.2f}x; target <= 1.15x: {_verdict(remote_ratio <= 1.15)}).\n\n"
-        "Where `conv list -o json` spends its time: each stage timed with `time.perf_counter` "
-        f"inside the installed interpreter (`python -c`, not the console script), median of "
-        f"{rounds} fresh processes.\n\n"
-        + _table(["stage", "ms"], stage_rows)
-        + "\n\nWithout pydantic on the local read path (the four pydantic rows), this process "
-        f"would take at most about {without * 1000:.0f} ms, {without / base:.1f}x the bare "
-        "interpreter (an estimate: each process's wall time less those rows; exit would be "
-        "shorter too).\n"
+        "Rows marked [part 2] below are what issue 10's part 2 takes off these paths (records as "
+        "plain dicts inside, pydantic only at the edges; no TLS set-up for http://).\n\n"
+        + _breakdown_text("`conv list -o json`", local_stages(), local_breakdown, base, rounds)
+        + "\n"
+        + _breakdown_text(
+            "remote `conv get ID -o json`",
+            remote_stages(url, an_id),
+            remote_breakdown,
+            base,
+            rounds,
+        )
     )
 
 
