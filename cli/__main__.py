@@ -26,7 +26,12 @@ def main() -> int:
 
             return _print(f"convrisk {__version__}\n")
         if args in (["--help"], ["-h"]) and _columns() >= HELP_COLUMNS:
-            return _print(root_help())
+            try:
+                text = root_help()
+            except OSError:  # a packaging without the file: the app renders the help
+                text = ""
+            if text:
+                return _print(text)
     from cli.app import main as app_main
 
     code = app_main()

@@ -3,6 +3,7 @@ app (typer, click, pydantic): the answers must be byte for byte the app's own.""
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -116,3 +117,21 @@ def test_shell_completion_still_reaches_the_app(env: dict[str, str]) -> None:
     assert result.returncode == 0, result.stderr
     assert not result.stdout.startswith("Usage:")
     assert "--help" in result.stdout
+
+
+def test_help_without_the_stored_file_is_rendered_by_the_app(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import cli.__main__ as entry
+
+    def missing() -> str:
+        raise FileNotFoundError("root_help.txt")
+
+    monkeypatch.setattr(entry, "root_help", missing)
+    monkeypatch.setattr(sys, "argv", ["convrisk", "--help"])
+    monkeypatch.setenv("COLUMNS", "80")
+    try:
+        assert entry.main() == 0
+    finally:
+        gc.unfreeze()  # main() froze this process's objects, as it does before an exit
+    assert capsys.readouterr().out == ROOT_HELP.read_text(encoding="utf-8")
