@@ -169,7 +169,13 @@ def remote_stages(url: str, an_id: str) -> list[Stage]:
         Stage("import pydantic (`BaseModel`)", _COMMON[3].code),
         Stage(_COMMON[4].label, _COMMON[4].code),
         Stage(_COMMON[5].label, _COMMON[5].code),
-        Stage("import httpx", "import httpx"),
+        Stage(
+            "import rich and pygments: `import httpx` imports its command-line client "
+            "(`httpx._main`: click, rich, pygments) whenever click is installed",
+            "import rich.console, rich.markup, rich.progress, rich.syntax, rich.table\n"
+            "import pygments.lexers, pygments.util",
+        ),
+        Stage("import httpx (the rest)", "import httpx"),
         Stage(
             "`httpx.Client()` for an http:// URL (it builds a TLS context, loads the CA bundle)",
             f"httpx.Client(base_url={url!r}).close()",
