@@ -1,17 +1,20 @@
 """Cold start of several convrisk installs side by side, in one interleaved pass.
 
-    python -m bench.compare BEFORE_BIN AFTER_BIN [--rounds 31]
+    python -m bench.compare BEFORE_BIN AFTER_BIN [--rounds 31] [--remote]
 
 Each BIN is a folder with `python` and `convrisk` (a venv's bin; a regular install, not an
 editable one, or its import finder is timed too). In every round each command of each install
 runs right after a bare `python -I -c pass` of the first install, all started directly (nothing
 around them), so the machine's load drifts over every column alike. Printed: a Markdown table of
-median wall ms, its ratio to the bare interpreter, and the median CPU ratio.
+median wall ms, its ratio to the bare interpreter, and the median CPU ratio. `--remote` adds
+`conv get ID -o json` over `convrisk serve` on 127.0.0.1 (the first install's, one server for
+all).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import subprocess
@@ -35,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.compare", description=__doc__)
     parser.add_argument("bins", nargs="+", type=Path, help="bin folders with python and convrisk")
     parser.add_argument("--rounds", type=int, default=31, help="interleaved rounds (default 31)")
+    parser.add_argument("--remote", action="store_true", help="add a remote conv get")
     args = parser.parse_args(argv)
     if not 1 <= args.rounds <= 1000:
         parser.error("--rounds must be from 1 to 1000")
@@ -55,20 +59,31 @@ def main(argv: list[str] | None = None) -> int:
             for i in range(10)
         ]
         bare = [str(bins[0] / "python"), "-I", "-c", "pass"]
-        cases = [
-            (f"`convrisk {label}` ({b.parent.name or b})", [str(b / "convrisk"), *words])
-            for label, words in COMMANDS
-            for b in bins
-        ]
-        cases = [(label, [w.format(id=made[0]) for w in cmd]) for label, cmd in cases]
-        for _, cmd in [("bare", bare), *cases]:  # warm the page cache and the .pyc files
-            run(cmd, env=env)
-        bare_runs: list[Run] = []
-        runs: dict[str, list[Run]] = {label: [] for label, _ in cases}
-        for _ in range(args.rounds):
-            for label, cmd in cases:
-                bare_runs.append(run(bare, env=env))
-                runs[label].append(run(cmd, env=env))
+        commands = list(COMMANDS)
+        with contextlib.ExitStack() as stack:
+            if args.remote:
+                from bench.sections import SERVE_TOKEN, _serving
+
+                db = Path(home, "d", "convrisk", "convrisk.db")
+                url = stack.enter_context(_serving(first, db, env))
+                env["CONVRISK_TOKEN"] = SERVE_TOKEN
+                commands.append(
+                    ("--base-url URL conv get ID -o json", ["--base-url", url, *COMMANDS[3][1]])
+                )
+            cases = [
+                (f"`convrisk {label}` ({b.parent.name or b})", [str(b / "convrisk"), *words])
+                for label, words in commands
+                for b in bins
+            ]
+            cases = [(label, [w.format(id=made[0]) for w in cmd]) for label, cmd in cases]
+            for _, cmd in [("bare", bare), *cases]:  # warm the page cache and the .pyc files
+                run(cmd, env=env)
+            bare_runs: list[Run] = []
+            runs: dict[str, list[Run]] = {label: [] for label, _ in cases}
+            for _ in range(args.rounds):
+                for label, cmd in cases:
+                    bare_runs.append(run(bare, env=env))
+                    runs[label].append(run(cmd, env=env))
     base = statistics.median(r.seconds for r in bare_runs)
     base_cpu = statistics.median(r.cpu_seconds for r in bare_runs)
     print(f"{args.rounds} interleaved rounds; load average now {os.getloadavg()[0]:.2f}\n")
