@@ -9,9 +9,14 @@ Importing this package is light: every public name below is imported on first us
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
 
+# Not `typing.TYPE_CHECKING`: importing typing costs more than `convrisk --version` may take,
+# and this module is all that `--version` imports (cli/__main__.py). Type checkers treat any
+# name `TYPE_CHECKING` as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from .client import Client
     from .errors import (
         APIConnectionError,

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 import typer.main
-from typer._click import Command, Context
+from click import Command, Context
 from typer.core import TyperGroup
 from typer.models import CommandInfo, TyperInfo
 
@@ -183,7 +183,7 @@ def root(
 
 def exit_code(exc: BaseException) -> int:
     """The exit code of an exception (DESIGN section 3)."""
-    from typer._click.exceptions import ClickException
+    from click.exceptions import ClickException
 
     if isinstance(exc, Failures):
         return exit_code(exc.first)
@@ -209,7 +209,7 @@ def exit_code(exc: BaseException) -> int:
 
 
 def _click_error(exc: BaseException) -> ErrorInfo:
-    from typer._click.exceptions import BadParameter, ClickException, MissingParameter, UsageError
+    from click.exceptions import BadParameter, ClickException, MissingParameter, UsageError
 
     assert isinstance(exc, ClickException)
     param: str | None = None
@@ -236,7 +236,7 @@ def main(args: Sequence[str] | None = None) -> int:
     The one error boundary: every exception ends here as a message on stderr and an exit code.
     `--debug` adds the traceback; `CONVRISK_RAISE_ERRORS=1` lets the exception through.
     """
-    from typer._click.exceptions import ClickException, NoArgsIsHelpError
+    from click.exceptions import ClickException, NoArgsIsHelpError
 
     # pydantic scans every installed distribution's entry points for plugins when it builds the
     # first model (~5 ms, more in a crowded environment); convrisk uses none. A value the user

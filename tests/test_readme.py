@@ -12,10 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer._click.core import Command, Context
-from typer._click.exceptions import UsageError
+from click.core import Command, Context
+from click.exceptions import Exit, UsageError
 from typer.core import TyperGroup
-from typer.exceptions import Exit
 
 from cli.app import command
 from cli.context import AppContext

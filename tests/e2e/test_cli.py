@@ -322,9 +322,20 @@ _OTHER_COMMANDS = {"cli.risk", "cli.config_cmd", "cli.serve"}
             | {"importlib.metadata", "tomllib", "logging", "cli.conv", *_OTHER_COMMANDS},
         ),
         (["--help"], {*_BACKEND, "pydantic", "importlib.metadata"}),
-        (["config", "path"], {*_BACKEND, "cli.conv", "cli.risk", "cli.serve"}),
+        (["config", "path"], {*_BACKEND, "pydantic", "cli.conv", "cli.risk", "cli.serve"}),
+        # typer's click line converts arguments without pydantic (typer 0.29 loads it for any)
+        (["config", "set", "output", "json"], {*_BACKEND, "pydantic", "cli.conv", "cli.risk"}),
+        (["conv", "list", "--help"], {"local_backend", "pydantic", "httpx", "rich"}),
         (["conv", "list", "-o", "json"], {"httpx", "rich", "tomllib", "logging", *_OTHER_COMMANDS}),
         (["conv", "list"], {"httpx", "rich", *_OTHER_COMMANDS}),  # piped: TSV, no rich table
+        pytest.param(
+            ["conv", "list", "-o", "json"],
+            {"pydantic", "importlib.metadata"},
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="issue 10 part 2: local records as plain dicts, pydantic only at the edges",
+            ),
+        ),
     ],
 )
 def test_commands_import_only_what_they_use(
