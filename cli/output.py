@@ -13,6 +13,7 @@ the terminal (DESIGN 4.2); JSON goes through printable_json() instead.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import os
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     import logging
 
     from api_client.records import JsonPage, Page, Record
+
+    from .shape import JqProgram, Shape
 
 Row = Mapping[str, Any]
 R = TypeVar("R", bound="Record")
@@ -71,6 +74,21 @@ class Kind:
     # its own name. On a narrow screen `narrowing` is applied in order, as far as needed.
     terminal_columns: tuple[Column, ...]
     narrowing: tuple[Narrowing, ...] = ()
+    # --fields: only these fields of each record, in this order (None: all of them).
+    fields: tuple[str, ...] | None = None
+
+    def only(self, fields: Sequence[str]) -> Kind:
+        """This kind with only these fields, in this order: the columns of every format."""
+        by_key = {column.key: column for column in self.columns}
+        columns = tuple(by_key[key] for key in fields)
+        narrowing = tuple(step for step in self.narrowing if step[1] in fields)
+        return dataclasses.replace(
+            self,
+            columns=columns,
+            terminal_columns=columns,
+            narrowing=narrowing,
+            fields=tuple(fields),
+        )
 
 
 def _party(row: Row) -> str:
@@ -315,7 +333,7 @@ class ErrorInfo:
 def describe_error(exc: BaseException, *, remote: bool, id: str | None = None) -> ErrorInfo:
     """The ErrorInfo of any exception the command line reports."""
     if isinstance(exc, CliError):
-        return ErrorInfo("usage_error", exc.message, param=exc.param, id=id)
+        return ErrorInfo(exc.error_type, exc.message, param=exc.param, id=id)
     errors = sys.modules.get("api_client.errors")
     if errors is not None:
         if isinstance(exc, errors.APIError):
@@ -336,10 +354,18 @@ def describe_error(exc: BaseException, *, remote: bool, id: str | None = None) -
 class Printer:
     """Writes everything the user sees, in the chosen format; nothing else prints."""
 
-    def __init__(self, fmt: str, *, env: Mapping[str, str], remote: bool = False) -> None:
+    def __init__(
+        self,
+        fmt: str,
+        *,
+        env: Mapping[str, str],
+        remote: bool = False,
+        shape: Shape | None = None,
+    ) -> None:
         self.fmt = fmt
         self.env = env
         self.remote = remote
+        self.shape = shape  # --fields and --jq (cli/shape.py), None when neither was given
         self._no_color = bool(env.get("NO_COLOR")) or env.get("TERM") == "dumb"
         self._progress = False
         # Whether stdout's text so far ends inside a line (no newline yet), and whether stdout
@@ -517,14 +543,16 @@ class Printer:
         try:
             yield sink
         except BaseException:
-            # Finish what was started (so a JSON array stays valid), but print nothing for a
-            # list that failed before its first page: an empty result would be a lie.
-            if sink.count:
-                sink.close()
+            sink.fail()
             raise
         sink.close()
 
     def _sink(self, kind: Kind, many: bool) -> Sink:
+        if self.shape is not None:
+            if self.shape.fields is not None:
+                kind = kind.only(self.shape.fields)
+            if self.shape.jq is not None:
+                return JqSink(self, kind, many, self.shape.jq)
         if self.fmt == "json":
             if self.stdout_is_terminal():
                 sink = ColouredJsonSink if not self._no_color else JsonSink
@@ -547,6 +575,8 @@ class Printer:
 
     def takes_json_text(self) -> bool:
         """Whether list output is compact JSON, so pages may come as JSON text (`JsonPage`)."""
+        if self.shape is not None:
+            return False  # --fields and --jq work on records
         return self.fmt == "jsonl" or (self.fmt == "json" and not self.stdout_is_terminal())
 
     def pages(self, kind: Kind, pages: Iterable[Page[R]], *, hint_more: bool) -> None:
@@ -568,6 +598,7 @@ class Printer:
         count = 0
         has_more = False
         last_id: str | None = None
+        jq = self.shape is not None and self.shape.jq is not None
         with self.records(kind, many=True) as sink:
             for page in pages:
                 if text:
@@ -589,7 +620,7 @@ class Printer:
                 f"More {kind.plural} exist: use --all, or --limit N, or "
                 f"--starting-after {last_id} to see them."
             )
-        elif count == 0 and self.fmt == "table" and self.stdout_is_terminal():
+        elif count == 0 and self.fmt == "table" and self.stdout_is_terminal() and not jq:
             self.hint(f"No {kind.plural}.")
 
 
@@ -606,8 +637,16 @@ class Sink:
     def write(self, rows: Sequence[Row]) -> None:
         """Print these rows now (one page, or one object)."""
         if rows:
-            self.printer.write(self.render(rows))
+            self.printer.write(self.render(self.selected(rows)))
             self.count += len(rows)
+
+    def selected(self, rows: Sequence[Row]) -> Sequence[Row]:
+        """The rows with only the fields of --fields, if given (a missing one stays missing)."""
+        if self.kind.fields is None:
+            return rows
+        from .shape import select
+
+        return [select(row, self.kind.fields) for row in rows]
 
     def render(self, rows: Sequence[Row]) -> str:
         """The text of these rows."""
@@ -625,6 +664,12 @@ class Sink:
 
     def close(self) -> None:
         """Finish the output (close a JSON array, print a lone header)."""
+
+    def fail(self) -> None:
+        """Finish after an error: what was started is closed (a JSON array stays valid), but
+        nothing is printed for a list that failed before its first page (it would be a lie)."""
+        if self.count:
+            self.close()
 
 
 class JsonSink(Sink):
@@ -714,6 +759,75 @@ class IdSink(Sink):
     def render(self, rows: Sequence[Row]) -> str:
         """One id per line (control characters escaped, so one id is one line)."""
         return "".join(shown(str(row["id"])) + "\n" for row in rows)
+
+
+# A --jq program's results are written in pieces of about this many characters (a program may
+# print far more than it reads).
+JQ_CHUNK = 64 * 1024
+
+
+class JqSink(Sink):
+    """`--jq`: the program's results, one per line: strings raw (as `jq -r`), other values as
+    compact JSON. Once per record, page by page, with -o jsonl; else once over the document (the
+    array of a list or of several ids, the object of one record), when it is complete.
+
+    On a terminal a string's control characters are shown escaped, except newline and tab
+    (the layout of `@tsv` and of multi-line strings); piped, strings are written as they are.
+    """
+
+    def __init__(self, printer: Printer, kind: Kind, many: bool, program: JqProgram) -> None:
+        super().__init__(printer, kind, many)
+        self.program = program
+        self.terminal = printer.stdout_is_terminal()
+        self.pages: list[str] = []  # the document so far, as JSON arrays (not `each`)
+
+    def write(self, rows: Sequence[Row]) -> None:
+        """Run the program on each record now, or keep the rows for the document."""
+        if not rows:
+            return
+        from .shape import json_array
+
+        text = json_array(self.selected(rows))
+        self.count += len(rows)
+        if self.program.each:
+            self._print(text)
+        else:
+            self.pages.append(text)
+
+    def close(self) -> None:
+        """Run the program over the whole document (when not `each`)."""
+        if self.program.each or (not self.many and not self.pages):
+            return
+        items = ",".join(page[1:-1] for page in self.pages)
+        self.pages = []
+        self._print(f"[{items}]" if self.many else items)
+
+    def fail(self) -> None:
+        """After an error: a document left incomplete is not given to the program."""
+        self.pages = []
+
+    def _print(self, json_text: str) -> None:
+        """The program's results over this text, written in chunks (also those before an
+        error of the program, as jq does)."""
+        lines: list[str] = []
+        size = 0
+        try:
+            for is_string, text in self.program.run(json_text):
+                lines.append(self._line(is_string, text))
+                size += len(text)
+                if size >= JQ_CHUNK:
+                    self.printer.write("".join(lines))
+                    lines, size = [], 0
+        finally:
+            if lines:
+                self.printer.write("".join(lines))
+
+    def _line(self, is_string: bool, text: str) -> str:
+        if not is_string:
+            return _printable_json(text) + "\n"
+        if self.terminal:
+            text = "\t".join(shown(part, keep_newlines=True) for part in text.split("\t"))
+        return text + "\n"
 
 
 class _HeaderSink(Sink):
