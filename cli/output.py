@@ -811,23 +811,29 @@ class JqSink(Sink):
         error of the program, as jq does)."""
         lines: list[str] = []
         size = 0
+        terminal = self.terminal
         try:
-            for is_string, text in self.program.run(json_text):
-                lines.append(self._line(is_string, text))
-                size += len(text)
+            for result in self.program.run(json_text):
+                if type(result) is str:
+                    if terminal:
+                        result = _shown_keeping_layout(result)
+                else:
+                    result = _printable_json(result[0])
+                lines.append(result)
+                size += len(result)
                 if size >= JQ_CHUNK:
-                    self.printer.write("".join(lines))
+                    self.printer.write("\n".join(lines) + "\n")
                     lines, size = [], 0
         finally:
             if lines:
-                self.printer.write("".join(lines))
+                self.printer.write("\n".join(lines) + "\n")
 
-    def _line(self, is_string: bool, text: str) -> str:
-        if not is_string:
-            return _printable_json(text) + "\n"
-        if self.terminal:
-            text = "\t".join(shown(part, keep_newlines=True) for part in text.split("\t"))
-        return text + "\n"
+
+def _shown_keeping_layout(text: str) -> str:
+    """`text` for a terminal: control characters escaped, except newlines and tabs."""
+    if text.isascii() and text.isprintable():
+        return text
+    return "\t".join(shown(part, keep_newlines=True) for part in text.split("\t"))
 
 
 class _HeaderSink(Sink):

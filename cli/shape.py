@@ -14,11 +14,11 @@ from typing import Any
 
 from .errors import JqFailed, UsageProblem
 
-# Every result of a --jq program comes back as a string tagged with its type: "s" and a string
-# (printed raw, as `jq -r` does), or "j" and any other value as jq's own compact JSON (`tojson`),
-# so that numbers, NaN and large integers are spelled as jq spells them. The newlines keep a
-# trailing `# comment` of the user's program from swallowing the closing parenthesis.
-_TAGGED = '(\n{}\n) | if type == "string" then "s" + . else "j" + tojson end'
+# A string result of a --jq program comes back as it is (printed raw, as `jq -r` does), any
+# other value as a one-item array of jq's own compact JSON of it (`tojson`), so that numbers,
+# NaN and large integers are spelled as jq spells them. The newlines keep a trailing
+# `# comment` of the user's program from swallowing the closing parenthesis.
+_TAGGED = '(\n{}\n) | if type == "string" then . else [tojson] end'
 # Once per record: the records of a page go to jq as one array (one call per page, not per
 # record); `.[] | P` runs P on each of them alone, as `jq P` does on a stream of objects.
 _EACH = ".[] | " + _TAGGED
@@ -88,24 +88,19 @@ class JqProgram:
         except ValueError as exc:  # e.g. a top-level `import`, which jq allows only first
             raise UsageProblem(f"--jq cannot be used: {_first_line(exc)}", param="--jq") from None
 
-    def run(self, json_text: str) -> Iterator[tuple[bool, str]]:
+    def run(self, json_text: str) -> Iterator[str | list[str]]:
         """Each result of the program over this JSON text (an array of records when `each`):
-        (whether it is a string, the string or the value's compact JSON).
+        a string as it is, any other value as `[its compact JSON]`.
 
         A runtime error of jq ends the results with JqFailed (exit 1); libjq must not be asked
-        for another result after an error, so none is.
+        for another result after an error, and none is.
         """
         if not json_text.isascii():
             json_text = _LONE_SURROGATE.sub("\ufffd", json_text)
-        results = iter(self._program.input_text(json_text))
-        while True:
-            try:
-                tagged = next(results)
-            except StopIteration:
-                return
-            except ValueError as exc:
-                raise JqFailed(f"--jq failed: {_first_line(exc)}", param="--jq") from None
-            yield tagged[0] == "s", tagged[1:]
+        try:
+            yield from self._program.input_text(json_text)
+        except ValueError as exc:
+            raise JqFailed(f"--jq failed: {_first_line(exc)}", param="--jq") from None
 
 
 def _first_line(exc: BaseException) -> str:
