@@ -309,7 +309,7 @@ def test_serve_prints_its_token_once_and_stops_on_sigterm(
     assert (tmp_path / "served.db").is_file()
 
 
-_BACKEND = {"local_backend", "api_client", "httpx", "rich"}
+_BACKEND = {"local_backend", "api_client", "httpx", "rich", "jq"}
 _OTHER_COMMANDS = {"cli.risk", "cli.config_cmd", "cli.serve"}
 
 
@@ -323,8 +323,13 @@ _OTHER_COMMANDS = {"cli.risk", "cli.config_cmd", "cli.serve"}
         ),
         (["--help"], {*_BACKEND, "pydantic", "importlib.metadata"}),
         (["config", "path"], {*_BACKEND, "cli.conv", "cli.risk", "cli.serve"}),
-        (["conv", "list", "-o", "json"], {"httpx", "rich", "tomllib", "logging", *_OTHER_COMMANDS}),
-        (["conv", "list"], {"httpx", "rich", *_OTHER_COMMANDS}),  # piped: TSV, no rich table
+        (
+            ["conv", "list", "-o", "json"],
+            {"httpx", "rich", "tomllib", "logging", "jq", *_OTHER_COMMANDS},
+        ),
+        (["conv", "list"], {"httpx", "rich", "jq", *_OTHER_COMMANDS}),  # piped: TSV, no rich table
+        # jq (libjq) only for --jq, not for --fields
+        (["conv", "list", "--fields", "id", "-o", "jsonl"], {"httpx", "rich", "jq"}),
     ],
 )
 def test_commands_import_only_what_they_use(
