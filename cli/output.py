@@ -820,7 +820,7 @@ class JqSink(Sink):
                 else:
                     result = _printable_json(result[0])
                 lines.append(result)
-                size += len(result)
+                size += len(result) + 1
                 if size >= JQ_CHUNK:
                     self.printer.write("\n".join(lines) + "\n")
                     lines, size = [], 0
