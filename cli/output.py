@@ -779,7 +779,7 @@ class JqSink(Sink):
         super().__init__(printer, kind, many)
         self.program = program
         self.terminal = printer.stdout_is_terminal()
-        self.pages: list[str] = []  # the document so far, as JSON arrays (not `each`)
+        self.pages: list[str] = []  # the document so far: each page's items (not `each`)
 
     def write(self, rows: Sequence[Row]) -> None:
         """Run the program on each record now, or keep the rows for the document."""
@@ -792,15 +792,27 @@ class JqSink(Sink):
         if self.program.each:
             self._print(text)
         else:
-            self.pages.append(text)
+            self.pages.append(text[1:-1])  # the items, without the array's brackets
 
     def close(self) -> None:
         """Run the program over the whole document (when not `each`)."""
         if self.program.each or (not self.many and not self.pages):
             return
-        items = ",".join(page[1:-1] for page in self.pages)
-        self.pages = []
-        self._print(f"[{items}]" if self.many else items)
+        pages, self.pages = self.pages, []
+        if not self.many:
+            self._print(pages[0])  # the one record's object
+            return
+        # The pages' items between brackets, commas between: one copy of the text in all.
+        parts = ["["]
+        for page in pages:
+            parts += (page, ",")
+        if pages:
+            parts.pop()  # the last comma
+        parts.append("]")
+        del pages
+        document = "".join(parts)
+        del parts
+        self._print(document)
 
     def fail(self) -> None:
         """After an error: a document left incomplete is not given to the program."""

@@ -51,6 +51,14 @@ def test_jq_over_the_document_waits_for_the_whole_list(capsys: pytest.CaptureFix
     assert capsys.readouterr().out == '["conv_2","conv_1"]\n'
 
 
+def test_an_empty_list_is_an_empty_array_to_jq(capsys: pytest.CaptureFixture[str]) -> None:
+    printer = Printer("json", env={}, shape=Shape(jq=JqProgram("[length, type]", each=False)))
+    printer.pages(CONVERSATIONS, [page(has_more=False)], hint_more=False)
+    assert capsys.readouterr().out == '[0,"array"]\n'
+    printer.pages(CONVERSATIONS, [page("a", "b", has_more=False)], hint_more=False)
+    assert capsys.readouterr().out == '[2,"array"]\n'
+
+
 def test_a_list_that_fails_part_way_gives_jq_no_document(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
