@@ -821,24 +821,27 @@ class JqSink(Sink):
     def _print(self, json_text: str) -> None:
         """The program's results over this text, written in chunks (also those before an
         error of the program, as jq does)."""
+        from .shape import ctrl_c_ends_at_once
+
         lines: list[str] = []
         size = 0
         terminal = self.terminal
-        try:
-            for result in self.program.run(json_text):
-                if type(result) is str:
-                    if terminal:
-                        result = _shown_keeping_layout(result)
-                else:
-                    result = _printable_json(result[0])
-                lines.append(result)
-                size += len(result) + 1
-                if size >= JQ_CHUNK:
+        with ctrl_c_ends_at_once():
+            try:
+                for result in self.program.run(json_text):
+                    if type(result) is str:
+                        if terminal:
+                            result = _shown_keeping_layout(result)
+                    else:
+                        result = _printable_json(result[0])
+                    lines.append(result)
+                    size += len(result) + 1
+                    if size >= JQ_CHUNK:
+                        self.printer.write("\n".join(lines) + "\n")
+                        lines, size = [], 0
+            finally:
+                if lines:
                     self.printer.write("\n".join(lines) + "\n")
-                    lines, size = [], 0
-        finally:
-            if lines:
-                self.printer.write("\n".join(lines) + "\n")
 
 
 def _shown_keeping_layout(text: str) -> str:

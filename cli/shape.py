@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,6 +102,25 @@ class JqProgram:
             yield from self._program.input_text(json_text)
         except ValueError as exc:
             raise JqFailed(f"--jq failed: {_first_line(exc)}", param="--jq") from None
+
+
+@contextmanager
+def ctrl_c_ends_at_once() -> Iterator[None]:
+    """While a --jq program runs, Ctrl-C ends the process at once (exit status 130 in a shell),
+    as it ends `jq`: libjq does not return to Python while it computes, so Python's own handler
+    could act only when the program yields a result (`last(range(1e12))` yields none for hours).
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may change a signal's handler
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_DFL)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _first_line(exc: BaseException) -> str:

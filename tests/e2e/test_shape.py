@@ -6,7 +6,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -451,3 +453,28 @@ def test_on_a_terminal_jq_strings_show_control_characters_escaped_but_keep_tabs(
         env, "conv", "list", "-o", "jsonl", "--jq", r'.group_id, "a\tb", {g: .group_id}', columns=80
     )
     assert shown == ["g_\\x1b[31mred\\r\\x07", "a       b", '{"g":"g_\\u001b[31mred\\r\\u0007"}']
+
+
+def test_ctrl_c_ends_a_jq_program_that_computes_without_printing(tmp_path: Path) -> None:
+    """libjq never returns to Python while it computes: Ctrl-C must end the process anyway, at
+    once, as it ends `jq` itself."""
+    env, client = _terminal_env(tmp_path)
+    with client:
+        client.conversations.create({"contact_id": "c_1"})
+    child = subprocess.Popen(
+        [CONVRISK, "conv", "list", "--jq", "last(range(1e12))"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        time.sleep(1.5)  # well inside the loop (start-up takes a fraction of a second)
+        child.send_signal(signal.SIGINT)
+        out, _ = child.communicate(timeout=20)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(timeout=SAFETY_TIMEOUT)
+    assert child.returncode == -signal.SIGINT and out == b""
