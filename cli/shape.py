@@ -126,8 +126,7 @@ def ctrl_c_ends_at_once() -> Iterator[None]:
 def _first_line(exc: BaseException) -> str:
     """jq's message, first line only, without its `jq: error: ` prefix or a closing colon."""
     lines = str(exc).strip().splitlines() or [type(exc).__name__]
-    line = lines[0].removeprefix("jq: error: ").rstrip(":").strip()
-    return line if line.endswith(".") else line + "."
+    return lines[0].removeprefix("jq: error: ").rstrip(":").strip()
 
 
 def json_array(rows: Sequence[Mapping[str, Any]]) -> str:

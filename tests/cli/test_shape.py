@@ -89,7 +89,7 @@ def test_results_before_a_jq_error_are_printed_then_it_fails(
 ) -> None:
     program = JqProgram('.id, (if .id == "b" then error("stop") else empty end)', each=True)
     printer = Printer("jsonl", env={}, shape=Shape(jq=program))
-    with pytest.raises(JqFailed, match=r"^--jq failed: stop\.$"):
+    with pytest.raises(JqFailed, match=r"^--jq failed: stop$"):
         printer.pages(CONVERSATIONS, [page("a", "b", "c", has_more=False)], hint_more=False)
     assert capsys.readouterr().out == "a\nb\n"
 
@@ -153,7 +153,7 @@ def test_the_shape_of_the_options_together() -> None:
     for fmt in ("table", "csv", "id"):
         with pytest.raises(UsageProblem, match=f"cannot be combined with -o {fmt}"):
             make_shape(None, ".", output_flag=fmt, fmt=fmt)
-    with pytest.raises(UsageProblem, match=r"^--jq does not compile: .*\.$") as caught:
+    with pytest.raises(UsageProblem, match=r"^--jq does not compile: .*[^:]$") as caught:
         make_shape(None, "{", output_flag=None, fmt="table")
     assert "\n" not in caught.value.message and caught.value.param == "--jq"
 

@@ -344,7 +344,7 @@ def test_a_jq_error_on_the_data_stops_with_exit_1_after_the_results_before_it(
     )
     assert result.returncode == 1
     assert result.stdout.splitlines() == [third["id"], second["id"]]
-    error = {"type": "jq_error", "message": f"--jq failed: no way: {first['id']}.", "param": "--jq"}
+    error = {"type": "jq_error", "message": f"--jq failed: no way: {first['id']}", "param": "--jq"}
     assert result.stderr == json.dumps({"error": error}) + "\n"
     document = backend.run("conv", "list", "--jq", ".[] | .contact_id | ascii_downcase")
     assert document.returncode == 1 and document.stdout == "c_3\n"
