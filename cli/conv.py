@@ -51,7 +51,7 @@ def list_(
     \b
     Example:
       convrisk conv list --muted --not-archived --limit 50
-      convrisk conv list --all -o jsonl | jq -r 'select(.group_id) | .id'
+      convrisk conv list --all -o jsonl --jq 'select(.group_id) | .id'
     """
     run = app_context(ctx)
     total = opt.total_wanted(limit, all_items)

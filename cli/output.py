@@ -78,9 +78,13 @@ class Kind:
     fields: tuple[str, ...] | None = None
 
     def only(self, fields: Sequence[str]) -> Kind:
-        """This kind with only these fields, in this order: the columns of every format."""
+        """This kind with only these fields, in this order: the columns of every format.
+
+        A field the kind has no column for (a result that is not one of its records, such as
+        another command's summary) gets a plain text column under its name.
+        """
         by_key = {column.key: column for column in self.columns}
-        columns = tuple(by_key[key] for key in fields)
+        columns = tuple(by_key.get(key) or Column(key, key.upper()) for key in fields)
         narrowing = tuple(step for step in self.narrowing if step[1] in fields)
         return dataclasses.replace(
             self,

@@ -161,3 +161,12 @@ def test_the_shape_of_the_options_together() -> None:
 def test_a_trailing_comment_in_the_program_is_fine() -> None:
     assert list(JqProgram(".a # the a", each=False).run('{"a":"x"}')) == ["x"]
     assert list(JqProgram("def f: .a; f", each=True).run('[{"a":"y"}]')) == ["y"]
+
+
+def test_a_kind_shaped_by_fields_it_lacks_shows_them_as_plain_columns() -> None:
+    shaped = DELETIONS.only(["deleted", "note"])
+    assert [(c.key, c.title, c.kind) for c in shaped.columns] == [
+        ("deleted", "DELETED", "bool"),
+        ("note", "NOTE", "text"),
+    ]
+    assert shaped.terminal_columns == shaped.columns and shaped.fields == ("deleted", "note")
