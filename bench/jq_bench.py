@@ -125,7 +125,11 @@ def section(ws: Workspace) -> str:
     """The `jq` section of `python -m bench`."""
     rows, runs = (1000, 1) if ws.tiny else (100_000, 5)
     figures = measure(ws.db(rows), ws.env(), rows, runs)
-    return "## --jq\n\n" + report(figures, rows, runs)
+    return (
+        "## 6. `--jq`\n\nbench/jq_bench.py: each command is the installed console script, "
+        "started the same way (a child under GNU time, stdout to /dev/null), interleaved run by "
+        "run. CPU is user + system time of the process.\n\n" + report(figures, rows, runs)
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
