@@ -1,4 +1,4 @@
-"""The five benchmark sections: each runs, measures and returns its part of the report."""
+"""The benchmark sections: each runs, measures and returns its part of the report."""
 
 from __future__ import annotations
 
@@ -577,10 +577,21 @@ def remote(ws: Workspace) -> str:
     )
 
 
+# -- 6. --jq ---------------------------------------------------------------------------------------
+
+
+def jq(ws: Workspace) -> str:
+    """`--jq .id` against `-o id` and the memory of --jq (bench/jq_bench.py)."""
+    from bench import jq_bench
+
+    return jq_bench.section(ws)
+
+
 SECTIONS: dict[str, Callable[[Workspace], str]] = {
     "cold_start": cold_start,
     "page_cost": page_cost,
     "export": export,
     "writers": writers,
     "remote": remote,
+    "jq": jq,
 }

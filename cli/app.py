@@ -16,7 +16,7 @@ from typer.models import CommandInfo, TyperInfo
 
 from . import complete
 from .context import AppContext, app_context, describe_failure
-from .errors import Failures, NotConfirmed, NotSet, StdoutClosed, UsageProblem
+from .errors import Failures, JqFailed, NotConfirmed, NotSet, StdoutClosed, UsageProblem
 from .output import ErrorInfo
 from .settings import Flags
 
@@ -189,7 +189,7 @@ def exit_code(exc: BaseException) -> int:
         return exit_code(exc.first)
     if isinstance(exc, UsageProblem | ClickException):
         return USAGE
-    if isinstance(exc, NotConfirmed | NotSet):
+    if isinstance(exc, NotConfirmed | NotSet | JqFailed):
         return FAILED
     if isinstance(exc, KeyboardInterrupt | typer.Abort):
         return INTERRUPTED

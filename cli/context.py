@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from api_client import Client
     from api_client.client import ResourceClient
 
+    from .shape import FieldChoice
+
 F = TypeVar("F")
 
 
@@ -41,6 +43,9 @@ class AppContext:
         self.env: Mapping[str, str] = os.environ if env is None else env
         self.flags = Flags()
         self.output_flag: str | None = None
+        # --fields and --jq as given; the printer checks them (cli/shape.py).
+        self.fields: FieldChoice | None = None
+        self.jq: str | None = None
         self._settings: Settings | None = None
         # Each config file read once per run; a failure is kept and raised again, never retried.
         self._configs: dict[Path, ConfigFile | UsageProblem] = {}
@@ -108,7 +113,13 @@ class AppContext:
         if self._printer is None:
             settings = self.settings()
             fmt = output or self.output_flag or settings.output
-            self._printer = Printer(fmt, env=self.env, remote=settings.is_remote)
+            shape = None
+            if self.fields is not None or self.jq is not None:
+                from .shape import make_shape
+
+                explicit = output or self.output_flag
+                shape = make_shape(self.fields, self.jq, output_flag=explicit, fmt=fmt)
+            self._printer = Printer(fmt, env=self.env, remote=settings.is_remote, shape=shape)
         return self._printer
 
     def plain_printer(self) -> Printer:

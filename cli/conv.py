@@ -43,13 +43,15 @@ def list_(
     all_items: opt.All = False,
     starting_after: opt.StartingAfter = None,
     output: opt.Output = None,
+    fields: opt.ConvFields = None,
+    jq: opt.Jq = None,
 ) -> None:
     """List conversations, newest first (filters combine with AND).
 
     \b
     Example:
       convrisk conv list --muted --not-archived --limit 50
-      convrisk conv list --all -o jsonl | jq -r 'select(.group_id) | .id'
+      convrisk conv list --all -o jsonl --jq 'select(.group_id) | .id'
     """
     run = app_context(ctx)
     total = opt.total_wanted(limit, all_items)
@@ -81,6 +83,8 @@ def create(
     ] = None,
     group_id: GroupId = None,
     output: opt.Output = None,
+    fields: opt.ConvFields = None,
+    jq: opt.Jq = None,
 ) -> None:
     """Create a conversation with one contact or one group (exactly one of the two).
 
@@ -96,7 +100,13 @@ def create(
 
 
 @app.command("get")
-def get(ctx: typer.Context, ids: opt.Ids, output: opt.Output = None) -> None:
+def get(
+    ctx: typer.Context,
+    ids: opt.Ids,
+    output: opt.Output = None,
+    fields: opt.ConvFields = None,
+    jq: opt.Jq = None,
+) -> None:
     """Show conversations by id (several ids, or - to read them from stdin).
 
     \b
@@ -145,6 +155,8 @@ def update(
         bool, typer.Option("--clear-pinned-message", help="Unpin the pinned message.")
     ] = False,
     output: opt.Output = None,
+    fields: opt.ConvFields = None,
+    jq: opt.Jq = None,
 ) -> None:
     """Change conversations: pin, mute, archive, pin a message.
 
@@ -171,7 +183,12 @@ def update(
 
 @app.command("delete")
 def delete(
-    ctx: typer.Context, ids: opt.Ids, yes: opt.Yes = False, output: opt.Output = None
+    ctx: typer.Context,
+    ids: opt.Ids,
+    yes: opt.Yes = False,
+    output: opt.Output = None,
+    fields: opt.DeletionFields = None,
+    jq: opt.Jq = None,
 ) -> None:
     """Delete conversations and all their messages, for good (asks first on a terminal).
 

@@ -6,6 +6,9 @@ from __future__ import annotations
 class CliError(Exception):
     """Base of the command line's own errors."""
 
+    # The error's `type` in JSON error output.
+    error_type = "usage_error"
+
     def __init__(self, message: str, *, param: str | None = None) -> None:
         super().__init__(message)
         self.message = message
@@ -22,6 +25,12 @@ class NotConfirmed(CliError):
 
 class NotSet(CliError):
     """`config get KEY` of a key the profile does not set (exit 1, nothing on stdout)."""
+
+
+class JqFailed(CliError):
+    """A --jq program failed on the data (a runtime error of jq): exit 1."""
+
+    error_type = "jq_error"
 
 
 class StdoutClosed(Exception):

@@ -17,6 +17,7 @@ import typer
 
 from . import complete
 from .errors import UsageProblem
+from .output import CONVERSATIONS, DELETIONS, RISK_PROFILES, Kind
 from .settings import OUTPUT_FORMATS
 
 if TYPE_CHECKING:
@@ -51,6 +52,54 @@ Output = Annotated[
         is_eager=True,
         show_default=False,
         autocompletion=complete.formats,
+    ),
+]
+
+
+def _fields_option(kind: Kind) -> Any:
+    """The --fields option of commands that print `kind` (it names the fields in its help)."""
+    known = tuple(column.key for column in kind.columns)
+
+    def remember(ctx: typer.Context, value: str | None) -> str | None:
+        """Keep --fields for the printer, which checks it before any request."""
+        if value is not None:
+            from .context import AppContext
+            from .shape import FieldChoice
+
+            ctx.ensure_object(AppContext).fields = FieldChoice(value, known, kind.noun)
+        return value
+
+    return typer.Option(
+        "--fields",
+        metavar="F1,F2,...",
+        help=f"Only these fields, in this order, in any format but id: {', '.join(known)}.",
+        callback=remember,
+        show_default=False,
+    )
+
+
+def _remember_jq(ctx: typer.Context, value: str | None) -> str | None:
+    """Keep --jq for the printer, which compiles it before any request."""
+    if value is not None:
+        from .context import AppContext
+
+        ctx.ensure_object(AppContext).jq = value
+    return value
+
+
+ConvFields = Annotated[str | None, _fields_option(CONVERSATIONS)]
+RiskFields = Annotated[str | None, _fields_option(RISK_PROFILES)]
+DeletionFields = Annotated[str | None, _fields_option(DELETIONS)]
+Jq = Annotated[
+    str | None,
+    typer.Option(
+        "--jq",
+        metavar="EXPR",
+        help="Print the results of this jq program: with -o jsonl run on each record, "
+        "streamed; else once over the JSON output. Strings print raw, other values as "
+        "compact JSON.",
+        callback=_remember_jq,
+        show_default=False,
     ),
 ]
 Limit = Annotated[

@@ -13,6 +13,7 @@ the terminal (DESIGN 4.2); JSON goes through printable_json() instead.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import os
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     import logging
 
     from api_client.records import JsonPage, Page, Record
+
+    from .shape import JqProgram, Shape
 
 Row = Mapping[str, Any]
 R = TypeVar("R", bound="Record")
@@ -71,6 +74,25 @@ class Kind:
     # its own name. On a narrow screen `narrowing` is applied in order, as far as needed.
     terminal_columns: tuple[Column, ...]
     narrowing: tuple[Narrowing, ...] = ()
+    # --fields: only these fields of each record, in this order (None: all of them).
+    fields: tuple[str, ...] | None = None
+
+    def only(self, fields: Sequence[str]) -> Kind:
+        """This kind with only these fields, in this order: the columns of every format.
+
+        A field the kind has no column for (a result that is not one of its records, such as
+        another command's summary) gets a plain text column under its name.
+        """
+        by_key = {column.key: column for column in self.columns}
+        columns = tuple(by_key.get(key) or Column(key, key.upper()) for key in fields)
+        narrowing = tuple(step for step in self.narrowing if step[1] in fields)
+        return dataclasses.replace(
+            self,
+            columns=columns,
+            terminal_columns=columns,
+            narrowing=narrowing,
+            fields=tuple(fields),
+        )
 
 
 def _party(row: Row) -> str:
@@ -315,7 +337,7 @@ class ErrorInfo:
 def describe_error(exc: BaseException, *, remote: bool, id: str | None = None) -> ErrorInfo:
     """The ErrorInfo of any exception the command line reports."""
     if isinstance(exc, CliError):
-        return ErrorInfo("usage_error", exc.message, param=exc.param, id=id)
+        return ErrorInfo(exc.error_type, exc.message, param=exc.param, id=id)
     errors = sys.modules.get("api_client.errors")
     if errors is not None:
         if isinstance(exc, errors.APIError):
@@ -336,10 +358,18 @@ def describe_error(exc: BaseException, *, remote: bool, id: str | None = None) -
 class Printer:
     """Writes everything the user sees, in the chosen format; nothing else prints."""
 
-    def __init__(self, fmt: str, *, env: Mapping[str, str], remote: bool = False) -> None:
+    def __init__(
+        self,
+        fmt: str,
+        *,
+        env: Mapping[str, str],
+        remote: bool = False,
+        shape: Shape | None = None,
+    ) -> None:
         self.fmt = fmt
         self.env = env
         self.remote = remote
+        self.shape = shape  # --fields and --jq (cli/shape.py), None when neither was given
         self._no_color = bool(env.get("NO_COLOR")) or env.get("TERM") == "dumb"
         self._progress = False
         # Whether stdout's text so far ends inside a line (no newline yet), and whether stdout
@@ -517,14 +547,16 @@ class Printer:
         try:
             yield sink
         except BaseException:
-            # Finish what was started (so a JSON array stays valid), but print nothing for a
-            # list that failed before its first page: an empty result would be a lie.
-            if sink.count:
-                sink.close()
+            sink.fail()
             raise
         sink.close()
 
     def _sink(self, kind: Kind, many: bool) -> Sink:
+        if self.shape is not None:
+            if self.shape.fields is not None:
+                kind = kind.only(self.shape.fields)
+            if self.shape.jq is not None:
+                return JqSink(self, kind, many, self.shape.jq)
         if self.fmt == "json":
             if self.stdout_is_terminal():
                 sink = ColouredJsonSink if not self._no_color else JsonSink
@@ -547,6 +579,8 @@ class Printer:
 
     def takes_json_text(self) -> bool:
         """Whether list output is compact JSON, so pages may come as JSON text (`JsonPage`)."""
+        if self.shape is not None:
+            return False  # --fields and --jq work on records
         return self.fmt == "jsonl" or (self.fmt == "json" and not self.stdout_is_terminal())
 
     def pages(self, kind: Kind, pages: Iterable[Page[R]], *, hint_more: bool) -> None:
@@ -568,6 +602,7 @@ class Printer:
         count = 0
         has_more = False
         last_id: str | None = None
+        jq = self.shape is not None and self.shape.jq is not None
         with self.records(kind, many=True) as sink:
             for page in pages:
                 if text:
@@ -589,7 +624,7 @@ class Printer:
                 f"More {kind.plural} exist: use --all, or --limit N, or "
                 f"--starting-after {last_id} to see them."
             )
-        elif count == 0 and self.fmt == "table" and self.stdout_is_terminal():
+        elif count == 0 and self.fmt == "table" and self.stdout_is_terminal() and not jq:
             self.hint(f"No {kind.plural}.")
 
 
@@ -606,8 +641,16 @@ class Sink:
     def write(self, rows: Sequence[Row]) -> None:
         """Print these rows now (one page, or one object)."""
         if rows:
-            self.printer.write(self.render(rows))
+            self.printer.write(self.render(self.selected(rows)))
             self.count += len(rows)
+
+    def selected(self, rows: Sequence[Row]) -> Sequence[Row]:
+        """The rows with only the fields of --fields, if given (a missing one stays missing)."""
+        if self.kind.fields is None:
+            return rows
+        from .shape import select
+
+        return [select(row, self.kind.fields) for row in rows]
 
     def render(self, rows: Sequence[Row]) -> str:
         """The text of these rows."""
@@ -625,6 +668,12 @@ class Sink:
 
     def close(self) -> None:
         """Finish the output (close a JSON array, print a lone header)."""
+
+    def fail(self) -> None:
+        """Finish after an error: what was started is closed (a JSON array stays valid), but
+        nothing is printed for a list that failed before its first page (it would be a lie)."""
+        if self.count:
+            self.close()
 
 
 class JsonSink(Sink):
@@ -714,6 +763,96 @@ class IdSink(Sink):
     def render(self, rows: Sequence[Row]) -> str:
         """One id per line (control characters escaped, so one id is one line)."""
         return "".join(shown(str(row["id"])) + "\n" for row in rows)
+
+
+# A --jq program's results are written in pieces of about this many characters (a program may
+# print far more than it reads).
+JQ_CHUNK = 64 * 1024
+
+
+class JqSink(Sink):
+    """`--jq`: the program's results, one per line: strings raw (as `jq -r`), other values as
+    compact JSON. Once per record, page by page, with -o jsonl; else once over the document (the
+    array of a list or of several ids, the object of one record), when it is complete.
+
+    On a terminal a string's control characters are shown escaped, except newline and tab
+    (the layout of `@tsv` and of multi-line strings); piped, strings are written as they are.
+    """
+
+    def __init__(self, printer: Printer, kind: Kind, many: bool, program: JqProgram) -> None:
+        super().__init__(printer, kind, many)
+        self.program = program
+        self.terminal = printer.stdout_is_terminal()
+        self.pages: list[str] = []  # the document so far: each page's items (not `each`)
+
+    def write(self, rows: Sequence[Row]) -> None:
+        """Run the program on each record now, or keep the rows for the document."""
+        if not rows:
+            return
+        from .shape import json_array
+
+        text = json_array(self.selected(rows))
+        self.count += len(rows)
+        if self.program.each:
+            self._print(text)
+        else:
+            self.pages.append(text[1:-1])  # the items, without the array's brackets
+
+    def close(self) -> None:
+        """Run the program over the whole document (when not `each`)."""
+        if self.program.each or (not self.many and not self.pages):
+            return
+        pages, self.pages = self.pages, []
+        if not self.many:
+            self._print(pages[0])  # the one record's object
+            return
+        # The pages' items between brackets, commas between: one copy of the text in all.
+        parts = ["["]
+        for page in pages:
+            parts += (page, ",")
+        if pages:
+            parts.pop()  # the last comma
+        parts.append("]")
+        del pages
+        document = "".join(parts)
+        del parts
+        self._print(document)
+
+    def fail(self) -> None:
+        """After an error: a document left incomplete is not given to the program."""
+        self.pages = []
+
+    def _print(self, json_text: str) -> None:
+        """The program's results over this text, written in chunks (also those before an
+        error of the program, as jq does)."""
+        from .shape import ctrl_c_ends_at_once
+
+        lines: list[str] = []
+        size = 0
+        terminal = self.terminal
+        with ctrl_c_ends_at_once():
+            try:
+                for result in self.program.run(json_text):
+                    if type(result) is str:
+                        if terminal:
+                            result = _shown_keeping_layout(result)
+                    else:
+                        result = _printable_json(result[0])
+                    lines.append(result)
+                    size += len(result) + 1
+                    if size >= JQ_CHUNK:
+                        self.printer.write("\n".join(lines) + "\n")
+                        lines, size = [], 0
+            finally:
+                if lines:
+                    self.printer.write("\n".join(lines) + "\n")
+
+
+def _shown_keeping_layout(text: str) -> str:
+    """`text` for a terminal: control characters escaped, except newlines and tabs."""
+    if text.isascii() and text.isprintable():
+        return text
+    return "\t".join(shown(part, keep_newlines=True) for part in text.split("\t"))
 
 
 class _HeaderSink(Sink):

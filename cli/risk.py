@@ -42,6 +42,8 @@ def list_(
     all_items: opt.All = False,
     starting_after: opt.StartingAfter = None,
     output: opt.Output = None,
+    fields: opt.RiskFields = None,
+    jq: opt.Jq = None,
 ) -> None:
     """List risk profiles, newest first (filters combine with AND).
 
@@ -88,6 +90,8 @@ def create(
     ],
     details: opt.Details = None,
     output: opt.Output = None,
+    fields: opt.RiskFields = None,
+    jq: opt.Jq = None,
 ) -> None:
     """Create a risk profile (details default to {}).
 
@@ -100,13 +104,19 @@ def create(
         --details @details.json
     """
     run = app_context(ctx)
-    fields = opt.risk_profile_fields(customer_id, profile_type, score, details)
+    params = opt.risk_profile_fields(customer_id, profile_type, score, details)
     printer = run.printer(output)
-    printer.one(RISK_PROFILES, run.client().risk_profiles.create(fields))
+    printer.one(RISK_PROFILES, run.client().risk_profiles.create(params))
 
 
 @app.command("get")
-def get(ctx: typer.Context, ids: opt.Ids, output: opt.Output = None) -> None:
+def get(
+    ctx: typer.Context,
+    ids: opt.Ids,
+    output: opt.Output = None,
+    fields: opt.RiskFields = None,
+    jq: opt.Jq = None,
+) -> None:
     """Show risk profiles by id (several ids, or - to read them from stdin).
 
     \b
@@ -134,6 +144,8 @@ def update(
     score: opt.Score = None,
     details: opt.Details = None,
     output: opt.Output = None,
+    fields: opt.RiskFields = None,
+    jq: opt.Jq = None,
 ) -> None:
     """Change risk profiles' type, score or details (details are replaced whole).
 
@@ -158,7 +170,12 @@ def update(
 
 @app.command("delete")
 def delete(
-    ctx: typer.Context, ids: opt.Ids, yes: opt.Yes = False, output: opt.Output = None
+    ctx: typer.Context,
+    ids: opt.Ids,
+    yes: opt.Yes = False,
+    output: opt.Output = None,
+    fields: opt.DeletionFields = None,
+    jq: opt.Jq = None,
 ) -> None:
     """Delete risk profiles and all their data, for good (asks first on a terminal).
 

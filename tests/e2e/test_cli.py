@@ -309,7 +309,7 @@ def test_serve_prints_its_token_once_and_stops_on_sigterm(
     assert (tmp_path / "served.db").is_file()
 
 
-_BACKEND = {"local_backend", "api_client", "httpx", "rich"}
+_BACKEND = {"local_backend", "api_client", "httpx", "rich", "jq"}
 _OTHER_COMMANDS = {"cli.risk", "cli.config_cmd", "cli.serve"}
 
 
@@ -325,12 +325,17 @@ _OTHER_COMMANDS = {"cli.risk", "cli.config_cmd", "cli.serve"}
         (["config", "path"], {*_BACKEND, "pydantic", "cli.conv", "cli.risk", "cli.serve"}),
         # typer's click line converts arguments without pydantic (typer 0.29 loads it for any)
         (["config", "set", "output", "json"], {*_BACKEND, "pydantic", "cli.conv", "cli.risk"}),
-        (["conv", "list", "--help"], {"local_backend", "pydantic", "httpx", "rich"}),
-        (["conv", "list", "-o", "json"], {"httpx", "rich", "tomllib", "logging", *_OTHER_COMMANDS}),
-        (["conv", "list"], {"httpx", "rich", *_OTHER_COMMANDS}),  # piped: TSV, no rich table
+        (["conv", "list", "--help"], {"local_backend", "pydantic", "httpx", "rich", "jq"}),
+        (
+            ["conv", "list", "-o", "json"],
+            {"httpx", "rich", "tomllib", "logging", "jq", *_OTHER_COMMANDS},
+        ),
+        (["conv", "list"], {"httpx", "rich", "jq", *_OTHER_COMMANDS}),  # piped: TSV, no rich table
         # records are plain dicts inside (DESIGN 4.1): pydantic only for a remote answer
         (["conv", "list", "-o", "json"], {"pydantic", "importlib.metadata"}),
         (["conv", "create", "--contact-id", "c", "-o", "id"], {"pydantic", "httpx", "rich"}),
+        # jq (libjq) only for --jq, not for --fields
+        (["conv", "list", "--fields", "id", "-o", "jsonl"], {"httpx", "rich", "jq"}),
     ],
 )
 def test_commands_import_only_what_they_use(

@@ -1,0 +1,172 @@
+"""cli/shape.py and the printer's JqSink in-process: streaming page by page, nothing from an
+incomplete document, the field checks, and what jq is given."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from cli import output
+from cli.errors import JqFailed, UsageProblem
+from cli.output import CONVERSATIONS, DELETIONS, Printer
+from cli.shape import FieldChoice, JqProgram, Shape, make_shape, select
+
+KNOWN = tuple(column.key for column in CONVERSATIONS.columns)
+
+
+def page(*ids: str, has_more: bool = True) -> dict[str, Any]:
+    """A list page of conversations with these ids."""
+    return {"data": [{"id": id, "contact_id": f"c_{id}"} for id in ids], "has_more": has_more}
+
+
+def test_jq_on_each_record_prints_each_page_before_the_next_is_fetched(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    printer = Printer("jsonl", env={}, shape=Shape(jq=JqProgram(".id", each=True)))
+    seen_before_second_page: list[str] = []
+
+    def pages() -> Iterator[dict[str, Any]]:
+        yield page("conv_3", "conv_2")
+        seen_before_second_page.append(capsys.readouterr().out)
+        yield page("conv_1", has_more=False)
+
+    printer.pages(CONVERSATIONS, pages(), hint_more=False)
+    assert seen_before_second_page == ["conv_3\nconv_2\n"]
+    assert capsys.readouterr().out == "conv_1\n"
+
+
+def test_jq_over_the_document_waits_for_the_whole_list(capsys: pytest.CaptureFixture[str]) -> None:
+    printer = Printer("json", env={}, shape=Shape(jq=JqProgram("map(.id)", each=False)))
+    seen: list[str] = []
+
+    def pages() -> Iterator[dict[str, Any]]:
+        yield page("conv_2")
+        seen.append(capsys.readouterr().out)
+        yield page("conv_1", has_more=False)
+
+    printer.pages(CONVERSATIONS, pages(), hint_more=False)
+    assert seen == [""]
+    assert capsys.readouterr().out == '["conv_2","conv_1"]\n'
+
+
+def test_an_empty_list_is_an_empty_array_to_jq(capsys: pytest.CaptureFixture[str]) -> None:
+    printer = Printer("json", env={}, shape=Shape(jq=JqProgram("[length, type]", each=False)))
+    printer.pages(CONVERSATIONS, [page(has_more=False)], hint_more=False)
+    assert capsys.readouterr().out == '[0,"array"]\n'
+    printer.pages(CONVERSATIONS, [page("a", "b", has_more=False)], hint_more=False)
+    assert capsys.readouterr().out == '[2,"array"]\n'
+
+
+def test_a_list_that_fails_part_way_gives_jq_no_document(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    printer = Printer("json", env={}, shape=Shape(jq=JqProgram("length", each=False)))
+
+    def pages() -> Iterator[dict[str, Any]]:
+        yield page("conv_2")
+        raise ConnectionError("dropped")
+
+    with pytest.raises(ConnectionError):
+        printer.pages(CONVERSATIONS, pages(), hint_more=False)
+    assert capsys.readouterr().out == ""  # not "1": that count would be a lie
+
+
+def test_a_program_that_prints_much_is_written_in_pieces(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writes: list[str] = []
+    printer = Printer("jsonl", env={}, shape=Shape(jq=JqProgram("range(30000)", each=True)))
+    monkeypatch.setattr(printer, "write", writes.append)
+    printer.one(CONVERSATIONS, {"id": "conv_1"})
+    assert len(writes) > 1 and all(len(text) <= output.JQ_CHUNK + 16 for text in writes)
+    assert "".join(writes).split() == [str(n) for n in range(30000)]
+
+
+def test_results_before_a_jq_error_are_printed_then_it_fails(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    program = JqProgram('.id, (if .id == "b" then error("stop") else empty end)', each=True)
+    printer = Printer("jsonl", env={}, shape=Shape(jq=program))
+    with pytest.raises(JqFailed, match=r"^--jq failed: stop$"):
+        printer.pages(CONVERSATIONS, [page("a", "b", "c", has_more=False)], hint_more=False)
+    assert capsys.readouterr().out == "a\nb\n"
+
+
+def test_a_lone_surrogate_reaches_jq_as_the_replacement_character() -> None:
+    program = JqProgram(".contact_id", each=True)
+    text = '[{"contact_id":"a\ud800b"}]'
+    assert list(program.run(text)) == ["a\ufffdb"]
+
+
+def test_non_string_results_are_jqs_own_compact_json() -> None:
+    program = JqProgram(".", each=False)
+    assert list(program.run('{"a":[1,2.50,null],"b":100000000000000000001}')) == [
+        ['{"a":[1,2.50,null],"b":100000000000000000001}']
+    ]
+    assert list(JqProgram("nan, infinite", each=False).run("null")) == [
+        ["null"],
+        ["1.7976931348623157e+308"],
+    ]
+
+
+def test_on_a_terminal_jq_strings_are_escaped_except_newlines_and_tabs(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(output, "is_terminal", lambda stream: True)
+    printer = Printer("json", env={}, shape=Shape(jq=JqProgram(".contact_id", each=False)))
+    printer.one(CONVERSATIONS, {"id": "x", "contact_id": "a\tb\nc\x1b[2J\u202e\x85"})
+    assert capsys.readouterr().out == "a\tb\nc\\x1b[2J\\u202e\\x85\n"
+
+
+def test_fields_name_the_problem() -> None:
+    def names(text: str, known: tuple[str, ...] = KNOWN) -> tuple[str, ...]:
+        return FieldChoice(text, known, "conversation").names()
+
+    assert names(" is_muted , id") == ("is_muted", "id")
+    for text, message in [
+        ("", "--fields needs at least one field name; a conversation has: id, contact_id"),
+        ("id,", "--fields 'id,' has an empty name"),
+        ("id,colour,size", "Unknown fields 'colour', 'size' in --fields; a conversation has: id,"),
+        ("id,is_muted,id", "--fields names 'id' more than once."),
+    ]:
+        with pytest.raises(UsageProblem, match="^" + message.replace("(", r"\(")) as caught:
+            names(text)
+        assert caught.value.param == "--fields"
+
+
+def test_a_field_a_record_lacks_stays_missing() -> None:
+    assert select({"id": "a", "x": 1}, ("x", "contact_id", "id")) == {"x": 1, "id": "a"}
+
+
+def test_the_shape_of_the_options_together() -> None:
+    deletion = FieldChoice("deleted", tuple(c.key for c in DELETIONS.columns), "deletion")
+    assert make_shape(deletion, None, output_flag=None, fmt="table").fields == ("deleted",)
+    with pytest.raises(UsageProblem, match="id format"):
+        make_shape(deletion, None, output_flag=None, fmt="id")
+    # --jq decides the format: the settings' id does not make --fields an error then.
+    shaped = make_shape(deletion, ".", output_flag=None, fmt="id")
+    assert shaped.jq is not None and not shaped.jq.each
+    each = make_shape(None, ".", output_flag="jsonl", fmt="jsonl").jq
+    assert each is not None and each.each
+    for fmt in ("table", "csv", "id"):
+        with pytest.raises(UsageProblem, match=f"cannot be combined with -o {fmt}"):
+            make_shape(None, ".", output_flag=fmt, fmt=fmt)
+    with pytest.raises(UsageProblem, match=r"^--jq does not compile: .*[^:]$") as caught:
+        make_shape(None, "{", output_flag=None, fmt="table")
+    assert "\n" not in caught.value.message and caught.value.param == "--jq"
+
+
+def test_a_trailing_comment_in_the_program_is_fine() -> None:
+    assert list(JqProgram(".a # the a", each=False).run('{"a":"x"}')) == ["x"]
+    assert list(JqProgram("def f: .a; f", each=True).run('[{"a":"y"}]')) == ["y"]
+
+
+def test_a_kind_shaped_by_fields_it_lacks_shows_them_as_plain_columns() -> None:
+    shaped = DELETIONS.only(["deleted", "note"])
+    assert [(c.key, c.title, c.kind) for c in shaped.columns] == [
+        ("deleted", "DELETED", "bool"),
+        ("note", "NOTE", "text"),
+    ]
+    assert shaped.terminal_columns == shaped.columns and shaped.fields == ("deleted", "note")
