@@ -89,7 +89,7 @@ class GlobalOptions:
 
 def argument_metavar(param: Any) -> str:
     """`ID...`, `KEY`, `[VALUE]`: an argument as the usage line shows it."""
-    name = param.metavar or param.name.upper()
+    name = str(param.metavar or param.name.upper())
     if param.nargs != 1:
         name += "..."
     return name if param.required else f"[{name}]"

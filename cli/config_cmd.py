@@ -138,7 +138,7 @@ _NUMBER = re.compile(r"-[0-9.]+(?:[eE][+-]?[0-9]+)?")
 def _value(printer: Printer, key: str, value: str | None) -> str:
     """VALUE as given; `-` reads stdin (a line typed on a terminal, hidden for the token);
     no VALUE asks for the token on the terminal."""
-    if value not in (None, "-"):
+    if value is not None and value != "-":
         if value.startswith("-") and _NUMBER.fullmatch(value) is None:
             # Unknown options reach here as values (so that -1 can be one): not these.
             raise UsageProblem(
