@@ -11,11 +11,11 @@ import hashlib
 import json
 import math
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from api_client.errors import InvalidRequestError, NotFoundError, ServiceError
+from api_client.errors import ConvriskError, InvalidRequestError, NotFoundError, ServiceError
 from api_client.models import Deleted, Page, Resource
 from api_client.params import (
     DEFAULT_LIMIT,
@@ -139,48 +139,109 @@ class TableResource(Generic[M, C, U, F]):
 
     def create(self, params: C, *, idempotency_key: str | None = None) -> M:
         """Create an object; a repeated idempotency key replays the first answer."""
-        spec = self._spec
-        values = spec.create_values(params)
-        key = check_idempotency_key(idempotency_key)
-        fingerprint = self._fingerprint(values) if key is not None else ""
+        values, key, fingerprint = self._checked_create(params, idempotency_key)
 
         def work(conn: sqlite3.Connection) -> M:
             moment = self._clock()
-            now = int(moment)
             if key is not None:
-                conn.execute(
-                    "DELETE FROM idempotency_keys WHERE created_at <= ?",
-                    (now - IDEMPOTENCY_TTL_SECONDS,),
-                )
-                stored = conn.execute(
-                    "SELECT resource, fingerprint, response FROM idempotency_keys WHERE key = ?",
-                    (key,),
-                ).fetchone()
-                if stored is not None:
-                    return self._replay(key, fingerprint, stored)
-            object_id = self._issue_ids(conn, [int(moment * 1000)])[0]
-            row = {"id": object_id, **values, "created_at": now}
-            if spec.has_updated_at:
-                row["updated_at"] = now
-            names = ", ".join(row)
-            marks = ", ".join("?" for _ in row)
-            conn.execute(
-                f"INSERT INTO {spec.table} ({names}) VALUES ({marks})", tuple(row.values())
-            )
-            obj = self._fetch(conn, object_id)
-            if key is not None:
-                try:
-                    response = json.dumps(obj.to_json_dict())
-                except (ValueError, RecursionError) as exc:
-                    raise self._unreadable(object_id, exc) from exc
-                conn.execute(
-                    "INSERT INTO idempotency_keys"
-                    " (key, resource, fingerprint, response, created_at) VALUES (?, ?, ?, ?, ?)",
-                    (key, spec.name, fingerprint, response, now),
-                )
-            return obj
+                self._purge_keys(conn, int(moment))
+            return self._insert(conn, values, key, fingerprint, moment)
 
         return self._db.write(work)
+
+    def create_many(
+        self,
+        items: Sequence[tuple[C, str | None]],
+        *,
+        stop_on_error: bool = False,
+    ) -> builtins.list[M | ConvriskError]:
+        """Create several objects in one transaction; one result per item, in order.
+
+        Each item is checked alone: a refused item (bad input, an idempotency key used with
+        other parameters) is its error and the others are still created. With `stop_on_error`
+        the list ends at the first error and nothing after it is written. A failure of the
+        database itself rolls the whole batch back and is raised.
+        """
+        checked: builtins.list[tuple[Columns, str | None, str] | ConvriskError] = []
+        for params, idempotency_key in items:
+            try:
+                checked.append(self._checked_create(params, idempotency_key))
+            except ConvriskError as exc:
+                checked.append(exc)
+                if stop_on_error:
+                    break
+
+        def work(conn: sqlite3.Connection) -> builtins.list[M | ConvriskError]:
+            moment = self._clock()
+            self._purge_keys(conn, int(moment))
+            results: builtins.list[M | ConvriskError] = []
+            for item in checked:
+                if isinstance(item, ConvriskError):
+                    results.append(item)
+                    continue
+                values, key, fingerprint = item
+                try:
+                    results.append(self._insert(conn, values, key, fingerprint, moment))
+                except InvalidRequestError as exc:  # a key reused with other parameters
+                    results.append(exc)
+                    if stop_on_error:
+                        break
+            return results
+
+        return self._db.write(work)
+
+    def _checked_create(
+        self, params: object, idempotency_key: str | None
+    ) -> tuple[Columns, str | None, str]:
+        """The column values of a create, its checked key and the fingerprint of its parameters."""
+        values = self._spec.create_values(params)
+        key = check_idempotency_key(idempotency_key)
+        fingerprint = self._fingerprint(values) if key is not None else ""
+        return values, key, fingerprint
+
+    @staticmethod
+    def _purge_keys(conn: sqlite3.Connection, now: int) -> None:
+        conn.execute(
+            "DELETE FROM idempotency_keys WHERE created_at <= ?", (now - IDEMPOTENCY_TTL_SECONDS,)
+        )
+
+    def _insert(
+        self,
+        conn: sqlite3.Connection,
+        values: Columns,
+        key: str | None,
+        fingerprint: str,
+        moment: float,
+    ) -> M:
+        """Insert one object (or replay the answer stored for its key), inside a transaction."""
+        spec = self._spec
+        now = int(moment)
+        if key is not None:
+            stored = conn.execute(
+                "SELECT resource, fingerprint, response FROM idempotency_keys WHERE key = ?",
+                (key,),
+            ).fetchone()
+            if stored is not None:
+                return self._replay(key, fingerprint, stored)
+        object_id = self._issue_ids(conn, [int(moment * 1000)])[0]
+        row = {"id": object_id, **values, "created_at": now}
+        if spec.has_updated_at:
+            row["updated_at"] = now
+        names = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        conn.execute(f"INSERT INTO {spec.table} ({names}) VALUES ({marks})", tuple(row.values()))
+        obj = self._fetch(conn, object_id)
+        if key is not None:
+            try:
+                response = json.dumps(obj.to_json_dict())
+            except (ValueError, RecursionError) as exc:
+                raise self._unreadable(object_id, exc) from exc
+            conn.execute(
+                "INSERT INTO idempotency_keys"
+                " (key, resource, fingerprint, response, created_at) VALUES (?, ?, ?, ?, ?)",
+                (key, spec.name, fingerprint, response, now),
+            )
+        return obj
 
     def retrieve(self, id: str) -> M:
         """The object with this id, or NotFoundError."""
