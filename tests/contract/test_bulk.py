@@ -99,8 +99,7 @@ def test_iterating_backwards_walks_towards_the_newest_oldest_first(
 ) -> None:
     made = [leg.client.conversations.create({"contact_id": f"ct_{n}"}).id for n in range(8)]
     walked = [
-        c.id
-        for c in leg.client.conversations.iterate(ending_before=made[2], page_size=page_size)
+        c.id for c in leg.client.conversations.iterate(ending_before=made[2], page_size=page_size)
     ]
     assert walked == made[3:]
     limited = leg.client.conversations.iter_pages(ending_before=made[2], limit=2, page_size=1)
