@@ -42,6 +42,7 @@ def list_(
     limit: opt.Limit = None,
     all_items: opt.All = False,
     starting_after: opt.StartingAfter = None,
+    ending_before: opt.EndingBefore = None,
     output: opt.Output = None,
 ) -> None:
     """List conversations, newest first (filters combine with AND).
@@ -50,10 +51,11 @@ def list_(
     Example:
       convrisk conv list --muted --not-archived --limit 50
       convrisk conv list --all -o jsonl | jq -r 'select(.group_id) | .id'
+      convrisk conv list --ending-before conv_01HV... --limit 20
     """
     run = app_context(ctx)
     total = opt.total_wanted(limit, all_items)
-    cursor = opt.nonempty(starting_after, "--starting-after")
+    after, before = opt.cursors(starting_after, ending_before)
     group = opt.nonempty(group_id, "--group-id")
     filters: ConversationFilters = {
         "muted": muted,
@@ -62,8 +64,12 @@ def list_(
         "group_id": group,
     }
     printer = run.printer(output)
-    pages = run.client().conversations.iter_pages(filters, limit=total, starting_after=cursor)
-    printer.pages(CONVERSATIONS, pages, hint_more=not all_items)
+    pages = run.client().conversations.iter_pages(
+        filters, limit=total, starting_after=after, ending_before=before
+    )
+    printer.pages(
+        CONVERSATIONS, pages, hint_more=not all_items, cursor_option=opt.cursor_option(before)
+    )
 
 
 @app.command("create")

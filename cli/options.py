@@ -67,6 +67,14 @@ StartingAfter = Annotated[
         "--starting-after", metavar="ID", help="Continue after this id (the cursor of a hint)."
     ),
 ]
+EndingBefore = Annotated[
+    str | None,
+    typer.Option(
+        "--ending-before",
+        metavar="ID",
+        help="Walk back towards the newest: the items just newer than this id, oldest first.",
+    ),
+]
 Yes = Annotated[
     bool, typer.Option("--yes", "-y", help="Delete without asking (needed without a terminal).")
 ]
@@ -100,6 +108,20 @@ def total_wanted(limit: int | None, all_items: bool) -> int | None:
     if limit is not None and limit < 1:
         raise UsageProblem(f"--limit must be 1 or more, not {limit}.", param="--limit")
     return DEFAULT_LIMIT if limit is None else limit
+
+
+def cursors(starting_after: str | None, ending_before: str | None) -> tuple[str | None, str | None]:
+    """--starting-after or --ending-before (not both), neither of them empty."""
+    if starting_after is not None and ending_before is not None:
+        raise UsageProblem(
+            "Give --starting-after or --ending-before, not both.", param="--ending-before"
+        )
+    return nonempty(starting_after, "--starting-after"), nonempty(ending_before, "--ending-before")
+
+
+def cursor_option(ending_before: str | None) -> str:
+    """The option that continues a listing after its last item printed."""
+    return "--starting-after" if ending_before is None else "--ending-before"
 
 
 def nonempty(value: str | None, option: str) -> str | None:

@@ -374,22 +374,48 @@ class Printer:
         with self.records(kind, many=False) as sink:
             sink.write([row])
 
-    def pages(self, kind: Kind, pages: Iterable[Page[R]], *, hint_more: bool) -> None:
-        """Every page of a list as it arrives; a hint on stderr when more items exist."""
+    def pages(
+        self,
+        kind: Kind,
+        pages: Iterable[Page[R]],
+        *,
+        hint_more: bool,
+        cursor_option: str = "--starting-after",
+    ) -> None:
+        """Every page of a list as it arrives; a hint on stderr when more items exist.
+
+        `cursor_option` is the option that continues after the last item printed (the walk of
+        `--ending-before` goes on with `--ending-before`). A listing that fails after printing
+        something says on stderr how to go on from the last item printed, then fails as it would.
+        """
         count = 0
         last: Page[R] | None = None
-        with self.records(kind, many=True) as sink:
-            for page in pages:
-                sink.write([item.to_json_dict() for item in page.data])
-                count += len(page.data)
-                last = page
-                if page.has_more:
-                    self.progress(f"{count} {kind.noun if count == 1 else kind.plural}...")
+        last_id: str | None = None
+        try:
+            with self.records(kind, many=True) as sink:
+                for page in pages:
+                    sink.write([item.to_json_dict() for item in page.data])
+                    count += len(page.data)
+                    last = page
+                    if page.data:
+                        last_id = page.data[-1].id
+                    if page.has_more:
+                        self.progress(f"{count} {kind.noun if count == 1 else kind.plural}...")
+        except StdoutClosed:
+            raise
+        except BaseException:
+            if last_id is not None:
+                noun = kind.noun if count == 1 else kind.plural
+                self.hint(
+                    f"Stopped after {count} {noun}. To go on from there, run the same command "
+                    f"with {cursor_option} {last_id}."
+                )
+            raise
         self._clear_progress()
-        if last is not None and last.has_more and hint_more and last.data:
+        if last is not None and last.has_more and hint_more and last_id is not None:
             self.hint(
                 f"More {kind.plural} exist: use --all, or --limit N, or "
-                f"--starting-after {last.data[-1].id} to see them."
+                f"{cursor_option} {last_id} to see them."
             )
         elif count == 0 and self.fmt == "table" and self.stdout_is_terminal():
             self.hint(f"No {kind.plural}.")

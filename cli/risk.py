@@ -41,6 +41,7 @@ def list_(
     limit: opt.Limit = None,
     all_items: opt.All = False,
     starting_after: opt.StartingAfter = None,
+    ending_before: opt.EndingBefore = None,
     output: opt.Output = None,
 ) -> None:
     """List risk profiles, newest first (filters combine with AND).
@@ -49,17 +50,22 @@ def list_(
     Example:
       convrisk risk list --profile-type aggressive --limit 100
       convrisk risk list --all -o csv > risk-profiles.csv
+      convrisk risk list --customer-id cus_1 --ending-before rp_01HV... --all
     """
     run = app_context(ctx)
     total = opt.total_wanted(limit, all_items)
-    cursor = opt.nonempty(starting_after, "--starting-after")
+    after, before = opt.cursors(starting_after, ending_before)
     filters: RiskProfileFilters = {
         "customer_id": opt.nonempty(customer_id, "--customer-id"),
         "profile_type": opt.nonempty(profile_type, "--profile-type"),
     }
     printer = run.printer(output)
-    pages = run.client().risk_profiles.iter_pages(filters, limit=total, starting_after=cursor)
-    printer.pages(RISK_PROFILES, pages, hint_more=not all_items)
+    pages = run.client().risk_profiles.iter_pages(
+        filters, limit=total, starting_after=after, ending_before=before
+    )
+    printer.pages(
+        RISK_PROFILES, pages, hint_more=not all_items, cursor_option=opt.cursor_option(before)
+    )
 
 
 @app.command("create")
