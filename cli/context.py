@@ -13,7 +13,7 @@ import typer
 
 from .errors import Failures, NotConfirmed, UsageProblem
 from .options import IdList
-from .output import DELETIONS, ErrorInfo, Kind, Printer
+from .output import DELETIONS, ErrorInfo, Kind, Printer, plan_kind, planned
 from .settings import (
     OUTPUT_FORMATS,
     ConfigFile,
@@ -302,18 +302,59 @@ def for_each_id(
         raise Failures(first, failed)
 
 
+Resource = Callable[["Client"], "ResourceClient[Any, Any, Any, Any]"]
+
+
+def plan_create(
+    run: AppContext, kind: Kind, body: Mapping[str, Any], resource: Resource, output: str | None
+) -> None:
+    """--dry-run of a create: the body checked by the interface's rules, printed, not sent."""
+    checked = resource(run.client()).check_create(body)
+    sent = {key: value for key, value in checked.items() if value is not None}
+    run.printer(output).one(plan_kind(kind), planned("create", None, sent))
+
+
+def plan_each_id(
+    run: AppContext,
+    kind: Kind,
+    ids: IdList,
+    operation: str,
+    body: Mapping[str, Any],
+    resource: Resource,
+    output: str | None,
+) -> None:
+    """--dry-run of an update or delete: each id retrieved (read-only), the operation printed.
+
+    A missing id is reported like any failure of several ids (exit 3); nothing is written.
+    """
+    target = resource(run.client())
+    checked = target.check_update(body) if operation == "update" else body
+
+    def check(id: str) -> dict[str, Any]:
+        target.retrieve(id)
+        return planned(operation, id, checked)
+
+    for_each_id(run, plan_kind(kind), ids, check, output=output)
+
+
 def delete_each(
     run: AppContext,
     kind: Kind,
     ids: IdList,
     yes: bool,
     output: str | None,
-    resource: Callable[[Client], ResourceClient[Any, Any, Any, Any]],
+    resource: Resource,
+    *,
+    dry_run: bool = False,
 ) -> None:
     """Delete each id after a confirmation on a terminal (or --yes); refuse without either.
 
-    Prints `{"id": ..., "deleted": true}` per id whatever the service answered.
+    Prints `{"id": ..., "deleted": true}` per id whatever the service answered. A dry run asks
+    nothing: it checks that each id exists and prints the deletions it would make.
     """
+    if dry_run:
+        plan_each_id(run, kind, ids, "delete", {}, resource, output)
+        return
     printer = run.printer(output)
     if not yes:
         if ids.from_stdin or not printer.stdin_is_terminal():

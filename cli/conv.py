@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from . import options as opt
-from .context import app_context, delete_each, for_each_id
+from .context import app_context, delete_each, for_each_id, plan_create, plan_each_id
 from .output import CONVERSATIONS
 
 if TYPE_CHECKING:
@@ -79,6 +79,7 @@ def create(
         str | None, typer.Option("--contact-id", metavar="C", help="The contact's id.")
     ] = None,
     group_id: GroupId = None,
+    dry_run: opt.DryRun = False,
     output: opt.Output = None,
 ) -> None:
     """Create a conversation with one contact or one group (exactly one of the two).
@@ -87,9 +88,12 @@ def create(
     Example:
       convrisk conv create --contact-id c_1
       convrisk conv create --group-id g_7 -o id
+      convrisk conv create --contact-id c_1 --dry-run -o json
     """
     run = app_context(ctx)
     params = opt.conversation_party(contact_id, group_id)
+    if dry_run:
+        return plan_create(run, CONVERSATIONS, params, lambda c: c.conversations, output)
     printer = run.printer(output)
     printer.one(CONVERSATIONS, run.client().conversations.create(params).to_json_dict())
 
@@ -143,6 +147,7 @@ def update(
     clear_pinned_message: Annotated[
         bool, typer.Option("--clear-pinned-message", help="Unpin the pinned message.")
     ] = False,
+    dry_run: opt.DryRun = False,
     output: opt.Output = None,
 ) -> None:
     """Change conversations: pin, mute, archive, pin a message.
@@ -152,12 +157,16 @@ def update(
       convrisk conv update conv_01HV... --mute --archive
       convrisk conv update conv_01HV... --archived-at 2024-05-01T12:00:00Z
       convrisk conv list --muted -o id | convrisk conv update - --unmute
+      convrisk conv list --muted --all -o id | convrisk conv update - --unmute --dry-run
     """
     run = app_context(ctx)
     id_list = opt.id_list(ids)
     changes = opt.conversation_changes(
         pin, mute, archive, archived_at, pinned_message_id, clear_pinned_message
     )
+    if dry_run:
+        resource = lambda c: c.conversations  # noqa: E731
+        return plan_each_id(run, CONVERSATIONS, id_list, "update", changes, resource, output)
     client = run.client()
     for_each_id(
         run,
@@ -170,7 +179,11 @@ def update(
 
 @app.command("delete")
 def delete(
-    ctx: typer.Context, ids: opt.Ids, yes: opt.Yes = False, output: opt.Output = None
+    ctx: typer.Context,
+    ids: opt.Ids,
+    yes: opt.Yes = False,
+    dry_run: opt.DryRun = False,
+    output: opt.Output = None,
 ) -> None:
     """Delete conversations and all their messages, for good (asks first on a terminal).
 
@@ -180,6 +193,9 @@ def delete(
     Example:
       convrisk conv delete conv_01HV...
       convrisk conv list --archived --all -o id | convrisk conv delete - --yes
+      convrisk conv list --muted --all -o id | convrisk conv delete - --dry-run
     """
     run = app_context(ctx)
-    delete_each(run, CONVERSATIONS, opt.id_list(ids), yes, output, lambda c: c.conversations)
+    id_list = opt.id_list(ids)
+    resource = lambda c: c.conversations  # noqa: E731
+    delete_each(run, CONVERSATIONS, id_list, yes, output, resource, dry_run=dry_run)

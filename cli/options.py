@@ -78,6 +78,13 @@ EndingBefore = Annotated[
 Yes = Annotated[
     bool, typer.Option("--yes", "-y", help="Delete without asking (needed without a terminal).")
 ]
+DryRun = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run",
+        help="Check the input and every id (read-only), print what would be done, change nothing.",
+    ),
+]
 Ids = Annotated[
     list[str],
     typer.Argument(metavar="ID", help="One or more ids, or - to read ids from stdin."),

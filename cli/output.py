@@ -63,6 +63,11 @@ class Kind:
     # A rich table on a terminal shows fewer, friendlier columns so that it fits 80 columns;
     # TSV and CSV keep every field under its own name.
     terminal_columns: tuple[Column, ...]
+    # The field printed by `-o id` (a row without it is left out).
+    id_key: str = "id"
+    # When set, the table format (on a terminal and piped alike) is one readable line per row
+    # made by this function, instead of columns.
+    line: Callable[[Row], str] | None = None
 
 
 def _party(row: Row) -> str:
@@ -126,6 +131,39 @@ RISK_PROFILES = Kind(
 )
 _DELETION_COLUMNS = (Column("id", "ID"), Column("deleted", "DELETED", "bool"))
 DELETIONS = Kind("deletion", "deletions", _DELETION_COLUMNS, _DELETION_COLUMNS)
+
+
+_PLAN_COLUMNS = (
+    Column("dry_run", "DRY RUN", "bool"),
+    Column("operation", "OPERATION"),
+    Column("id", "ID"),
+    Column("body", "BODY", "json"),
+)
+
+
+def planned(operation: str, id: str | None, body: Mapping[str, Any]) -> dict[str, Any]:
+    """One operation a dry run would perform, in the shape of every format (DESIGN 4.4)."""
+    return {"dry_run": True, "operation": operation, "id": id, "body": dict(body)}
+
+
+def plan_kind(target: Kind) -> Kind:
+    """The kind of the planned operations on `target`: readable lines in the table format."""
+
+    def line(row: Row) -> str:
+        body = format_cell(row.get("body") or {}, "json")
+        if row.get("operation") == "create":
+            return f"would create a {target.noun}: {body}"
+        if row.get("operation") == "update":
+            return f"would update {row.get('id')}: {body}"
+        return f"would {row.get('operation')} {row.get('id')}"
+
+    return Kind(
+        f"planned {target.noun} operation",
+        f"planned {target.noun} operations",
+        _PLAN_COLUMNS,
+        _PLAN_COLUMNS,
+        line=line,
+    )
 
 
 def format_timestamp(value: object) -> str:
@@ -365,6 +403,8 @@ class Printer:
             return CsvSink(self, kind, many)
         if self.fmt == "id":
             return IdSink(self, kind, many)
+        if kind.line is not None:
+            return LineSink(self, kind, many)
         if self.stdout_is_terminal():
             return RichSink(self, kind, many)
         return TsvSink(self, kind, many)
@@ -490,8 +530,20 @@ class IdSink(Sink):
     """Ids only, one per line."""
 
     def render(self, rows: Sequence[Row]) -> str:
-        """One id per line (control characters escaped, so one id is one line)."""
-        return "".join(shown(str(row["id"])) + "\n" for row in rows)
+        """One id per line (control characters escaped, so one id is one line); rows without
+        one (a planned create, a failed import record) are left out."""
+        key = self.kind.id_key
+        return "".join(shown(str(row[key])) + "\n" for row in rows if row.get(key) is not None)
+
+
+class LineSink(Sink):
+    """One readable line per row, made by the kind's `line` function (escaped for a terminal)."""
+
+    def render(self, rows: Sequence[Row]) -> str:
+        """One line per row."""
+        line = self.kind.line
+        assert line is not None
+        return "".join(shown(line(row)) + "\n" for row in rows)
 
 
 class _HeaderSink(Sink):

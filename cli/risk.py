@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from . import options as opt
-from .context import app_context, delete_each, for_each_id
+from .context import app_context, delete_each, for_each_id, plan_create, plan_each_id
 from .output import RISK_PROFILES
 
 if TYPE_CHECKING:
@@ -86,6 +86,7 @@ def create(
         str, typer.Option("--score", metavar="X", help="A finite number, e.g. 72 or 72.5.")
     ],
     details: opt.Details = None,
+    dry_run: opt.DryRun = False,
     output: opt.Output = None,
 ) -> None:
     """Create a risk profile (details default to {}).
@@ -97,9 +98,12 @@ def create(
         --details '{"horizon_years": 10}'
       convrisk risk create --customer-id cus_3 --profile-type conservative --score 20 \\
         --details @details.json
+      convrisk risk create --customer-id cus_1 --profile-type moderate --score 72 --dry-run
     """
     run = app_context(ctx)
     fields = opt.risk_profile_fields(customer_id, profile_type, score, details)
+    if dry_run:
+        return plan_create(run, RISK_PROFILES, fields, lambda c: c.risk_profiles, output)
     printer = run.printer(output)
     printer.one(RISK_PROFILES, run.client().risk_profiles.create(fields).to_json_dict())
 
@@ -132,6 +136,7 @@ def update(
     profile_type: ProfileType = None,
     score: opt.Score = None,
     details: opt.Details = None,
+    dry_run: opt.DryRun = False,
     output: opt.Output = None,
 ) -> None:
     """Change risk profiles' type, score or details (details are replaced whole).
@@ -140,11 +145,15 @@ def update(
     Example:
       convrisk risk update rp_01HV... --score 80
       echo '{"reviewed": true}' | convrisk risk update rp_01HV... --details -
+      convrisk risk list --customer-id cus_1 -o id | convrisk risk update - --score 0 --dry-run
     """
     run = app_context(ctx)
     id_list = opt.id_list(ids)
     opt.check_one_stdin(id_list, details)
     changes = opt.risk_profile_changes(profile_type, score, details)
+    if dry_run:
+        resource = lambda c: c.risk_profiles  # noqa: E731
+        return plan_each_id(run, RISK_PROFILES, id_list, "update", changes, resource, output)
     client = run.client()
     for_each_id(
         run,
@@ -157,7 +166,11 @@ def update(
 
 @app.command("delete")
 def delete(
-    ctx: typer.Context, ids: opt.Ids, yes: opt.Yes = False, output: opt.Output = None
+    ctx: typer.Context,
+    ids: opt.Ids,
+    yes: opt.Yes = False,
+    dry_run: opt.DryRun = False,
+    output: opt.Output = None,
 ) -> None:
     """Delete risk profiles and all their data, for good (asks first on a terminal).
 
@@ -165,6 +178,9 @@ def delete(
     Example:
       convrisk risk delete rp_01HV...
       convrisk risk list --customer-id cus_1 --all -o id | convrisk risk delete - --yes
+      convrisk risk delete rp_01HV... rp_01HW... --dry-run -o json
     """
     run = app_context(ctx)
-    delete_each(run, RISK_PROFILES, opt.id_list(ids), yes, output, lambda c: c.risk_profiles)
+    id_list = opt.id_list(ids)
+    resource = lambda c: c.risk_profiles  # noqa: E731
+    delete_each(run, RISK_PROFILES, id_list, yes, output, resource, dry_run=dry_run)
