@@ -15,7 +15,7 @@ from typer.core import TyperGroup
 from typer.models import CommandInfo, TyperInfo
 
 from .context import AppContext, app_context, describe_failure
-from .errors import Failures, NotConfirmed, NotSet, StdoutClosed, UsageProblem
+from .errors import Failures, NotConfirmed, NotSet, RecordsFailed, StdoutClosed, UsageProblem
 from .output import ErrorInfo
 from .settings import Flags
 
@@ -178,6 +178,8 @@ def exit_code(exc: BaseException) -> int:
     """The exit code of an exception (DESIGN section 3)."""
     from typer._click.exceptions import ClickException
 
+    if isinstance(exc, RecordsFailed):
+        return FAILED
     if isinstance(exc, Failures):
         return exit_code(exc.first)
     if isinstance(exc, UsageProblem | ClickException):

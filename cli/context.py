@@ -226,7 +226,8 @@ def app_context(ctx: typer.Context) -> AppContext:
 
 
 # Errors that would fail the same way for every remaining id, so the loop stops.
-def _stops_the_loop(exc: BaseException) -> bool:
+def stops_the_loop(exc: BaseException) -> bool:
+    """Whether an error would fail every remaining operation alike (unreachable, token)."""
     errors = sys.modules.get("api_client.errors")  # not loaded: exc cannot be one of its errors
     return errors is not None and isinstance(
         exc, errors.APIConnectionError | errors.AuthenticationError
@@ -257,7 +258,7 @@ def describe_failure(
     """
     from .output import describe_error
 
-    if _stops_the_loop(exc):
+    if stops_the_loop(exc):
         id = None
     info = describe_error(exc, remote=remote, id=id)
     errors = sys.modules.get("api_client.errors")
@@ -293,7 +294,7 @@ def for_each_id(
                 printer.error(describe_failure(run, exc, remote=printer.remote, id=id))
                 first = first or exc
                 failed += 1
-                if _stops_the_loop(exc):
+                if stops_the_loop(exc):
                     break
                 continue
             sink.write([row])

@@ -199,3 +199,40 @@ def delete(
     id_list = opt.id_list(ids)
     resource = lambda c: c.conversations  # noqa: E731
     delete_each(run, CONVERSATIONS, id_list, yes, output, resource, dry_run=dry_run)
+
+
+@app.command("import")
+def import_(
+    ctx: typer.Context,
+    file: opt.ImportFile,
+    file_format: opt.ImportFormat = None,
+    dry_run: opt.DryRun = False,
+    stop_on_error: opt.StopOnError = False,
+    output: opt.Output = None,
+) -> None:
+    """Create or update conversations from a file: one record per JSON line or CSV row.
+
+    A record without id is a create (contact_id or group_id); with id, an update of the fields
+    it carries (pinned_message_id, is_pinned, is_muted, archived_at). One result per record
+    (JSON lines when piped); each failure is reported with its line and the rest go on. Run it
+    again after an interruption: records already created are not created twice.
+
+    \b
+    Example:
+      convrisk conv import conversations.jsonl > results.jsonl
+      convrisk conv import changes.csv --dry-run
+      convrisk conv list --muted --all -o jsonl | jq -c '{id, is_muted: false}' \\
+        | convrisk conv import - --stop-on-error
+    """
+    from .importer import CONVERSATION_IMPORT, import_file
+
+    run = app_context(ctx)
+    import_file(
+        run,
+        CONVERSATION_IMPORT,
+        file,
+        file_format,
+        dry_run=dry_run,
+        stop_on_error=stop_on_error,
+        output=output,
+    )

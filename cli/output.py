@@ -166,6 +166,20 @@ def plan_kind(target: Kind) -> Kind:
     )
 
 
+def _error_message(row: Row) -> str:
+    error = row.get("error")
+    return str(error.get("message", "")) if isinstance(error, Mapping) else ""
+
+
+_RESULT_COLUMNS = (
+    Column("line", "LINE", "number"),
+    Column("status", "STATUS"),
+    Column("id", "ID"),
+    Column("error", "ERROR", value=_error_message),
+)
+IMPORT_RESULTS = Kind("import result", "import results", _RESULT_COLUMNS, _RESULT_COLUMNS)
+
+
 def format_timestamp(value: object) -> str:
     """`YYYY-MM-DD HH:MM:SS` UTC from Unix seconds or milliseconds; other values as text."""
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -239,19 +253,32 @@ class ErrorInfo:
     param: str | None = None
     status: int | None = None
     id: str | None = None
+    line_number: int | None = None  # the line of an import file the error is about
 
     def line(self) -> str:
-        """`<id>: <message> (HTTP <status>)`, each part only when it applies and adds something."""
+        """`line <n>: <id>: <message> (HTTP <status>)`, each part only when it applies and adds
+        something."""
         text = self.message
-        if self.id and self.id not in text:
+        about_the_line = self.line_number is not None and text.startswith(
+            f"line {self.line_number}"
+        )
+        if self.id and self.id not in text and not about_the_line:
             text = f"{self.id}: {text}"
+        if self.line_number is not None and not about_the_line:
+            text = f"line {self.line_number}: {text}"
         if self.status is not None and f"HTTP {self.status}" not in text:
             text = f"{text} (HTTP {self.status})"
         return text
 
+    def fields(self) -> dict[str, Any]:
+        """type, message and the fields that apply (param, status, id, line)."""
+        return self.body()["error"]  # type: ignore[no-any-return]
+
     def body(self) -> dict[str, Any]:
         """`{"error": {...}}` with only the fields that apply."""
         fields: dict[str, Any] = {"type": self.type, "message": self.message}
+        if self.line_number is not None:
+            fields["line"] = self.line_number
         for key in ("param", "status", "id"):
             value = getattr(self, key)
             if value is not None:
@@ -409,6 +436,22 @@ class Printer:
             return RichSink(self, kind, many)
         return TsvSink(self, kind, many)
 
+    @contextmanager
+    def import_report(
+        self, kind: Kind, name: str, size: int | None, position: Callable[[], int]
+    ) -> Iterator[ImportReport]:
+        """The report of an import (see ImportReport); finished even after an error, saying
+        then how to go on."""
+        report = ImportReport(self, kind, name, size, position)
+        try:
+            yield report
+        except StdoutClosed:
+            raise
+        except BaseException:
+            report.close(finished=False)
+            raise
+        report.close(finished=True)
+
     def one(self, kind: Kind, row: Row) -> None:
         """A single object (create, or get/update with one id)."""
         with self.records(kind, many=False) as sink:
@@ -459,6 +502,117 @@ class Printer:
             )
         elif count == 0 and self.fmt == "table" and self.stdout_is_terminal():
             self.hint(f"No {kind.plural}.")
+
+
+class ImportReport:
+    """The results of an import as they come, in file order: one row per record on stdout (JSON
+    lines when the table format is piped), each failure on stderr naming its line, a progress
+    bar while stderr is a terminal, and at the end the counts on stderr and, on a terminal in
+    the table format, a summary on stdout instead of the rows.
+
+    `size` is the file's size in bytes when known and `position` how much of it has been read,
+    for the bar.
+    """
+
+    _STATUSES = ("created", "updated", "failed")
+
+    def __init__(
+        self,
+        printer: Printer,
+        kind: Kind,
+        name: str,
+        size: int | None,
+        position: Callable[[], int],
+    ) -> None:
+        self.printer = printer
+        self.kind = kind
+        self.name = name
+        self.size = size
+        self.position = position
+        self.counts = dict.fromkeys(self._STATUSES, 0)
+        self.last_line = 0
+        self._summary = printer.fmt == "table" and printer.stdout_is_terminal()
+        self._sink: Sink | None = None
+        if not self._summary:
+            if printer.fmt == "table":
+                self._sink = JsonlSink(printer, IMPORT_RESULTS, True)
+            else:
+                self._sink = printer._sink(IMPORT_RESULTS, True)
+        self._started = _monotonic()
+        self._drawn = 0.0
+
+    @property
+    def total(self) -> int:
+        """Records reported so far."""
+        return sum(self.counts.values())
+
+    def add(self, rows: Sequence[Row]) -> None:
+        """Report these results (in file order): failures on stderr, rows on stdout."""
+        if not rows:
+            return
+        for row in rows:
+            self.counts[row["status"]] += 1
+            self.last_line = row["line"]
+            if row["status"] == "failed":
+                error = dict(row.get("error") or {})
+                self.printer.error(
+                    ErrorInfo(
+                        str(error.get("type", "api_error")),
+                        str(error.get("message", "")),
+                        param=error.get("param"),
+                        status=error.get("status"),
+                        id=row.get("id"),
+                        line_number=row["line"],
+                    )
+                )
+        if self._sink is not None:
+            self._sink.write(rows)
+        self._draw()
+
+    def _draw(self, force: bool = False) -> None:
+        now = _monotonic()
+        if not force and now - self._drawn < 0.1:
+            return
+        self._drawn = now
+        counts = ", ".join(f"{self.counts[s]:,} {s}" for s in self._STATUSES if self.counts[s])
+        text = f"{self.total:,} records" + (f" ({counts})" if counts else "")
+        if self.size:
+            done = min(self.position() / self.size, 1.0)
+            filled = int(done * 30)
+            text = f"[{'#' * filled}{'-' * (30 - filled)}] {done:4.0%}  {text}"
+        self.printer.progress(text)
+
+    def close(self, *, finished: bool) -> None:
+        """End the output; the counts on stderr (and the summary on a terminal). When not
+        `finished` (interrupted, or stopped by an error that is not one record's), say how to
+        finish."""
+        if self._sink is not None:
+            self._sink.close()
+        self.printer._clear_progress()
+        seconds = _monotonic() - self._started
+        counts = ", ".join(f"{self.counts[s]:,} {s}" for s in self._STATUSES)
+        if self._summary and finished:
+            rate = f", {self.total / seconds:,.0f} records/s" if seconds > 0 and self.total else ""
+            self.printer.line(
+                f"Imported {self.name}: {self.total:,} records in {seconds:.1f} s{rate}"
+            )
+            width = max(len(f"{n:,}") for n in self.counts.values())
+            for status in self._STATUSES:
+                self.printer.line(f"  {status:<8} {self.counts[status]:>{width},}")
+        self.printer.notice(f"{self.total:,} records: {counts}.")
+        if not finished:
+            after = f" after line {self.last_line}" if self.last_line else ""
+            self.printer.hint(
+                f"The import stopped{after}. Run the same command again to finish: records "
+                "already created are not created twice (within the 24 hours the service keeps "
+                "their idempotency keys)."
+            )
+
+
+def _monotonic() -> float:
+    import time
+
+    return time.monotonic()
 
 
 class Sink:

@@ -184,3 +184,40 @@ def delete(
     id_list = opt.id_list(ids)
     resource = lambda c: c.risk_profiles  # noqa: E731
     delete_each(run, RISK_PROFILES, id_list, yes, output, resource, dry_run=dry_run)
+
+
+@app.command("import")
+def import_(
+    ctx: typer.Context,
+    file: opt.ImportFile,
+    file_format: opt.ImportFormat = None,
+    dry_run: opt.DryRun = False,
+    stop_on_error: opt.StopOnError = False,
+    output: opt.Output = None,
+) -> None:
+    """Create or update risk profiles from a file: one record per JSON line or CSV row.
+
+    A record without id is a create (customer_id, profile_type, score, details; details default
+    to {}); with id, an update of the fields it carries (profile_type, score, details). One
+    result per record (JSON lines when piped); each failure is reported with its line and the
+    rest go on. Run it again after an interruption: records already created are not created
+    twice.
+
+    \b
+    Example:
+      convrisk risk import profiles.csv
+      convrisk risk import profiles.jsonl --dry-run -o json
+      convrisk risk import - --format csv --stop-on-error < profiles.csv
+    """
+    from .importer import RISK_PROFILE_IMPORT, import_file
+
+    run = app_context(ctx)
+    import_file(
+        run,
+        RISK_PROFILE_IMPORT,
+        file,
+        file_format,
+        dry_run=dry_run,
+        stop_on_error=stop_on_error,
+        output=output,
+    )

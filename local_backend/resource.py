@@ -38,6 +38,8 @@ Row = tuple[Any, ...]
 Columns = dict[str, Any]
 
 IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60
+# Values bound in one `IN (...)` (SQLite allows 32766 parameters since 3.32; older ones 999).
+_IN_CHUNK = 500
 _INT64 = (-(2**63), 2**63 - 1)
 
 
@@ -171,24 +173,128 @@ class TableResource(Generic[M, C, U, F]):
                 if stop_on_error:
                     break
 
-        def work(conn: sqlite3.Connection) -> builtins.list[M | ConvriskError]:
-            moment = self._clock()
-            self._purge_keys(conn, int(moment))
-            results: builtins.list[M | ConvriskError] = []
-            for item in checked:
-                if isinstance(item, ConvriskError):
-                    results.append(item)
-                    continue
-                values, key, fingerprint = item
+        return self._db.write(lambda conn: self._create_batch(conn, checked, stop_on_error))
+
+    def _create_batch(
+        self,
+        conn: sqlite3.Connection,
+        checked: builtins.list[tuple[Columns, str | None, str] | ConvriskError],
+        stop_on_error: bool,
+    ) -> builtins.list[M | ConvriskError]:
+        """The inside of create_many's transaction, in a few statements per batch: the keys
+        looked up at once, the ids issued at once, the rows inserted and read back at once."""
+        moment = self._clock()
+        self._purge_keys(conn, int(moment))
+        stored = self._stored_answers(
+            conn, [item[1] for item in checked if not isinstance(item, ConvriskError)]
+        )
+        results: builtins.list[M | ConvriskError | int] = []
+        fresh: builtins.list[tuple[int, Columns, str | None, str]] = []
+        first_of_key: dict[str, tuple[int, str]] = {}  # a key new in this batch: its item
+        for item in checked:
+            position = len(results)
+            if isinstance(item, ConvriskError):
+                results.append(item)
+                if stop_on_error:
+                    break
+                continue
+            values, key, fingerprint = item
+            if key is not None and key in stored:
                 try:
-                    results.append(self._insert(conn, values, key, fingerprint, moment))
-                except InvalidRequestError as exc:  # a key reused with other parameters
+                    results.append(self._replay(key, fingerprint, stored[key]))
+                except InvalidRequestError as exc:
                     results.append(exc)
                     if stop_on_error:
                         break
-            return results
+                continue
+            if key is not None and key in first_of_key:
+                earlier, earlier_fingerprint = first_of_key[key]
+                if earlier_fingerprint != fingerprint:
+                    results.append(self._key_reused(key))
+                    if stop_on_error:
+                        break
+                    continue
+                results.append(earlier)  # the same request twice: the first one's answer
+                continue
+            if key is not None:
+                first_of_key[key] = (position, fingerprint)
+            fresh.append((position, values, key, fingerprint))
+            results.append(position)
+        if fresh:
+            made = self._insert_rows(conn, fresh, moment)
+            for (position, _, _, _), obj in zip(fresh, made, strict=True):
+                results[position] = obj
+        out: builtins.list[M | ConvriskError] = []
+        for result in results:
+            if isinstance(result, int):
+                answer = results[result]
+                assert not isinstance(answer, int)
+                out.append(answer)
+            else:
+                out.append(result)
+        return out
 
-        return self._db.write(work)
+    def _stored_answers(
+        self, conn: sqlite3.Connection, keys: builtins.list[str | None]
+    ) -> dict[str, Row]:
+        """The stored (resource, fingerprint, response) of each of these keys that has one."""
+        wanted = sorted({key for key in keys if key is not None})
+        stored: dict[str, Row] = {}
+        for start in range(0, len(wanted), _IN_CHUNK):
+            chunk = wanted[start : start + _IN_CHUNK]
+            marks = ", ".join("?" for _ in chunk)
+            for key, *answer in conn.execute(
+                "SELECT key, resource, fingerprint, response FROM idempotency_keys"
+                f" WHERE key IN ({marks})",
+                chunk,
+            ):
+                stored[key] = tuple(answer)
+        return stored
+
+    def _insert_rows(
+        self,
+        conn: sqlite3.Connection,
+        fresh: builtins.list[tuple[int, Columns, str | None, str]],
+        moment: float,
+    ) -> builtins.list[M]:
+        """Insert new objects (ids issued in order), store their keys' answers; the objects."""
+        spec = self._spec
+        now = int(moment)
+        issued = self._issue_ids(conn, [int(moment * 1000)] * len(fresh))
+        rows: builtins.list[dict[str, Any]] = []
+        for object_id, (_, values, _, _) in zip(issued, fresh, strict=True):
+            row = {"id": object_id, **values, "created_at": now}
+            if spec.has_updated_at:
+                row["updated_at"] = now
+            rows.append(row)
+        names = tuple(rows[0])
+        if any(tuple(row) != names for row in rows):
+            raise ServiceError(f"The {spec.noun}s of one batch do not set the same columns.")
+        marks = ", ".join("?" * len(names))
+        conn.executemany(
+            f"INSERT INTO {spec.table} ({', '.join(names)}) VALUES ({marks})",
+            [tuple(row.values()) for row in rows],
+        )
+        by_id: dict[str, Row] = {}
+        for start in range(0, len(issued), _IN_CHUNK):
+            chunk = issued[start : start + _IN_CHUNK]
+            marks = ", ".join("?" for _ in chunk)
+            for row in conn.execute(f"{self._select} WHERE id IN ({marks})", chunk):
+                by_id[row[0]] = row
+        made: builtins.list[M] = []
+        answers: builtins.list[tuple[str, str, str, str, int]] = []
+        for object_id, (_, _, key, fingerprint) in zip(issued, fresh, strict=True):
+            data = self._dict(by_id[object_id])
+            made.append(self._model_of(object_id, data))
+            if key is not None:
+                answers.append((key, spec.name, fingerprint, self._response(object_id, data), now))
+        if answers:
+            conn.executemany(
+                "INSERT INTO idempotency_keys"
+                " (key, resource, fingerprint, response, created_at) VALUES (?, ?, ?, ?, ?)",
+                answers,
+            )
+        return made
 
     def _checked_create(
         self, params: object, idempotency_key: str | None
@@ -319,11 +425,35 @@ class TableResource(Generic[M, C, U, F]):
     # -- helpers --------------------------------------------------------------------------------
 
     def _model(self, row: Row) -> M:
+        return self._model_of(row[0], self._dict(row))
+
+    def _dict(self, row: Row) -> dict[str, Any]:
+        """The object's fields of a row (bad JSON text in a column: unreadable)."""
         try:
-            return self._spec.model.model_validate(self._spec.to_dict(row))
+            return self._spec.to_dict(row)
         except (ValueError, RecursionError) as exc:
-            # pydantic's ValidationError is a ValueError; so is bad JSON text in a column.
             raise self._unreadable(row[0], exc) from exc
+
+    def _model_of(self, object_id: object, data: dict[str, Any]) -> M:
+        try:
+            return self._spec.model.model_validate(data)
+        except (ValueError, RecursionError) as exc:
+            # pydantic's ValidationError is a ValueError.
+            raise self._unreadable(object_id, exc) from exc
+
+    def _response(self, object_id: str, data: dict[str, Any]) -> str:
+        """The answer stored for an idempotency key: the object's JSON."""
+        try:
+            return json.dumps(data)
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise self._unreadable(object_id, exc) from exc
+
+    def _key_reused(self, key: str) -> InvalidRequestError:
+        return InvalidRequestError(
+            f"The idempotency key {key!r} was already used with a different request in the "
+            "last 24 hours; use a new key for a new request.",
+            param="idempotency_key",
+        )
 
     def _unreadable(self, object_id: object, exc: BaseException) -> ServiceError:
         return ServiceError(
@@ -376,11 +506,7 @@ class TableResource(Generic[M, C, U, F]):
     def _replay(self, key: str, fingerprint: str, stored: Row) -> M:
         resource, stored_fingerprint, response = stored
         if resource != self._spec.name or stored_fingerprint != fingerprint:
-            raise InvalidRequestError(
-                f"The idempotency key {key!r} was already used with a different request in the "
-                "last 24 hours; use a new key for a new request.",
-                param="idempotency_key",
-            )
+            raise self._key_reused(key)
         try:
             return self._spec.model.model_validate(json.loads(response))
         except (ValueError, RecursionError) as exc:
