@@ -3,7 +3,9 @@ on loopback over its own database. Import `cli` into a test module to run each t
 
 from __future__ import annotations
 
+import signal
 import subprocess
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +88,32 @@ def _iterate(backend: Any) -> Iterator[Any]:
         cursor = page.data[-1].id
 
 
+def drain_log(served: Serve) -> None:
+    """Read serve's access log in a thread, kept in `served.banner`: a log nobody reads fills
+    the pipe after about 1,500 requests, and serve then blocks writing it."""
+    stream = served.proc.stderr
+    assert stream is not None
+
+    def read() -> None:
+        for line in stream:
+            served.banner.append(line.rstrip("\n"))
+
+    threading.Thread(target=read, name="serve-log", daemon=True).start()
+
+
+def start_drained_serve(home: Path) -> Serve:
+    """`convrisk serve` over a database under `home`, its log drained."""
+    served = start_serve(home)
+    drain_log(served)
+    return served
+
+
+def stop_drained_serve(served: Serve, sig: int = signal.SIGTERM) -> int:
+    """Stop a drained serve; its exit code."""
+    served.proc.send_signal(sig)
+    return served.proc.wait(timeout=SAFETY_TIMEOUT)
+
+
 def local_cli(home: Path) -> Cli:
     """convrisk on a local database under `home`."""
     db_path = home / "local.db"
@@ -98,7 +126,7 @@ def cli(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cli]:
     if request.param == "local":
         made = local_cli(tmp_path)
     else:
-        served = start_serve(tmp_path)
+        served = start_drained_serve(tmp_path)
         env = isolated_env(tmp_path, CONVRISK_BASE_URL=served.url, CONVRISK_TOKEN=TOKEN)
         made = Cli("remote", tmp_path, served.db_path, env, serve=served)
     try:
@@ -106,5 +134,4 @@ def cli(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cli]:
     finally:
         made.close()
         if made.serve is not None and made.serve.proc.poll() is None:
-            code, err = made.serve.stop()
-            assert code == 0, err
+            assert stop_drained_serve(made.serve) == 0, made.serve.banner[-20:]
