@@ -67,6 +67,7 @@ class LazyGroup(TyperGroup):
             "conv": functools.partial(_sub_group, "conv", "conv"),
             "risk": functools.partial(_sub_group, "risk", "risk"),
             "config": functools.partial(_sub_group, "config", "config_cmd"),
+            "status": _status_command,
         }
         lazy = LazyCommands(builders)
         for name, registered in self.commands.items():  # none today; kept if any are added
@@ -95,6 +96,17 @@ def _serve_command() -> Command:
 
     return typer.main.get_command_from_info(
         CommandInfo(name="serve", callback=serve),
+        pretty_exceptions_short=app.pretty_exceptions_short,
+        rich_markup_mode=app.rich_markup_mode,
+    )
+
+
+def _status_command() -> Command:
+    """`status`, built as `app.command("status")(status)` would build it."""
+    from .status import status
+
+    return typer.main.get_command_from_info(
+        CommandInfo(name="status", callback=status),
         pretty_exceptions_short=app.pretty_exceptions_short,
         rich_markup_mode=app.rich_markup_mode,
     )

@@ -180,6 +180,73 @@ _RESULT_COLUMNS = (
 IMPORT_RESULTS = Kind("import result", "import results", _RESULT_COLUMNS, _RESULT_COLUMNS)
 
 
+_PROFILE_COLUMNS = (
+    Column("name", "NAME"),
+    Column("active", "ACTIVE", "bool"),
+    Column("base_url", "BASE URL"),
+    Column("db", "DB"),
+    Column("token", "TOKEN", "bool"),
+)
+PROFILES = Kind(
+    "profile",
+    "profiles",
+    _PROFILE_COLUMNS,
+    (
+        Column("active", "", value=lambda row: "*" if row.get("active") else ""),
+        Column("name", "PROFILE"),
+        Column(
+            "backend",
+            "BACKEND",
+            value=lambda row: row.get("base_url") or row.get("db") or "local (default database)",
+        ),
+        Column("token", "TOKEN", value=lambda row: "set" if row.get("token") else ""),
+    ),
+    id_key="name",
+)
+
+
+def _status_lines(row: Row) -> str:
+    """The status of `convrisk status` as aligned lines (joined by the sink)."""
+    if row.get("backend") == "remote":
+        backend = f"remote {row.get('base_url')}"
+        token = f"from {row['token_source']}" if row.get("token_source") else "not set"
+    else:
+        backend = f"local {row.get('db')}"
+        token = "not needed (local database)"
+    if row.get("ok"):
+        service = f"ok ({row.get('ms')} ms for a list of one conversation)"
+    else:
+        error = row.get("error") or {}
+        service = f"failed, exit code {row.get('exit_code')}: {error.get('message', '')}"
+        if error.get("status") is not None and f"HTTP {error['status']}" not in service:
+            service += f" (HTTP {error['status']})"
+    lines = [
+        ("profile", f"{row.get('profile')} (from {row.get('profile_source')})"),
+        ("backend", backend),
+        ("token", token),
+        ("service", service),
+    ]
+    return "\n".join(f"{key:<8} {value}" for key, value in lines)
+
+
+_STATUS_COLUMNS = tuple(
+    Column(key, key.upper(), "json" if key == "error" else "text")
+    for key in (
+        "profile",
+        "profile_source",
+        "backend",
+        "base_url",
+        "db",
+        "token_source",
+        "ok",
+        "ms",
+        "exit_code",
+        "error",
+    )
+)
+STATUS = Kind("status", "statuses", _STATUS_COLUMNS, _STATUS_COLUMNS, line=_status_lines)
+
+
 def format_timestamp(value: object) -> str:
     """`YYYY-MM-DD HH:MM:SS` UTC from Unix seconds or milliseconds; other values as text."""
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -691,13 +758,16 @@ class IdSink(Sink):
 
 
 class LineSink(Sink):
-    """One readable line per row, made by the kind's `line` function (escaped for a terminal)."""
+    """Readable lines per row, made by the kind's `line` function; each line is escaped for a
+    terminal (a line break the function puts in stays, one from data does not)."""
 
     def render(self, rows: Sequence[Row]) -> str:
-        """One line per row."""
+        """The lines of each row."""
         line = self.kind.line
         assert line is not None
-        return "".join(shown(line(row)) + "\n" for row in rows)
+        return "".join(
+            "".join(shown(part) + "\n" for part in line(row).split("\n")) for row in rows
+        )
 
 
 class _HeaderSink(Sink):
