@@ -14,7 +14,7 @@ BODY_LENGTH = 26
 RANDOM_BITS = 80
 _MAX_BODY = (1 << (5 * BODY_LENGTH)) - 1
 _DIGITS = {char: value for value, char in enumerate(ALPHABET)}
-# Two characters (ten bits) at a time: half the steps of a character at a time.
+# Two characters (ten bits) at a time: half the steps of one character at a time.
 _PAIRS = [high + low for high in ALPHABET for low in ALPHABET]
 
 

@@ -444,7 +444,7 @@ class TableResource(Generic[M, C, U, F]):
     def _response(self, object_id: str, data: dict[str, Any]) -> str:
         """The answer stored for an idempotency key: the object's JSON."""
         try:
-            return json.dumps(data)
+            return json.dumps(data, separators=(",", ":"))
         except (ValueError, TypeError, RecursionError) as exc:
             raise self._unreadable(object_id, exc) from exc
 

@@ -414,3 +414,32 @@ def test_on_a_terminal_a_progress_bar_and_a_summary(tmp_path: Path) -> None:
     assert "Error: line 601: score must be a number" in shown
     assert "601 records: 600 created, 0 updated, 1 failed." in shown
     assert '"status"' not in shown  # no result lines on a terminal
+
+
+def test_a_local_import_loads_neither_httpx_nor_rich(tmp_path: Path) -> None:
+    """The import stays on the light path: no HTTP client for the local database, no rich
+    (the progress bar is plain text), no other command group."""
+    import subprocess
+    import sys
+
+    local = local_cli(tmp_path)
+    path = jsonl(tmp_path / "p.jsonl", [profile(1)])
+    absent = {"httpx", "rich", "cli.conv", "cli.config_cmd", "cli.serve"}
+    probe = (
+        "import sys\n"
+        "from cli.app import main\n"
+        f"code = main(['risk', 'import', {str(path)!r}, '-o', 'id'])\n"
+        "loaded = {*sys.modules, *(m.split('.')[0] for m in sys.modules)}\n"
+        f"print(sorted(loaded & set({sorted(absent)!r})), file=sys.stderr)\n"
+        "sys.exit(code)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        env=local.env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=SAFETY_TIMEOUT,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == "[]"
