@@ -24,13 +24,15 @@ import sqlite3
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import CONVRISK, Run, Workspace, run
+from bench.common import CONVRISK, GNU_TIME, Workspace
 
 TOKEN = "bench-import-token-5e1f"
 TYPES = ("conservative", "moderate", "aggressive")
@@ -50,13 +52,42 @@ def write_records(path: Path, n: int) -> Path:
     return path
 
 
+@dataclass
+class Run:
+    """One finished import: wall seconds, CPU seconds (user + system) and peak memory (KiB) of
+    the convrisk process (0 when GNU time is not installed)."""
+
+    seconds: float
+    cpu_seconds: float
+    max_rss_kib: int
+
+
 def _import(ws: Workspace, path: Path, db: Path | None, **extra: str) -> Run:
     """One `convrisk risk import FILE` into a fresh `db`, or the remote service in `extra`."""
     if db is not None:
         for suffix in ("", "-wal", "-shm"):
             Path(f"{db}{suffix}").unlink(missing_ok=True)
         extra["CONVRISK_DB"] = str(db)
-    return run([CONVRISK, "risk", "import", str(path), "-o", "id"], env=ws.env(**extra))
+    argv = [CONVRISK, "risk", "import", str(path), "-o", "id"]
+    with tempfile.NamedTemporaryFile(prefix="bench-time-", mode="r") as measured:
+        prefix = [GNU_TIME, "-f", "%U %S %M", "-o", measured.name] if GNU_TIME else []
+        started = time.perf_counter()
+        done = subprocess.run(
+            [*prefix, *argv],
+            env=ws.env(**extra),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=3600,
+            check=False,
+        )
+        seconds = time.perf_counter() - started
+        figures = (measured.read().strip().splitlines() or [""])[-1].split()
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} exited {done.returncode}: {done.stderr[-500:]!r}")
+    if len(figures) == 3:
+        return Run(seconds, float(figures[0]) + float(figures[1]), int(figures[2]))
+    return Run(seconds, 0.0, 0)
 
 
 class Serve:
@@ -134,6 +165,10 @@ def import_section(ws: Workspace) -> str:
     def rss(results: list[Run]) -> float:
         return statistics.median(r.max_rss_kib for r in results) / 1024
 
+    def per_cpu_second(results: list[Run], n: int) -> str:
+        cpu = statistics.median(r.cpu_seconds for r in results)
+        return f"{n / cpu:,.0f}" if cpu else "unknown"
+
     local_rate = rate(local_big, big)
     remote_rate = rate(remote_runs, remote_n)
     big_rss, small_rss = rss(local_big), rss(local_small)
@@ -143,6 +178,7 @@ def import_section(ws: Workspace) -> str:
             f"local, {big:,} records",
             f"{statistics.median(r.seconds for r in local_big):.2f}",
             f"{local_rate:,.0f}",
+            per_cpu_second(local_big, big),
             f"{big_rss:.1f}",
             f">= 10,000/s: {_verdict(local_rate >= 10_000)}",
         ],
@@ -150,6 +186,7 @@ def import_section(ws: Workspace) -> str:
             f"local, {small:,} records",
             f"{statistics.median(r.seconds for r in local_small):.2f}",
             f"{rate(local_small, small):,.0f}",
+            per_cpu_second(local_small, small),
             f"{small_rss:.1f}",
             "",
         ],
@@ -157,17 +194,23 @@ def import_section(ws: Workspace) -> str:
             f"remote (`serve` on loopback), {remote_n:,} records",
             f"{statistics.median(r.seconds for r in remote_runs):.2f}",
             f"{remote_rate:,.0f}",
+            per_cpu_second(remote_runs, remote_n),
             f"{rss(remote_runs):.1f}",
             f">= 1,000/s: {_verdict(remote_rate >= 1_000)}",
         ],
     ]
-    lines = ["| import | seconds | records/s | peak MiB | target |", "|---|---|---|---|---|"]
+    lines = [
+        "| import | seconds | records/s | records per CPU second of convrisk | peak MiB | target |",
+        "|---|---|---|---|---|---|",
+    ]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return (
         "## Import\n\n"
         f"`convrisk risk import FILE -o id` of JSON-lines risk profiles into a fresh database "
-        f"(median of {runs} run(s), each a whole process from start to exit; peak resident "
-        "memory of the convrisk process by GNU time).\n\n"
+        f"(median of {runs} run(s), each a whole process from start to exit; CPU time (user + "
+        "system) and peak resident memory of the convrisk process by GNU time: the CPU figure "
+        "shows what the machine's other load takes from the wall-clock one; for the remote "
+        "import the server's CPU is not counted in it).\n\n"
         + "\n".join(lines)
         + f"\n\nPeak memory at {big:,} records is {ratio:.2f}x the peak at {small:,} records "
         f"(target <= 1.2x: {_verdict(ratio <= 1.2)}).\n"

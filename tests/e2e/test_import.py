@@ -443,3 +443,54 @@ def test_a_local_import_loads_neither_httpx_nor_rich(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stderr.strip().splitlines()[-1] == "[]"
+
+
+def test_conversation_records_from_stdin_and_their_mixed_fields(cli: Cli) -> None:  # noqa: F811
+    conv = cli.store.conversations.create({"group_id": "g_1"}).id
+    cli.store.conversations.update(conv, {"archived_at": 10})
+    lines = [
+        {"contact_id": "c_new"},
+        {"id": conv, "is_muted": True, "archived_at": None, "pinned_message_id": "m_1"},
+        {"is_pinned": True},
+        {"id": conv, "group_id": "g_2"},
+        {"contact_id": "c_x", "group_id": "g_x"},
+    ]
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    planned = cli.run("conv", "import", "-", "--dry-run", "-o", "jsonl", input=text)
+    assert planned.returncode == 2
+    assert [(p["operation"], p["id"]) for p in results(planned.stdout)] == [
+        ("create", None),
+        ("update", conv),
+    ]
+    errors = {
+        e["error"]["line"]: e["error"]["message"]
+        for e in map(json.loads, planned.stderr.splitlines()[:-1])
+    }
+    assert errors[3].startswith("line 3 has no id, so it is a create, and is_pinned")
+    assert errors[4].startswith("line 4 has an id, so it is an update, and group_id")
+    assert errors[5].startswith("Exactly one of contact_id or group_id")
+    assert cli.count("conversations") == 1
+    result = cli.run("conv", "import", "-", input=text)
+    assert result.returncode == 1
+    assert [r["status"] for r in results(result.stdout)] == [
+        "created",
+        "updated",
+        "failed",
+        "failed",
+        "failed",
+    ]
+    changed = cli.store.conversations.retrieve(conv)
+    assert (changed.is_muted, changed.archived_at, changed.pinned_message_id) == (
+        True,
+        None,
+        "m_1",
+    )
+    assert cli.count("conversations") == 2
+
+
+def test_dry_run_with_stop_on_error_stops_at_the_first_bad_record(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
+    path = jsonl(tmp_path / "p.jsonl", [profile(1), profile(2, score="x"), profile(3, score="y")])
+    result = cli.run("risk", "import", str(path), "--dry-run", "--stop-on-error")
+    assert result.returncode == 2
+    assert "line 2" in result.stderr and "line 3" not in result.stderr
+    assert len(result.stdout.splitlines()) == 1
