@@ -84,6 +84,11 @@ RISK_PROFILE_IMPORT = ImportSpec(
 )
 
 
+# What ends a batch early: False (go on), True (--stop-on-error met a failed record), or an
+# error that is not one record's (unreachable, token refused), raised once it is reported.
+Stop = bool | BaseException
+
+
 @dataclass
 class Operation:
     """What one record asks for: a create (with its idempotency key) or an update of `id`."""
@@ -244,12 +249,9 @@ class Importer:
         if failed:
             raise RecordsFailed(f"{failed} of {report.total} records failed.")
 
-    def _run_batch(self, ops: list[Operation | Failure]) -> tuple[list[dict[str, Any]], Any]:
-        """Run a batch in order: consecutive creates together, updates one by one.
-
-        Returns the results and what stops the import: False (go on), True (--stop-on-error
-        met a failure), or an error that is not one record's (raise it after reporting).
-        """
+    def _run_batch(self, ops: list[Operation | Failure]) -> tuple[list[dict[str, Any]], Stop]:
+        """Run a batch in order: consecutive creates together, updates one by one; the results
+        and what stops the import (see Stop)."""
         rows: list[dict[str, Any]] = []
         index = 0
         while index < len(ops):
@@ -282,7 +284,8 @@ class Importer:
             index = end
         return rows, False
 
-    def _create(self, creates: list[Operation]) -> tuple[list[dict[str, Any]], Any]:
+    def _create(self, creates: list[Operation]) -> tuple[list[dict[str, Any]], Stop]:
+        """Run consecutive creates together (create_many); their results in order."""
         from api_client.errors import ConvriskError
 
         results = self.target.create_many(
@@ -300,7 +303,8 @@ class Importer:
             rows.append({"line": op.line, "status": "created", "id": result.id})
         return rows, False
 
-    def _update(self, op: Operation) -> tuple[dict[str, Any] | None, Any]:
+    def _update(self, op: Operation) -> tuple[dict[str, Any] | None, Stop]:
+        """Run one update; its result (none when an error stops the import)."""
         from api_client.errors import ConvriskError
 
         assert op.id is not None
