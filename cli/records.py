@@ -247,12 +247,16 @@ def _csv(
             last_line = reader.line_num
             problem = UsageProblem(f"line {start} is not valid CSV: {exc}.")
             source.oversized = False
-            yield Record(start, None, problem)
+            yield Record(start, None, problem, fatal=header is None)
+            if header is None:
+                return
             continue
         last_line = reader.line_num
         if source.oversized:
             source.oversized = False
-            yield Record(start, None, _too_long(start))
+            yield Record(start, None, _too_long(start), fatal=header is None)
+            if header is None:  # no header to read the rows by
+                return
             continue
         if not row or (len(row) == 1 and not row[0].strip()):
             continue

@@ -185,6 +185,8 @@ def test_stop_on_error_stops_at_the_first_failure(cli: Cli, tmp_path: Path) -> N
         ("p.csv", "customer_id,customer_id\nc,c\n", "column 'customer_id' is given twice"),
         ("p.csv", "customer_id,score,\nc,1,\n", "empty column name"),
         ("p.data", "\x89PNG\r\n\x1a\n\x00\x00", "line 1 (the header)"),
+        ("p.csv", "c" * (1024 * 1024 + 1) + "\ncus_1\n", "line 1 is longer than 1 MiB"),
+        ("p.jsonl", '{"a": "' + "x" * (1024 * 1024) + '"}\n', "line 1 is longer than 1 MiB"),
     ],
 )
 def test_a_file_that_is_not_jsonl_or_csv_is_exit_2_and_writes_nothing(
