@@ -68,7 +68,10 @@ class Source:
         if spec == "-":
             self.name = "stdin"
             self.path: Path | None = None
-            self._stream: BinaryIO = sys.stdin.buffer
+            stdin = getattr(sys.stdin, "buffer", None)
+            if stdin is None:  # started with stdin closed
+                raise UsageProblem("Cannot read stdin: it is closed.", param="FILE")
+            self._stream: BinaryIO = stdin
             self._owned = False
             return
         self.path = Path(spec).expanduser()
