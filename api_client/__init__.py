@@ -1,16 +1,22 @@
-"""The convrisk API client: models, errors, the Backend protocol and the Client facade.
+"""The convrisk API client: record types, errors, the Backend protocol and the Client facade.
 
+Records are plain dicts typed with TypedDict (`api_client.records`): what the service sent.
 Importing this package is light: every public name below is imported on first use (PEP 562), so
-`from api_client import __version__` costs nothing, pydantic loads with the first model, and the
-remote backend (httpx) lives in `api_client.http`, imported only when a remote base_url is used.
+`from api_client import __version__` costs nothing, and the remote backend (httpx) lives in
+`api_client.http`, imported only when a remote base_url is used.
 """
 
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
 
+# Not `typing.TYPE_CHECKING`: importing typing costs more than `convrisk --version` may take,
+# and this module is all that `--version` imports (cli/__main__.py). Type checkers treat any
+# name `TYPE_CHECKING` as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from .client import Client
     from .errors import (
         APIConnectionError,
@@ -22,8 +28,8 @@ if TYPE_CHECKING:
         NotFoundError,
         ServiceError,
     )
-    from .models import Conversation, Deleted, Page, RiskProfile
     from .protocol import Backend
+    from .records import Conversation, Deleted, JsonPage, Page, Record, RiskProfile
 
 # The one place the version is written (pyproject.toml reads it without importing the package).
 __version__ = "0.1.0"
@@ -39,10 +45,12 @@ _LAZY = {
     "InvalidRequestError": "errors",
     "NotFoundError": "errors",
     "ServiceError": "errors",
-    "Conversation": "models",
-    "Deleted": "models",
-    "Page": "models",
-    "RiskProfile": "models",
+    "Conversation": "records",
+    "Deleted": "records",
+    "JsonPage": "records",
+    "Page": "records",
+    "Record": "records",
+    "RiskProfile": "records",
     "Backend": "protocol",
 }
 
@@ -72,8 +80,10 @@ __all__ = [
     "ConvriskError",
     "Deleted",
     "InvalidRequestError",
+    "JsonPage",
     "NotFoundError",
     "Page",
+    "Record",
     "RiskProfile",
     "ServiceError",
     "__version__",

@@ -5,10 +5,9 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar
 
 from .errors import ConvriskError, InvalidRequestError, ServiceError
-from .models import Conversation, Deleted, Page, Resource, RiskProfile
 from .params import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -24,8 +23,9 @@ from .params import (
     check_risk_profile_update,
 )
 from .protocol import Backend, ResourceBackend
+from .records import Conversation, Deleted, JsonPage, Page, Record, RiskProfile
 
-M = TypeVar("M", bound=Resource)
+M = TypeVar("M", bound=Record)
 C = TypeVar("C")
 U = TypeVar("U")
 F = TypeVar("F")
@@ -77,6 +77,16 @@ class CursorGuard:
             self._distance *= 2
             self._steps = 0
         return False
+
+
+class _AnyPage(TypedDict):
+    """What pagination needs of a page, records or JSON text."""
+
+    has_more: bool
+    data: list[Any]
+
+
+P = TypeVar("P", bound=_AnyPage)
 
 
 class ResourceClient(Generic[M, C, U, F]):
@@ -132,58 +142,68 @@ class ResourceClient(Generic[M, C, U, F]):
         (the reverse of the list order), so that the last item yielded is always the cursor
         that continues the walk.
         """
+        per_page, limit = self._check_iteration(limit, page_size)
+        if starting_after is not None and ending_before is not None:
+            raise InvalidRequestError(
+                "Give at most one of starting_after and ending_before.", param="ending_before"
+            )
+
+        def fetch(size: int, cursor: str | None) -> Page[M]:
+            return self._backend.list(filters, limit=size, starting_after=cursor)
+
+        def fetch_backwards(size: int, cursor: str | None) -> Page[M]:
+            page = self._backend.list(filters, limit=size, ending_before=cursor)
+            page["data"].reverse()  # newest first -> oldest first, the walk's order
+            return page
+
+        def cut(page: Page[M], size: int) -> None:
+            page["data"] = page["data"][:size]
+
+        if ending_before is not None:
+            return _paginate(
+                fetch_backwards,
+                lambda page: page["data"][-1]["id"],
+                cut,
+                limit,
+                ending_before,
+                per_page,
+            )
+        return _paginate(
+            fetch, lambda page: page["data"][-1]["id"], cut, limit, starting_after, per_page
+        )
+
+    def iter_json_pages(
+        self,
+        filters: F | None = None,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        page_size: int | None = None,
+    ) -> Iterator[JsonPage]:
+        """`iter_pages` with each record as its compact JSON text (`records.json_text`).
+
+        The same pages, items and errors as `iter_pages`; the local backend builds the text in
+        SQLite, which makes a long export several times faster than dumping each record.
+        """
+        per_page, limit = self._check_iteration(limit, page_size)
+
+        def fetch(size: int, cursor: str | None) -> JsonPage:
+            return self._backend.list_json(filters, limit=size, starting_after=cursor)
+
+        def cut(page: JsonPage, size: int) -> None:
+            page["data"] = page["data"][:size]
+            page["ids"] = page["ids"][:size]
+
+        return _paginate(fetch, lambda page: page["ids"][-1], cut, limit, starting_after, per_page)
+
+    def _check_iteration(self, limit: int | None, page_size: int | None) -> tuple[int, int | None]:
+        """The page size to ask for, and the checked total."""
         per_page = self._page_size if page_size is None else check_page_size(page_size)
         if limit is not None and (
             isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
         ):
             raise InvalidRequestError("limit must be an integer of 0 or more.", param="limit")
-        if starting_after is not None and ending_before is not None:
-            raise InvalidRequestError(
-                "Give at most one of starting_after and ending_before.", param="ending_before"
-            )
-        if ending_before is not None:
-            return self._pages(filters, limit, ending_before, per_page, backwards=True)
-        return self._pages(filters, limit, starting_after, per_page, backwards=False)
-
-    def _pages(
-        self,
-        filters: F | None,
-        limit: int | None,
-        start: str | None,
-        per_page: int,
-        *,
-        backwards: bool,
-    ) -> Iterator[Page[M]]:
-        remaining = limit
-        cursor = start
-        guard = CursorGuard()
-        if start is not None:
-            guard.repeated(start)
-        while remaining is None or remaining > 0:
-            size = per_page if remaining is None else min(per_page, remaining)
-            if backwards:
-                page = self._backend.list(filters, limit=size, ending_before=cursor)
-                page.data.reverse()  # newest first -> oldest first, the walk's order
-            else:
-                page = self._backend.list(filters, limit=size, starting_after=cursor)
-            if len(page.data) > size:
-                page.data = page.data[:size]
-                page.has_more = True
-            # Both faults are caught before the page is handed out, so no item is shown twice.
-            if page.has_more and not page.data:
-                raise ServiceError("The service said more items exist but sent an empty page.")
-            if page.data and guard.repeated(page.data[-1].id):
-                raise ServiceError(
-                    "The service sent a page that makes no progress: its last item "
-                    f"{page.data[-1].id} was already a cursor of this listing; stopped instead "
-                    "of looping."
-                )
-            yield page
-            if remaining is not None:
-                remaining -= len(page.data)
-            if not page.has_more:
-                return
-            cursor = page.data[-1].id
+        return per_page, limit
 
     def iterate(
         self,
@@ -202,7 +222,7 @@ class ResourceClient(Generic[M, C, U, F]):
             ending_before=ending_before,
             page_size=page_size,
         )
-        return (item for page in pages for item in page.data)
+        return (item for page in pages for item in page["data"])
 
     def create(self, params: C, *, idempotency_key: str | None = None) -> M:
         """Create an object."""
@@ -226,6 +246,45 @@ class ResourceClient(Generic[M, C, U, F]):
     def delete(self, id: str) -> Deleted:
         """Remove the object for good."""
         return self._backend.delete(id)
+
+
+def _paginate(
+    fetch: Callable[[int, str | None], P],
+    last_id: Callable[[P], str],
+    cut: Callable[[P, int], None],
+    limit: int | None,
+    start: str | None,
+    per_page: int,
+) -> Iterator[P]:
+    """Pages from `fetch(size, cursor)` until `limit` items (None: all), guarded against loops.
+
+    `start` is the first cursor (starting_after, or ending_before for a backward walk)."""
+    remaining = limit
+    cursor = start
+    guard = CursorGuard()
+    if start is not None:
+        guard.repeated(start)
+    while remaining is None or remaining > 0:
+        size = per_page if remaining is None else min(per_page, remaining)
+        page = fetch(size, cursor)
+        if len(page["data"]) > size:
+            cut(page, size)
+            page["has_more"] = True
+        # Both faults are caught before the page is handed out, so no item is shown twice.
+        if page["has_more"] and not page["data"]:
+            raise ServiceError("The service said more items exist but sent an empty page.")
+        last = last_id(page) if page["data"] else None
+        if last is not None and guard.repeated(last):
+            raise ServiceError(
+                "The service sent a page that makes no progress: its last item "
+                f"{last} was already a cursor of this listing; stopped instead of looping."
+            )
+        yield page
+        if remaining is not None:
+            remaining -= len(page["data"])
+        if not page["has_more"]:
+            return
+        cursor = last
 
 
 ConversationsClient = ResourceClient[

@@ -15,7 +15,8 @@ from .errors import InvalidRequestError
 MAX_LIMIT = 100
 DEFAULT_LIMIT = 10
 # Deepest `details` accepted, counting every object and array (the top object is level 1).
-# pydantic cannot serialise past about 255 levels, and no real profile comes near 64.
+# A bound keeps every record printable (Python's JSON encoder recurses; its indented form runs
+# out of stack long before 1000 levels), and no real profile comes near 64.
 MAX_DETAILS_DEPTH = 64
 MAX_IDEMPOTENCY_KEY_LENGTH = 255
 

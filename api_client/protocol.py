@@ -1,4 +1,8 @@
-"""The Backend protocol: the service's ten operations, as two resources of one shape."""
+"""The Backend protocol: the service's ten operations, as two resources of one shape.
+
+Every operation returns records as plain dicts (api_client.records), the same types on both
+backends.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,6 @@ from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
 from .errors import ConvriskError
-from .models import Conversation, Deleted, Page, Resource, RiskProfile
 from .params import (
     DEFAULT_LIMIT,
     ConversationCreateParams,
@@ -17,8 +20,9 @@ from .params import (
     RiskProfileFilters,
     RiskProfileUpdateParams,
 )
+from .records import Conversation, Deleted, JsonPage, Page, Record, RiskProfile
 
-M = TypeVar("M", bound=Resource)
+M = TypeVar("M", bound=Record)
 C_contra = TypeVar("C_contra", contravariant=True)
 U_contra = TypeVar("U_contra", contravariant=True)
 F_contra = TypeVar("F_contra", contravariant=True)
@@ -40,6 +44,16 @@ class ResourceBackend(Protocol[M, C_contra, U_contra, F_contra]):
         ending_before: str | None = None,
     ) -> Page[M]:
         """One page, newest first; cursors are ids (the id need not still exist)."""
+        ...
+
+    def list_json(
+        self,
+        filters: F_contra | None = None,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        starting_after: str | None = None,
+    ) -> JsonPage:
+        """The page `list` would return, as each record's `records.json_text()` and its id."""
         ...
 
     def create(self, params: C_contra, *, idempotency_key: str | None = None) -> M:

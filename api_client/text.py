@@ -54,7 +54,8 @@ def printable_json(text: str) -> str:
     Those characters occur only inside JSON strings, so the document and its values stay the
     same; it becomes safe on a terminal and encodable as UTF-8.
     """
-    if _JSON_UNSAFE.search(text) is None:
+    # ASCII without DEL has none of them; both tests run at memory speed, the pattern does not.
+    if (text.isascii() and "\x7f" not in text) or _JSON_UNSAFE.search(text) is None:
         return text
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 

@@ -77,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
             "# Performance\n\n"
             f"Measured on {dt.date.today().isoformat()} on {_machine()}, by `python -m bench` "
             f"(took {took:.0f} s). Reproduce: install the project (`pip install -e '.[test]'`), "
-            "then `python -m bench` from the repository root; it rewrites this page. "
+            "then `python -m bench` from the repository root; it installs the checkout as users "
+            "do (not editable) into a venv of its own, measures, and rewrites this page. "
             "`python -m bench --only cold_start,export` runs some sections; `--tiny` runs "
             "everything at a tiny size (CI does, without writing this page).\n"
         )

@@ -8,6 +8,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from collections.abc import Sequence
@@ -17,7 +18,6 @@ from types import TracebackType
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "bench" / "out"
-CONVRISK = str(Path(sys.executable).parent / "convrisk")
 GNU_TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else ""
 
 
@@ -28,10 +28,10 @@ def have(program: str) -> bool:
 
 @dataclass
 class Run:
-    """One finished child process: wall seconds, peak resident memory (KiB), exit code."""
+    """One finished child process: wall and CPU seconds, exit code, captured stdout."""
 
     seconds: float
-    max_rss_kib: int
+    cpu_seconds: float
     returncode: int
     stdout: bytes
 
@@ -42,42 +42,71 @@ def run(
     env: dict[str, str] | None = None,
     stdout: int | None = subprocess.DEVNULL,
     tty: bool = False,
+    check: bool = True,
 ) -> Run:
-    """Run a command to its end, measuring its wall time and its own peak memory.
+    """Start a command directly (nothing wrapped around it) and time it to its end.
 
-    Peak memory comes from GNU time where it is installed: a child forked straight from this
-    (large) process would report this process's peak instead of its own, since Linux carries
-    `ru_maxrss` across exec. Without GNU time the figure is 0 (unknown).
+    Wall time is from just before the start to the reap; CPU time (user + system) is the
+    child's own, from wait4, which the machine's other load changes less than wall time. Peak
+    memory is not taken here (see `peak_rss_kib`). stderr is discarded unless the command
+    fails, when it is run again to say why.
     """
     master = slave = -1
     out_target: int | None = stdout
     if tty:
         master, slave = pty.openpty()
         out_target = slave
-    with tempfile.NamedTemporaryFile(prefix="bench-rss-", mode="r") as rss_file:
-        prefix = [GNU_TIME, "-f", "%M", "-o", rss_file.name] if GNU_TIME else []
-        started = time.perf_counter()
-        proc = subprocess.Popen(
-            [*prefix, *argv],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out_target,
-            stderr=subprocess.DEVNULL if tty else subprocess.PIPE,
-        )
-        captured = b""
-        if tty:
-            os.close(slave)
-            captured = _drain(master)
-        elif stdout == subprocess.PIPE and proc.stdout is not None:
-            captured = proc.stdout.read()
-        err = proc.stderr.read() if proc.stderr is not None else b""
-        returncode = proc.wait()
-        seconds = time.perf_counter() - started
-        rss_text = rss_file.read().strip().splitlines()
-    if returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)} exited {returncode}: {err.decode()[-500:]}")
-    max_rss = int(rss_text[-1]) if rss_text and rss_text[-1].isdigit() else 0
-    return Run(seconds, max_rss, returncode, captured)
+    captured = b""
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        argv, env=env, stdin=subprocess.DEVNULL, stdout=out_target, stderr=subprocess.DEVNULL
+    )
+    if tty:
+        os.close(slave)
+        captured = _drain(master)
+    elif stdout == subprocess.PIPE and proc.stdout is not None:
+        captured = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - started
+    proc.returncode = returncode = os.waitstatus_to_exitcode(status)
+    if proc.stdout is not None:
+        proc.stdout.close()
+    if check and returncode != 0:
+        again = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True)
+        raise RuntimeError(f"{' '.join(argv)} exited {returncode}: {again.stderr.decode()[-500:]}")
+    return Run(seconds, usage.ru_utime + usage.ru_stime, returncode, captured)
+
+
+def peak_rss_kib(
+    argv: Sequence[str],
+    *,
+    env: dict[str, str] | None = None,
+    stdout: int | None = subprocess.DEVNULL,
+    runs: int = 1,
+) -> int:
+    """The largest peak resident memory (KiB) of the command over `runs` runs; 0 if unknown.
+
+    A separate pass from the timed runs, under GNU time (`%M`): Linux carries `ru_maxrss`
+    across exec, so a child started straight from this (large) process would report this
+    process's peak, not its own. Without GNU time the figure is 0 (unknown).
+    """
+    if not GNU_TIME:
+        return 0
+    peak = 0
+    for _ in range(runs):
+        with tempfile.NamedTemporaryFile(prefix="bench-rss-", mode="r") as rss_file:
+            subprocess.run(
+                [GNU_TIME, "-f", "%M", "-o", rss_file.name, *argv],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=subprocess.DEVNULL,
+                check=True,
+            )
+            text = rss_file.read().strip().splitlines()
+        if text and text[-1].isdigit():
+            peak = max(peak, int(text[-1]))
+    return peak
 
 
 def _drain(master: int) -> bytes:
@@ -99,6 +128,11 @@ def median_seconds(runs: Sequence[Run]) -> float:
     return statistics.median(r.seconds for r in runs)
 
 
+def median_cpu(runs: Sequence[Run]) -> float:
+    """The median CPU time (user + system) of several runs."""
+    return statistics.median(r.cpu_seconds for r in runs)
+
+
 class Workspace:
     """A temporary HOME with XDG folders, so the CLI runs isolated, plus the sizes to use."""
 
@@ -118,6 +152,42 @@ class Workspace:
         tb: TracebackType | None,
     ) -> None:
         self._tmp.cleanup()
+
+    def installed(self) -> Path:
+        """The bin folder of a regular (non-editable) install of this checkout, made once.
+
+        An editable install runs setuptools' import finder at every start of the interpreter
+        (about 15 ms, the bare `python -I -c pass` too), a constant on both sides that shrinks
+        every ratio, and users do not have it. So the figures are taken from a fresh venv with
+        this checkout built and installed as users install it. Its dependencies are the ones of
+        the running interpreter (a path line in a .pth file: the same versions, no download).
+        """
+        venv = self.dir / "venv"
+        bin_dir = venv / "bin"
+        if (bin_dir / "convrisk").exists():
+            return bin_dir
+        src = self.dir / "src"
+        for name in ("cli", "api_client", "local_backend"):
+            shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+        for name in ("pyproject.toml", "README.md"):
+            shutil.copy(ROOT / name, src / name)
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        python = bin_dir / "python"
+        purelib = subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        deps = sysconfig.get_path("purelib")
+        Path(purelib, "_convrisk_bench_deps.pth").write_text(deps + "\n")
+        pip = [sys.executable, "-m", "pip", "--python", str(python)]
+        subprocess.run(
+            [*pip, "install", "-q", "--no-deps", str(src)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        return bin_dir
 
     def env(self, **extra: str) -> dict[str, str]:
         """An environment for the CLI with HOME and XDG folders inside the workspace."""

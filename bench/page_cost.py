@@ -84,9 +84,9 @@ def _deep_cursor(backend: Any) -> str:
     """An id about 90% of the way down the newest-first list (it need not exist)."""
     from local_backend import ids
 
-    newest = backend.conversations.list(limit=1).data[0]
-    oldest = backend.conversations.list(limit=1, ending_before="conv_0").data[0]
-    seconds = newest.created_at - DEEP * (newest.created_at - oldest.created_at)
+    newest = backend.conversations.list(limit=1)["data"][0]["created_at"]
+    oldest = backend.conversations.list(limit=1, ending_before="conv_0")["data"][0]["created_at"]
+    seconds = newest - DEEP * (newest - oldest)
     return ids.id_at("conv_", int(seconds * 1000))
 
 
@@ -115,7 +115,7 @@ def run(sizes: Sequence[int], *, cache: Path = CACHE, runs: int = 51) -> list[Pa
                     for backend, cursor in zip(backends, cursors, strict=True)
                 ]
                 # Warm the page cache and the statement cache, and count the items.
-                items = [len(call().data) for call in calls for _ in range(3)][::3]
+                items = [len(call()["data"]) for call in calls for _ in range(3)][::3]
                 times: list[list[int]] = [[] for _ in calls]
                 for _ in range(runs):
                     for call, spent in zip(calls, times, strict=True):

@@ -2,18 +2,35 @@
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+import json
 import multiprocessing
+import os
+import shlex
 import shutil
+import signal
 import socket
 import sqlite3
-import sys
+import statistics
+import subprocess
+import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from bench import common
-from bench.common import CONVRISK, Run, Workspace, median_seconds, run
+from bench.common import (
+    Run,
+    Workspace,
+    median_cpu,
+    median_seconds,
+    peak_rss_kib,
+    run,
+)
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -28,47 +45,337 @@ def _verdict(ok: bool) -> str:
 
 # -- 1. cold start ---------------------------------------------------------------------------------
 
+SERVE_TOKEN = "bench-token-0123456789"
+
+
+@dataclass
+class Case:
+    """One command of the cold-start table and its target, if it has one."""
+
+    label: str
+    args: list[str]
+    target: float | None = None
+    tty: bool = False
+
+
+@contextlib.contextmanager
+def _serving(convrisk: str, db: Path, env: dict[str, str]) -> Iterator[str]:
+    """`convrisk serve --port 0` on 127.0.0.1 in a child process; yields its base URL."""
+    proc = subprocess.Popen(
+        [convrisk, "serve", "--port", "0", "--db", str(db), "--token", SERVE_TOKEN],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        deadline = time.monotonic() + 30
+        url = ""
+        while not url and time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            if not line:
+                raise RuntimeError(f"convrisk serve exited {proc.wait(5)} before listening")
+            if "listening on " in line:
+                url = line.split("listening on ", 1)[1].strip()
+        if not url:
+            raise RuntimeError("convrisk serve did not listen within 30 s")
+        # The access log must not fill the pipe and block the server: read it away.
+        threading.Thread(target=proc.stderr.read, daemon=True).start()
+        yield url
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)
+
+
+def _hyperfine(commands: list[list[str]], env: dict[str, str], rounds: int) -> list[float]:
+    """Median seconds of each command by `hyperfine -N`, in `rounds` rounds of 3 runs each
+    (hyperfine runs one command's runs back to back; rounds spread each over the whole pass)."""
+    times: list[list[float]] = [[] for _ in commands]
+    with tempfile.TemporaryDirectory(prefix="bench-hyperfine-") as tmp:
+        out = Path(tmp) / "h.json"
+        for _ in range(rounds):
+            subprocess.run(
+                ["hyperfine", "-N", "--style", "none", "--runs", "3", "--export-json", str(out)]
+                + [shlex.join(c) for c in commands],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                check=True,
+            )
+            for i, result in enumerate(json.loads(out.read_text())["results"]):
+                times[i].extend(result["times"])
+    return [statistics.median(t) for t in times]
+
+
+@dataclass
+class Stage:
+    """One step of a command's run, timed on its own; `part2`: issue 10's part 2 removes it."""
+
+    label: str
+    code: str
+    part2: bool = False
+
+
+_RUN = (
+    "import os, sys\nsys.stdout = open(os.devnull, 'w')\n"
+    "os.environ.setdefault('PYDANTIC_DISABLE_PLUGINS', '__all__')\n"
+    "assert cli.app.main({args!r}) == 0\n"
+    "import gc; gc.freeze()  # as cli/__main__.py does before the exit"
+)
+_COMMON = [
+    Stage("import click", "import click"),
+    Stage("import typer", "import typer, typer.main"),
+    Stage("import convrisk's cli modules (`cli.app` and what it imports)", "import cli.app"),
+    Stage("import pydantic (`BaseModel`)", "from pydantic import BaseModel", part2=True),
+    Stage(
+        "import importlib.metadata (pydantic's plugin loader imports it at the first model, "
+        "plugins disabled or not)",
+        "import importlib.metadata",
+        part2=True,
+    ),
+    Stage("import api_client.models (class definitions)", "import api_client.models", part2=True),
+    Stage(
+        "build the schemas of the models used (`Conversation`, `Page[Conversation]`)",
+        "from api_client.models import Conversation, Page\n"
+        "Conversation.model_rebuild(); Page[Conversation].model_rebuild()",
+        part2=True,
+    ),
+]
+
+
+def local_stages() -> list[Stage]:
+    """`conv list -o json` on the local database, stage by stage."""
+    return [
+        *_COMMON,
+        Stage("import local_backend", "import local_backend.store, local_backend.conversations"),
+        Stage(
+            "the command: parse, open SQLite, query, print JSON",
+            _RUN.format(args=["conv", "list", "-o", "json"]),
+        ),
+    ]
+
+
+def remote_stages(url: str, an_id: str) -> list[Stage]:
+    """`conv get ID -o json` against `serve` on loopback, stage by stage."""
+    return [
+        *[Stage(s.label, s.code) for s in _COMMON[:3]],
+        Stage("import pydantic (`BaseModel`)", _COMMON[3].code),
+        Stage(_COMMON[4].label, _COMMON[4].code),
+        Stage(_COMMON[5].label, _COMMON[5].code),
+        Stage(
+            "import rich and pygments: `import httpx` imports its command-line client "
+            "(`httpx._main`: click, rich, pygments) whenever click is installed",
+            "import rich.console, rich.markup, rich.progress, rich.syntax, rich.table\n"
+            "import pygments.lexers, pygments.util",
+        ),
+        Stage("import httpx (the rest)", "import httpx"),
+        Stage(
+            "`httpx.Client()` for an http:// URL (it builds a TLS context, loads the CA bundle)",
+            f"httpx.Client(base_url={url!r}).close()",
+            part2=True,
+        ),
+        Stage("import api_client.http", "import api_client.http"),
+        Stage(
+            "the command: parse, connect, GET, print JSON",
+            _RUN.format(args=["--base-url", url, "conv", "get", an_id, "-o", "json"]),
+        ),
+    ]
+
+
+def _breakdown(
+    python: str, env: dict[str, str], runs: int, stages: list[Stage]
+) -> tuple[list[float], float, float, float]:
+    """Median seconds of: interpreter start-up, each stage, interpreter exit, over `runs` fresh
+    interpreters; the median of each whole process, and of each less its `part2` stages; the
+    median of a bare interpreter run right before each (the ratios' baseline in this pass).
+
+    The child reads the same monotonic clock (perf_counter) as this process, so start-up is from
+    the spawn to the child's first line, and exit from its last stage to its reaping."""
+    lines = ["import time", "_t = [time.perf_counter()]"]
+    for stage in stages:
+        lines += [stage.code, "_t.append(time.perf_counter())"]
+    lines.append("print(*_t, file=__import__('sys').stderr)")
+    probe = "\n".join(lines)
+    samples, whole, without, bare = [], [], [], []
+    for _ in range(runs):
+        bare.append(run([python, "-I", "-c", "pass"], env=env).seconds)
+        started = time.perf_counter()
+        done = subprocess.run(
+            [python, "-c", probe],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        ended = time.perf_counter()
+        marks = [started, *(float(x) for x in done.stderr.split()), ended]
+        sample = [b - a for a, b in itertools.pairwise(marks)]
+        samples.append(sample)
+        whole.append(ended - started)
+        removed = sum(sample[1 + i] for i, stage in enumerate(stages) if stage.part2)
+        without.append(ended - started - removed)
+    medians = [statistics.median(sample[i] for sample in samples) for i in range(len(samples[0]))]
+    return (
+        medians,
+        statistics.median(whole),
+        statistics.median(without),
+        statistics.median(bare),
+    )
+
+
+def _breakdown_text(
+    what: str,
+    stages: list[Stage],
+    measured: tuple[list[float], float, float, float],
+    runs: int,
+) -> str:
+    medians, whole, without, bare = measured
+    labels = [
+        "interpreter start-up (spawn to the first line of `python -c`)",
+        *(stage.label + (" **[part 2]**" if stage.part2 else "") for stage in stages),
+        "interpreter exit (last stage to reaped)",
+    ]
+    rows = [[label, f"{sec * 1000:.1f}"] for label, sec in zip(labels, medians, strict=True)]
+    return (
+        f"Where {what} spends its time: each stage timed with `time.perf_counter` inside the "
+        f"installed interpreter (`python -c` with the same steps, not the console script), "
+        f"median of {runs} fresh processes, each run right after a bare interpreter.\n\n"
+        + _table(["stage", "ms"], rows)
+        + f"\n\nThe whole process: {whole * 1000:.0f} ms, {whole / bare:.1f}x the bare "
+        f"interpreter in this pass ({bare * 1000:.1f} ms). Without the rows marked [part 2]: "
+        f"{without * 1000:.0f} ms, {without / bare:.1f}x (each process's wall time less those "
+        "rows).\n"
+    )
+
+
+def _versions() -> str:
+    from importlib.metadata import version
+
+    return ", ".join(f"{name} {version(name)}" for name in ("typer", "click", "pydantic", "rich"))
+
 
 def cold_start(ws: Workspace) -> str:
-    """Median wall time of whole commands, each as a ratio to a bare `python -I -c pass`."""
-    runs = 3 if ws.tiny else 15
-    db = ws.dir / "cold.db"
+    """Whole commands from a regular install, each as a ratio to a bare `python -I -c pass`."""
+    rounds = 3 if ws.tiny else 31
+    bin_dir = ws.installed()
+    python, convrisk = str(bin_dir / "python"), str(bin_dir / "convrisk")
+    db, create_db = ws.dir / "cold.db", ws.dir / "cold-create.db"
     shutil.copy(ws.db(10), db)
-    env = ws.env(CONVRISK_DB=str(db))
-    cases: list[tuple[str, list[str], bool]] = [
-        ("`python -I -c pass` (baseline)", [sys.executable, "-I", "-c", "pass"], False),
-        ("`convrisk --version`", [CONVRISK, "--version"], False),
-        ("`convrisk --help`", [CONVRISK, "--help"], False),
-        (
-            "`convrisk conv list -o json` (local, 10 rows)",
-            [CONVRISK, "conv", "list", "-o", "json"],
-            False,
+    shutil.copy(ws.db(10), create_db)
+    with sqlite3.connect(db) as conn:
+        (an_id,) = conn.execute("SELECT id FROM conversations ORDER BY id LIMIT 1").fetchone()
+    env = ws.env(CONVRISK_DB=str(db), CONVRISK_TOKEN=SERVE_TOKEN)
+    bare = Case("`python -I -c pass` (the baseline)", [python, "-I", "-c", "pass"])
+    get = Case("`convrisk conv get ID -o json`", [convrisk, "conv", "get", an_id, "-o", "json"], 9)
+    cases = [
+        Case("`convrisk --version`", [convrisk, "--version"], 2),
+        Case("`convrisk --help`", [convrisk, "--help"], 6),
+        Case("`convrisk conv list -o json`", [convrisk, "conv", "list", "-o", "json"], 9),
+        get,
+        Case(
+            "`convrisk conv create --contact-id c_1 -o id`",
+            [convrisk, "--db", str(create_db), "conv", "create", "--contact-id", "c_1", "-o", "id"],
+            9,
         ),
-        ("`convrisk conv list` (piped: TSV)", [CONVRISK, "conv", "list"], False),
-        ("`convrisk conv list` (terminal: rich table)", [CONVRISK, "conv", "list"], True),
+        Case("`convrisk conv list` (piped: TSV)", [convrisk, "conv", "list"]),
+        Case("`convrisk conv list` (terminal: table)", [convrisk, "conv", "list"], tty=True),
     ]
-    results: dict[str, list[Run]] = {label: [] for label, _, _ in cases}
-    for _label, argv, tty in cases:  # warm the page cache and .pyc files once
-        run(argv, env=env, tty=tty)
-    for _ in range(runs):  # interleaved, so drift in the machine's load hits every case alike
-        for label, argv, tty in cases:
-            results[label].append(run(argv, env=env, tty=tty))
-    base = median_seconds(results[cases[0][0]])
+    load_before = os.getloadavg()
+    shutil.copy(db, ws.dir / "served.db")  # served from a copy: the same rows, its own file
+    with _serving(convrisk, ws.dir / "served.db", env) as url:
+        remote = Case(
+            "`convrisk --base-url URL conv get ID -o json` (`serve` on loopback)",
+            [convrisk, "--base-url", url, "conv", "get", an_id, "-o", "json"],
+        )
+        cases.append(remote)
+        results: dict[str, list[Run]] = {c.label: [] for c in [bare, *cases]}
+        for case in [bare, *cases]:  # warm the page cache and the .pyc files once
+            run(case.args, env=env, tty=case.tty)
+        for _ in range(rounds):  # interleaved: drift in the machine's load hits every case alike
+            for case in cases:
+                results[bare.label].append(run(bare.args, env=env))
+                results[case.label].append(run(case.args, env=env, tty=case.tty))
+        by_label: dict[str, float] = {}  # hyperfine's medians
+        if common.have("hyperfine"):
+            plain = [c for c in [bare, *cases] if not c.tty]
+            medians = _hyperfine([c.args for c in plain], env, max(1, rounds // 3))
+            by_label = dict(zip([c.label for c in plain], medians, strict=True))
+        local_breakdown = _breakdown(python, env, rounds, local_stages())
+        remote_breakdown = _breakdown(python, env, rounds, remote_stages(url, an_id))
+        peaks = {
+            c.label: peak_rss_kib(c.args, env=env, runs=1 if ws.tiny else 3)
+            for c in [bare, *cases]
+            if not c.tty
+        }
+    load_after = os.getloadavg()
+    base, base_cpu = median_seconds(results[bare.label]), median_cpu(results[bare.label])
+    h_base = by_label.get(bare.label, 0.0)
     rows = []
-    json_ratio = 0.0
-    for label, _, _ in cases:
-        med = median_seconds(results[label])
-        ratio = med / base
+    for case in [bare, *cases]:
+        med, cpu = median_seconds(results[case.label]), median_cpu(results[case.label])
         target = ""
-        if "-o json" in label:
-            json_ratio = ratio
-            target = f"<= 8x: {_verdict(ratio <= 8)}"
-        rows.append([label, f"{med * 1000:.0f}", f"{ratio:.1f}x", target])
-    text = _table(["command", "median ms", "vs bare python", "target"], rows)
+        if case.target is not None:
+            target = f"<= {case.target:g}x: {_verdict(med / base <= case.target)}"
+        h = ""
+        if case.label in by_label:
+            h = f"{by_label[case.label] * 1000:.1f} ({by_label[case.label] / h_base:.1f}x)"
+        peak = peaks.get(case.label, 0)
+        rows.append(
+            [
+                case.label,
+                f"{med * 1000:.1f}",
+                f"{med / base:.1f}x",
+                f"{cpu * 1000:.1f} ({cpu / base_cpu:.1f}x)",
+                h or "-",
+                f"{peak / 1024:.1f}" if peak else "-",
+                target,
+            ]
+        )
+    remote_ratio = median_seconds(results[remote.label]) / median_seconds(results[get.label])
+    remote_cpu = median_cpu(results[remote.label]) / median_cpu(results[get.label])
+    text = _table(
+        ["command", "wall ms", "vs bare", "CPU ms (vs bare)", "hyperfine ms", "peak MiB", "target"],
+        rows,
+    )
     return (
-        f"## 1. Cold start\n\nMedian of {runs} runs each (interleaved, after one warm-up run), "
-        "wall time of the whole process as started by a shell.\n\n"
-        f"{text}\n\n`conv list -o json` costs {json_ratio:.1f}x a bare interpreter.\n"
+        "## 1. Cold start\n\n"
+        "Every command is a regular (non-editable) install of this checkout in a fresh venv, "
+        "started directly by the benchmark exactly as the bare interpreter is (no shell, no "
+        "GNU time or anything else around either; stdin, stdout and stderr /dev/null, the rich "
+        "table on a pseudo-terminal); local commands on a 10-row database. "
+        f"{rounds} rounds after one warm-up run; in each round every command runs right after a "
+        "run of the bare interpreter, so drift in the machine's load hits both alike; the "
+        "figures are medians and ratios of medians. CPU is the child's own user + system time "
+        "(wait4), which other load on the machine moves less than wall time. "
+        + (
+            f"hyperfine (`hyperfine -N`, {max(1, rounds // 3)} rounds of 3 runs of each "
+            "command) is a second ruler. "
+            if by_label
+            else "(hyperfine is not installed: no second ruler.) "
+        )
+        + "Peak memory is taken in separate runs under GNU time (`%M`). "
+        f"Load average {load_before[0]:.2f} before, {load_after[0]:.2f} after. {_versions()}.\n\n"
+        f"{text}\n\n"
+        f"Remote `conv get` over `serve` on loopback costs {remote_ratio:.2f}x the local one "
+        f"(CPU {remote_cpu:.2f}x; target <= 1.15x: {_verdict(remote_ratio <= 1.15)}).\n\n"
+        "Rows marked [part 2] below are what issue 10's part 2 takes off these paths (records as "
+        "plain dicts inside, pydantic only at the edges; no TLS set-up for http://).\n\n"
+        + _breakdown_text("`conv list -o json`", local_stages(), local_breakdown, rounds)
+        + "\n"
+        + _breakdown_text(
+            "remote `conv get ID -o json`",
+            remote_stages(url, an_id),
+            remote_breakdown,
+            rounds,
+        )
     )
 
 
@@ -97,17 +404,18 @@ def export(ws: Workspace) -> str:
         db = ws.db(n)
         env = ws.env(CONVRISK_DB=str(db))
         out = ws.dir / f"export-{n}.jsonl"
-        argv = [CONVRISK, "conv", "list", "--all", "-o", "jsonl"]
+        argv = [str(ws.installed() / "convrisk"), "conv", "list", "--all", "-o", "jsonl"]
         results = []
         for _ in range(runs):
             with out.open("wb") as fh:
                 results.append(run(argv, env=env, stdout=fh.fileno()))
+        with out.open("wb") as fh:  # memory in a run of its own, under GNU time
+            peak = peak_rss_kib(argv, env=env, stdout=fh.fileno())
         with out.open("rb") as fh:
             lines = sum(1 for _ in fh)
         if lines != n:
             raise RuntimeError(f"export of {n} rows printed {lines} lines")
         seconds = median_seconds(results)
-        peak = max(r.max_rss_kib for r in results)
         measured[n] = (seconds, peak)
         rows.append(
             [
@@ -122,13 +430,14 @@ def export(ws: Workspace) -> str:
             sql = "SELECT * FROM conversations ORDER BY id DESC"
             ref = [run(["sqlite3", "-json", str(db), sql]) for _ in range(runs)]
             ref_s = median_seconds(ref)
+            ref_peak = peak_rss_kib(["sqlite3", "-json", str(db), sql])
             rows.append(
                 [
                     f"{n:,}",
                     "sqlite3 -json",
                     f"{ref_s:.2f}",
                     f"{n / ref_s:,.0f}",
-                    f"{max(r.max_rss_kib for r in ref) / 1024:.1f}",
+                    f"{ref_peak / 1024:.1f}",
                 ]
             )
             rows[-2].append(f"{seconds / ref_s:.1f}x sqlite3's time")
@@ -139,7 +448,8 @@ def export(ws: Workspace) -> str:
     text = _table(["rows", "what", "seconds", "rows/s", "peak MiB", ""], rows)
     return (
         "## 3. Streaming export\n\n`convrisk conv list --all -o jsonl > file`, median of "
-        f"{runs} run(s), peak resident memory of the process (GNU time's %M).\n\n{text}\n\n"
+        f"{runs} run(s) started directly (nothing around them); peak resident memory of the "
+        f"process from a separate run under GNU time (`%M`).\n\n{text}\n\n"
         f"Peak memory at {large:,} rows is {mem_ratio:.2f}x the peak at {small:,} rows "
         f"(target <= 1.3x: {_verdict(mem_ratio <= 1.3) if mem_ratio else 'unknown, no GNU time'})."
         "\n"
@@ -234,8 +544,9 @@ def remote(ws: Workspace) -> str:
         env = ws.env(CONVRISK_BASE_URL=server.url, CONVRISK_TOKEN=token)
         out = ws.dir / "remote.jsonl"
         with out.open("wb") as fh:
+            convrisk = str(ws.installed() / "convrisk")
             result = run(
-                [CONVRISK, "conv", "list", "--all", "-o", "jsonl"], env=env, stdout=fh.fileno()
+                [convrisk, "conv", "list", "--all", "-o", "jsonl"], env=env, stdout=fh.fileno()
             )
         lines = sum(1 for _ in out.open("rb"))
     finally:

@@ -10,10 +10,11 @@ from typing import Annotated, Any
 
 import typer
 import typer.main
-from typer._click import Command, Context
+from click import Command, Context
 from typer.core import TyperGroup
 from typer.models import CommandInfo, TyperInfo
 
+from . import complete
 from .context import AppContext, app_context, describe_failure
 from .errors import Failures, NotConfirmed, NotSet, RecordsFailed, StdoutClosed, UsageProblem
 from .output import ErrorInfo
@@ -81,9 +82,11 @@ class LazyGroup(TyperGroup):
 
 def _sub_group(name: str, module: str) -> Command:
     """The group of a sub-app, built as `app.add_typer(sub_app, name=name)` would build it."""
-    sub_app = import_module(f"{__package__}.{module}").app
+    from .commands import Group, with_global_options
+
+    sub_app = with_global_options(import_module(f"{__package__}.{module}").app)
     return typer.main.get_group_from_info(
-        TyperInfo(sub_app, name=name),
+        TyperInfo(sub_app, name=name, cls=Group),
         pretty_exceptions_short=app.pretty_exceptions_short,
         suggest_commands=app.suggest_commands,
         rich_markup_mode=app.rich_markup_mode,
@@ -92,10 +95,11 @@ def _sub_group(name: str, module: str) -> Command:
 
 def _serve_command() -> Command:
     """`serve`, built as `app.command("serve")(serve)` would build it."""
+    from .commands import Command
     from .serve import serve
 
     return typer.main.get_command_from_info(
-        CommandInfo(name="serve", callback=serve),
+        CommandInfo(name="serve", callback=serve, cls=Command),
         pretty_exceptions_short=app.pretty_exceptions_short,
         rich_markup_mode=app.rich_markup_mode,
     )
@@ -103,10 +107,11 @@ def _serve_command() -> Command:
 
 def _status_command() -> Command:
     """`status`, built as `app.command("status")(status)` would build it."""
+    from .commands import Command
     from .status import status
 
     return typer.main.get_command_from_info(
-        CommandInfo(name="status", callback=status),
+        CommandInfo(name="status", callback=status, cls=Command),
         pretty_exceptions_short=app.pretty_exceptions_short,
         rich_markup_mode=app.rich_markup_mode,
     )
@@ -148,7 +153,10 @@ def root(
     profile: Annotated[
         str | None,
         typer.Option(
-            "--profile", metavar="P", help="Config profile to use (env CONVRISK_PROFILE)."
+            "--profile",
+            metavar="P",
+            help="Config profile to use (env CONVRISK_PROFILE).",
+            autocompletion=complete.profiles,
         ),
     ] = None,
     base_url: Annotated[
@@ -188,7 +196,7 @@ def root(
 
 def exit_code(exc: BaseException) -> int:
     """The exit code of an exception (DESIGN section 3)."""
-    from typer._click.exceptions import ClickException
+    from click.exceptions import ClickException
 
     if isinstance(exc, RecordsFailed):
         return FAILED
@@ -216,7 +224,7 @@ def exit_code(exc: BaseException) -> int:
 
 
 def _click_error(exc: BaseException) -> ErrorInfo:
-    from typer._click.exceptions import BadParameter, ClickException, MissingParameter, UsageError
+    from click.exceptions import BadParameter, ClickException, MissingParameter, UsageError
 
     assert isinstance(exc, ClickException)
     param: str | None = None
@@ -243,7 +251,7 @@ def main(args: Sequence[str] | None = None) -> int:
     The one error boundary: every exception ends here as a message on stderr and an exit code.
     `--debug` adds the traceback; `CONVRISK_RAISE_ERRORS=1` lets the exception through.
     """
-    from typer._click.exceptions import ClickException, NoArgsIsHelpError
+    from click.exceptions import ClickException, NoArgsIsHelpError
 
     # pydantic scans every installed distribution's entry points for plugins when it builds the
     # first model (~5 ms, more in a crowded environment); convrisk uses none. A value the user
@@ -253,6 +261,9 @@ def main(args: Sequence[str] | None = None) -> int:
     run = AppContext()
     try:
         result = command().main(argv, prog_name="convrisk", standalone_mode=False, obj=run)
+        if result == INTERRUPTED:
+            # typer turns Ctrl-C into Exit(130) and returns the code: report it as one.
+            raise KeyboardInterrupt
         return result if isinstance(result, int) else OK
     except StdoutClosed:
         _silence_stdout()

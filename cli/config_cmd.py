@@ -1,16 +1,18 @@
 """`convrisk config`: set, get, unset, show and path of the config file's profiles."""
 
 import dataclasses
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from . import complete
 from . import options as opt
 from .context import AppContext, app_context
 from .errors import NotSet, UsageProblem
 from .options import read_secret
-from .output import PROFILES
+from .output import PROFILES, Printer
 from .settings import (
     DEFAULT_PROFILE,
     KEYS,
@@ -37,6 +39,7 @@ app = typer.Typer(
     \b
     Example:
       convrisk config set base_url https://api.example.com
+      convrisk config set token          # asks for it, not shown as typed
       convrisk config set token -   < token.txt
       convrisk config show
     """,
@@ -51,9 +54,15 @@ Profile = Annotated[
         metavar="P",
         help="The profile (default: the active one: convrisk --profile P, CONVRISK_PROFILE, "
         "or default).",
+        autocompletion=complete.profiles,
     ),
 ]
-Key = Annotated[str, typer.Argument(metavar="KEY", help=f"One of: {', '.join(KEYS)}.")]
+Key = Annotated[
+    str,
+    typer.Argument(
+        metavar="KEY", help=f"One of: {', '.join(KEYS)}.", autocompletion=complete.config_keys
+    ),
+]
 
 
 def _target(
@@ -94,13 +103,19 @@ def _shown(key: str, value: Any) -> str:
     return mask_token(text) if key == "token" else text
 
 
-@app.command("set")
+@app.command("set", context_settings={"ignore_unknown_options": True})
 def set_(
     ctx: typer.Context,
     key: Key,
     value: Annotated[
-        str, typer.Argument(metavar="VALUE", help="The value, or - to read it from stdin.")
-    ],
+        str | None,
+        typer.Argument(
+            metavar="VALUE",
+            help="The value, or - to read it from stdin. Without it, the token is asked for "
+            "on the terminal, not shown as it is typed.",
+            show_default=False,
+        ),
+    ] = None,
     profile: Profile = None,
 ) -> None:
     """Set KEY to VALUE in a profile (checked first; the file keeps mode 0600).
@@ -109,21 +124,55 @@ def set_(
     Example:
       convrisk config set base_url https://api.example.com
       convrisk config set --profile staging page_size 50
+      convrisk config set token                # asks for it, not shown as typed
       printf '%s' "$TOKEN" | convrisk config set token -
     """
     run, name, path = _target(ctx, profile, warn=False)
     check_key(key)
-    text = read_secret() if value == "-" else value
+    printer = run.plain_printer()
+    text = _value(printer, key, value)
     parsed = parse_value(key, text, key)
     if key == "db":
         parsed = str(Path(parsed).expanduser().resolve())
     config = _editable(run, path)
     config.setdefault(name, {})[key] = parsed
     _save(run, path, config)
-    printer = run.plain_printer()
     printer.hint(f"Set {key} = {_shown(key, parsed)} in profile {name!r} ({path}).")
-    if key == "token" and value != "-":
-        printer.hint("Tip: `convrisk config set token -` keeps the token out of shell history.")
+    if key == "token" and value not in (None, "-"):
+        printer.hint(
+            "Tip: `convrisk config set token` asks for it and keeps it out of shell history."
+        )
+
+
+_NUMBER = re.compile(r"-[0-9.]+(?:[eE][+-]?[0-9]+)?")
+
+
+def _value(printer: Printer, key: str, value: str | None) -> str:
+    """VALUE as given; `-` reads stdin (a line typed on a terminal, hidden for the token);
+    no VALUE asks for the token on the terminal."""
+    if value not in (None, "-"):
+        if value.startswith("-") and _NUMBER.fullmatch(value) is None:
+            # Unknown options reach here as values (so that -1 can be one): not these.
+            raise UsageProblem(
+                f"No such option: {value} (see 'convrisk config set --help'). A "
+                "value that starts with - other than a number: give it through stdin with -.",
+                param="VALUE",
+            )
+        return value
+    if printer.stdin_is_terminal() and (value == "-" or key == "token"):
+        text = printer.ask_value(f"{key}: ", hidden=key == "token").strip()
+        if not text:
+            raise UsageProblem(f"Nothing was entered: {key} is unchanged.", param="VALUE")
+        return text
+    if value == "-":
+        return read_secret()
+    if key == "token":
+        raise UsageProblem(
+            "Give the token: `convrisk config set token` asks for it on a terminal, and "
+            "`convrisk config set token -` reads it from stdin.",
+            param="VALUE",
+        )
+    raise UsageProblem(f"Give a VALUE for {key} (or - to read it from stdin).", param="VALUE")
 
 
 @app.command("get")

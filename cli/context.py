@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
     from api_client import Client
     from api_client.client import ResourceClient
+
+F = TypeVar("F")
 
 
 class AppContext:
@@ -139,7 +141,7 @@ class AppContext:
                 where = shown_url(settings.base_url or "")
                 self.printer().warning(
                     f"No token is set for {where}: set CONVRISK_TOKEN, or run "
-                    "`convrisk config set token -` and paste it."
+                    "`convrisk config set token` and paste it."
                 )
             self._client = build_client(settings)
         return self._client
@@ -267,11 +269,43 @@ def describe_failure(
     return info
 
 
+def print_list(
+    run: AppContext,
+    kind: Kind,
+    resource: Callable[[Client], ResourceClient[Any, Any, Any, F]],
+    filters: F,
+    *,
+    limit: int | None,
+    starting_after: str | None,
+    ending_before: str | None = None,
+    output: str | None,
+    hint_more: bool,
+) -> None:
+    """Print a list page by page; compact JSON comes as JSON text (the local export path).
+
+    `ending_before` walks towards the newest (oldest first), as records: the export path only
+    walks forwards.
+    """
+    from .options import cursor_option
+
+    printer = run.printer(output)
+    target = resource(run.client())
+    going_on = cursor_option(ending_before)
+    if printer.takes_json_text() and ending_before is None:
+        texts = target.iter_json_pages(filters, limit=limit, starting_after=starting_after)
+        printer.json_pages(kind, texts, hint_more=hint_more, cursor_option=going_on)
+    else:
+        pages = target.iter_pages(
+            filters, limit=limit, starting_after=starting_after, ending_before=ending_before
+        )
+        printer.pages(kind, pages, hint_more=hint_more, cursor_option=going_on)
+
+
 def for_each_id(
     run: AppContext,
     kind: Kind,
     ids: IdList,
-    action: Callable[[str], dict[str, Any]],
+    action: Callable[[str], Mapping[str, Any]],
     *,
     output: str | None,
 ) -> None:
@@ -358,16 +392,21 @@ def delete_each(
         return
     printer = run.printer(output)
     if not yes:
-        if ids.from_stdin or not printer.stdin_is_terminal():
+        # Ids from stdin leave stdin busy: the question goes to the controlling terminal.
+        stdin_free = not ids.from_stdin
+        if not printer.can_ask(stdin_free=stdin_free):
             raise UsageProblem(
                 f"Refusing to delete {kind.plural} without confirmation: there is no terminal "
                 "to ask on. Pass --yes to delete.",
                 param="--yes",
             )
-        shown = ", ".join(ids.given[:5]) + (", ..." if len(ids.given) > 5 else "")
-        noun = kind.noun if len(ids.given) == 1 else f"{len(ids.given)} {kind.plural}"
-        if not printer.confirm(f"Delete {noun} ({shown}) for good?"):
-            raise NotConfirmed("Nothing was deleted.")
+        given = ids.read_all()  # ids from stdin are read first, to be shown in the question
+        if given:
+            shown = ", ".join(given[:5]) + (", ..." if len(given) > 5 else "")
+            noun = kind.noun if len(given) == 1 else f"{len(given)} {kind.plural}"
+            answer = printer.confirm(f"Delete {noun} ({shown}) for good?", stdin_free=stdin_free)
+            if not answer:
+                raise NotConfirmed("Nothing was deleted.")
     target = resource(run.client())
 
     def delete(id: str) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from . import options as opt
-from .context import app_context, delete_each, for_each_id, plan_create, plan_each_id
+from .context import app_context, delete_each, for_each_id, plan_create, plan_each_id, print_list
 from .output import CONVERSATIONS
 
 if TYPE_CHECKING:
@@ -63,12 +63,16 @@ def list_(
         "pinned": pinned,
         "group_id": group,
     }
-    printer = run.printer(output)
-    pages = run.client().conversations.iter_pages(
-        filters, limit=total, starting_after=after, ending_before=before
-    )
-    printer.pages(
-        CONVERSATIONS, pages, hint_more=not all_items, cursor_option=opt.cursor_option(before)
+    print_list(
+        run,
+        CONVERSATIONS,
+        lambda client: client.conversations,
+        filters,
+        limit=total,
+        starting_after=after,
+        ending_before=before,
+        output=output,
+        hint_more=not all_items,
     )
 
 
@@ -95,7 +99,7 @@ def create(
     if dry_run:
         return plan_create(run, CONVERSATIONS, params, lambda c: c.conversations, output)
     printer = run.printer(output)
-    printer.one(CONVERSATIONS, run.client().conversations.create(params).to_json_dict())
+    printer.one(CONVERSATIONS, run.client().conversations.create(params))
 
 
 @app.command("get")
@@ -114,7 +118,7 @@ def get(ctx: typer.Context, ids: opt.Ids, output: opt.Output = None) -> None:
         run,
         CONVERSATIONS,
         id_list,
-        lambda id: client.conversations.retrieve(id).to_json_dict(),
+        lambda id: client.conversations.retrieve(id),
         output=output,
     )
 
@@ -172,7 +176,7 @@ def update(
         run,
         CONVERSATIONS,
         id_list,
-        lambda id: client.conversations.update(id, changes).to_json_dict(),
+        lambda id: client.conversations.update(id, changes),
         output=output,
     )
 

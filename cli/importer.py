@@ -300,7 +300,7 @@ class Importer:
                 if self.stop_on_error:
                     return rows, True
                 continue
-            rows.append({"line": op.line, "status": "created", "id": result.id})
+            rows.append({"line": op.line, "status": "created", "id": result["id"]})
         return rows, False
 
     def _update(self, op: Operation) -> tuple[dict[str, Any] | None, Stop]:
@@ -314,7 +314,7 @@ class Importer:
             if stops_the_loop(exc):
                 return None, exc
             return self.result(Failure(op.line, exc, op.id)), self.stop_on_error
-        return {"line": op.line, "status": "updated", "id": updated.id}, False
+        return {"line": op.line, "status": "updated", "id": updated["id"]}, False
 
     def dry_run(self, records: Iterator[Record]) -> None:
         """Check every record and every id (read-only) and print the planned operations."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from . import complete
 from .errors import UsageProblem
 from .settings import OUTPUT_FORMATS
 
@@ -49,10 +50,11 @@ Output = Annotated[
         callback=_remember_output,
         is_eager=True,
         show_default=False,
+        autocompletion=complete.formats,
     ),
 ]
 Limit = Annotated[
-    int | None,
+    str | None,
     typer.Option(
         "--limit",
         metavar="N",
@@ -64,7 +66,10 @@ All = Annotated[bool, typer.Option("--all", help="Every item, page after page (s
 StartingAfter = Annotated[
     str | None,
     typer.Option(
-        "--starting-after", metavar="ID", help="Continue after this id (the cursor of a hint)."
+        "--starting-after",
+        metavar="ID",
+        help="Continue after this id (the cursor of a hint).",
+        autocompletion=complete.ids,
     ),
 ]
 EndingBefore = Annotated[
@@ -111,7 +116,11 @@ StopOnError = Annotated[
 ]
 Ids = Annotated[
     list[str],
-    typer.Argument(metavar="ID", help="One or more ids, or - to read ids from stdin."),
+    typer.Argument(
+        metavar="ID",
+        help="One or more ids, or - to read ids from stdin.",
+        autocompletion=complete.ids,
+    ),
 ]
 Details = Annotated[
     str | None,
@@ -130,15 +139,32 @@ Score = Annotated[
 DEFAULT_LIMIT = 10
 
 
-def total_wanted(limit: int | None, all_items: bool) -> int | None:
+def total_wanted(limit: str | None, all_items: bool) -> int | None:
     """The total number of items to fetch: --limit N (default 10), or None for --all."""
     if all_items and limit is not None:
         raise UsageProblem("Give --limit or --all, not both.", param="--limit")
     if all_items:
         return None
-    if limit is not None and limit < 1:
-        raise UsageProblem(f"--limit must be 1 or more, not {limit}.", param="--limit")
-    return DEFAULT_LIMIT if limit is None else limit
+    if limit is None:
+        return DEFAULT_LIMIT
+    number = whole_number(limit, "--limit")
+    if number < 1:
+        raise UsageProblem(f"--limit must be 1 or more, not {number}.", param="--limit")
+    return number
+
+
+_WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
+
+
+def whole_number(text: str, option: str, low: int | None = None, high: int | None = None) -> int:
+    """An option's whole number (ASCII digits), within [low, high] when given."""
+    value = text.strip()
+    if not _WHOLE_NUMBER.fullmatch(value) or len(value) > 20:
+        raise UsageProblem(f"{option} must be a whole number, not {text!r}.", param=option)
+    number = int(value)
+    if (low is not None and number < low) or (high is not None and number > high):
+        raise UsageProblem(f"{option} must be from {low} to {high}, not {number}.", param=option)
+    return number
 
 
 def cursors(starting_after: str | None, ending_before: str | None) -> tuple[str | None, str | None]:
@@ -205,17 +231,32 @@ _JSON_KINDS: dict[type, str] = {list: "an array", str: "a string", bool: "a bool
 _JSON_KINDS[type(None)] = "null"
 
 
+_BOM = "\ufeff"
+
+
 def parse_details(spec: str) -> dict[str, Any]:
     """A JSON object given inline, as `@file.json`, or `-` for stdin."""
     if spec == "-":
-        text, source = sys.stdin.read(), "stdin"
+        text, source = sys.stdin.read().removeprefix(_BOM), "stdin"
     elif spec.startswith("@"):
+        if not spec[1:].strip():
+            raise UsageProblem(
+                "--details @ needs a file name after the @, as in @details.json.",
+                param="--details",
+            )
         path = Path(spec[1:]).expanduser()
+        if path.is_dir():
+            raise UsageProblem(
+                f"--details: {path} is a folder, not a JSON file.",
+                param="--details",
+            )
         try:
-            text, source = path.read_text(encoding="utf-8"), str(path)
+            # utf-8-sig: a byte-order mark (Windows editors write one) is not part of the JSON.
+            text, source = path.read_text(encoding="utf-8-sig"), str(path)
         except OSError as exc:
             raise UsageProblem(
-                f"--details: cannot read {path}: {exc.strerror or exc}.", param="--details"
+                f"--details: cannot read {path}: {exc.strerror or exc}.",
+                param="--details",
             ) from None
         except UnicodeDecodeError:
             raise UsageProblem(f"--details: {path} is not UTF-8 text.", param="--details") from None
@@ -355,6 +396,15 @@ class IdList:
     """Ids from the arguments, or read lazily from stdin (one per line, blank lines ignored)."""
 
     given: list[str]
+    read: list[str] | None = None  # the ids from stdin, once read_all() has read them
+
+    def read_all(self) -> list[str]:
+        """Every id now: the arguments, or all of stdin's."""
+        if not self.from_stdin:
+            return self.given
+        if self.read is None:
+            self.read = list(self._stdin())
+        return self.read
 
     @property
     def from_stdin(self) -> bool:
@@ -369,7 +419,12 @@ class IdList:
     def __iter__(self) -> Iterator[str]:
         if not self.from_stdin:
             yield from self.given
-            return
+        elif self.read is not None:
+            yield from self.read
+        else:
+            yield from self._stdin()
+
+    def _stdin(self) -> Iterator[str]:
         for line in sys.stdin:
             if line.strip():
                 yield line.strip()

@@ -1,6 +1,7 @@
 """The only module that prints: every output format, errors, hints, progress and confirmations.
 
-Formats: `table` (a rich table on a terminal; tab-separated under a header line otherwise),
+Formats: `table` (on a terminal a table of one line per row, or for one record a detail view
+with every field; tab-separated under a header line otherwise),
 `json` (an object, or an array for lists and several ids), `jsonl`, `csv` and `id`. Lists are
 written and flushed page by page, so `--all` starts printing at once in flat memory.
 
@@ -11,30 +12,32 @@ the terminal (DESIGN 4.2); JSON goes through printable_json() instead.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TextIO, TypeVar, cast
 
 from .errors import CliError, StdoutClosed
 
 if TYPE_CHECKING:
     import logging
 
-    from api_client.models import Page, Resource
+    from api_client.records import JsonPage, Page, Record
 
 Row = Mapping[str, Any]
-R = TypeVar("R", bound="Resource")
+R = TypeVar("R", bound="Record")
 CellKind = Literal["text", "bool", "time", "json", "number"]
 
 # A timestamp above this is taken to be in milliseconds (10**11 seconds is the year 5138).
 MILLISECONDS_ABOVE = 10**11
-# On a terminal a rich table is drawn for at most this many rows at a time.
+# On a terminal a table is drawn for at most this many rows at a time.
 TABLE_CHUNK = 1000
 
 
@@ -53,6 +56,10 @@ class Column:
         return format_cell(value, self.kind)
 
 
+# One step that narrows a terminal table: show a time column as its date only, or drop a column.
+Narrowing = tuple[Literal["date", "drop"], str]
+
+
 @dataclass(frozen=True)
 class Kind:
     """What is being printed: its noun for messages, its columns, and the terminal's columns."""
@@ -60,9 +67,10 @@ class Kind:
     noun: str
     plural: str
     columns: tuple[Column, ...]
-    # A rich table on a terminal shows fewer, friendlier columns so that it fits 80 columns;
-    # TSV and CSV keep every field under its own name.
+    # A table on a terminal shows fewer, friendlier columns; TSV and CSV keep every field under
+    # its own name. On a narrow screen `narrowing` is applied in order, as far as needed.
     terminal_columns: tuple[Column, ...]
+    narrowing: tuple[Narrowing, ...] = ()
     # The field printed by `-o id` (a row without it is left out).
     id_key: str = "id"
     # When set, the table format (on a terminal and piped alike) is one readable line per row
@@ -107,6 +115,13 @@ CONVERSATIONS = Kind(
         Column("last_active_at", "LAST ACTIVE", "time"),
         Column("created_at", "CREATED", "time"),
     ),
+    (
+        ("date", "created_at"),
+        ("date", "last_active_at"),
+        ("drop", "created_at"),
+        ("drop", "last_active_at"),
+        ("drop", "flags"),
+    ),
 )
 RISK_PROFILES = Kind(
     "risk profile",
@@ -127,6 +142,13 @@ RISK_PROFILES = Kind(
         Column("score", "SCORE", "number"),
         Column("details", "DETAILS", "json"),
         Column("updated_at", "UPDATED", "time"),
+    ),
+    (
+        ("date", "updated_at"),
+        ("drop", "details"),
+        ("drop", "updated_at"),
+        ("drop", "profile_type"),
+        ("drop", "score"),
     ),
 )
 _DELETION_COLUMNS = (Column("id", "ID"), Column("deleted", "DELETED", "bool"))
@@ -284,9 +306,14 @@ def shown(text: str, *, escape_backslash: bool = False, keep_newlines: bool = Fa
 
 def _json(value: object, **options: Any) -> str:
     """JSON text of a value as the service sent it, safe on a terminal and encodable as UTF-8."""
+    return _printable_json(json.dumps(value, ensure_ascii=False, **options))
+
+
+def _printable_json(text: str) -> str:
+    """JSON text (from `json.dumps(..., ensure_ascii=False)`) safe on a terminal: printable_json."""
     from api_client.text import printable_json
 
-    return printable_json(json.dumps(value, ensure_ascii=False, **options))
+    return printable_json(text)
 
 
 # A spreadsheet runs a cell starting with one of these as a formula (OWASP, CSV injection).
@@ -309,6 +336,70 @@ def is_terminal(stream: object) -> bool:
         return bool(isatty()) if callable(isatty) else False
     except (ValueError, OSError):
         return False
+
+
+def same_file(a: TextIO, b: TextIO) -> bool:
+    """Whether two streams write to the same file (the same terminal); True when unknown."""
+    try:
+        return os.path.samestat(os.fstat(a.fileno()), os.fstat(b.fileno()))
+    except (AttributeError, ValueError, OSError, io.UnsupportedOperation):
+        return True
+
+
+class Tty:
+    """The controlling terminal, read a line at a time and written unbuffered."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def write(self, text: str) -> None:
+        """Write text to the terminal."""
+        os.write(self.fd, text.encode("utf-8", "replace"))
+
+    def flush(self) -> None:
+        """Nothing to flush: every write goes straight to the terminal."""
+
+    def readline(self) -> str:
+        """One line as typed (the terminal hands it over on Enter); empty at end of input."""
+        return os.read(self.fd, 4096).decode("utf-8", "replace")
+
+    def close(self) -> None:
+        """Close the terminal."""
+        os.close(self.fd)
+
+
+def controlling_terminal() -> Tty | None:
+    """The controlling terminal (/dev/tty), or None when the process has none (CI, cron)."""
+    try:
+        return Tty(os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY))
+    except OSError:
+        return None
+
+
+class _Reader(Protocol):
+    def readline(self) -> str: ...
+
+
+class _Writer(Protocol):
+    def write(self, text: str, /) -> object: ...
+
+    def flush(self) -> None: ...
+
+
+def ask(prompt: str, reader: _Reader, writer: _Writer) -> str:
+    """Write `prompt`, read the answer line; Ctrl-C or end of input ends the line and raises
+    KeyboardInterrupt (so that `Interrupted.` gets a line of its own)."""
+    try:
+        writer.write(prompt)
+        writer.flush()
+        line = reader.readline()
+    except KeyboardInterrupt:
+        line = ""
+    if not line:
+        writer.write("\n")
+        writer.flush()
+        raise KeyboardInterrupt
+    return line
 
 
 @dataclass
@@ -383,6 +474,10 @@ class Printer:
         self.remote = remote
         self._no_color = bool(env.get("NO_COLOR")) or env.get("TERM") == "dumb"
         self._progress = False
+        # Whether stdout's text so far ends inside a line (no newline yet), and whether stdout
+        # and stderr are the same terminal: then stderr must not draw over that line.
+        self._open_line = False
+        self._shared: bool | None = None
 
     # -- streams -------------------------------------------------------------------------------
 
@@ -399,7 +494,14 @@ class Printer:
         return is_terminal(sys.stdin)
 
     def _color(self, code: str, text: str) -> str:
+        """`text` in a colour on stderr, when stderr is a terminal and colour is allowed."""
         if self._no_color or not self.stderr_is_terminal():
+            return text
+        return f"\x1b[{code}m{text}\x1b[0m"
+
+    def styled(self, code: str, text: str) -> str:
+        """`text` in a colour (SGR `code`) on stdout, when colour is allowed there."""
+        if self._no_color or not self.stdout_is_terminal():
             return text
         return f"\x1b[{code}m{text}\x1b[0m"
 
@@ -411,6 +513,20 @@ class Printer:
             sys.stdout.flush()
         except BrokenPipeError:
             raise StdoutClosed() from None
+        if text:
+            self._open_line = not text.endswith("\n")
+
+    def _inside_a_line(self) -> bool:
+        """Whether stdout's last line is unfinished on the terminal that stderr writes to."""
+        if not self._open_line:
+            return False
+        if self._shared is None:
+            self._shared = (
+                self.stdout_is_terminal()
+                and self.stderr_is_terminal()
+                and same_file(sys.stdout, sys.stderr)
+            )
+        return self._shared
 
     def _stderr(self, text: str) -> None:
         try:
@@ -426,9 +542,16 @@ class Printer:
         self.write(shown(text) + "\n")
 
     def _message(self, text: str) -> None:
-        """A finished message (already safe) on stderr, after wiping the progress indicator."""
-        self._clear_progress()
+        """A finished message (already safe) on stderr, on a line of its own."""
+        self._own_line()
         self._stderr(text + "\n")
+
+    def _own_line(self) -> None:
+        """Wipe the progress indicator; end stdout's unfinished line on a shared terminal."""
+        self._clear_progress()
+        if self._inside_a_line():
+            self._stderr("\n")
+            self._open_line = False
 
     def notice(self, text: str) -> None:
         """A message on stderr; several lines stay lines (a traceback, a log line, a help)."""
@@ -450,23 +573,68 @@ class Printer:
             self._message(self._color("31", "Error:") + " " + shown(info.line()))
 
     def progress(self, text: str) -> None:
-        """A one-line progress indicator on stderr, only when stderr is a terminal."""
-        if not self.stderr_is_terminal():
+        """A one-line progress indicator on stderr, only when stderr is a terminal.
+
+        It is drawn only at the start of a line: never over what stdout has printed on the same
+        terminal (`-o json` on a terminal leaves a line open between pages), and it is wiped
+        before anything else is printed.
+        """
+        if not self.stderr_is_terminal() or self._inside_a_line():
             return
-        self._stderr("\r\x1b[K" + self._color("2", text))
-        self._progress = True
+        width = terminal_width(sys.stderr, self.env)
+        self._progress = True  # first: a Ctrl-C during the write must still wipe it
+        self._stderr("\r\x1b[K" + self._color("2", cut(text, width - 1)))
 
     def _clear_progress(self) -> None:
         if self._progress:
             self._progress = False
             self._stderr("\r\x1b[K")
 
-    def confirm(self, question: str) -> bool:
-        """Ask a yes/no question on the terminal (stderr); the default is no."""
-        import typer
+    def can_ask(self, *, stdin_free: bool = True) -> bool:
+        """Whether a question can be asked: stdin is a terminal (and free), or there is a
+        controlling terminal (/dev/tty), as `xargs -p` asks."""
+        if stdin_free and self.stdin_is_terminal():
+            return True
+        tty = controlling_terminal()
+        if tty is None:
+            return False
+        tty.close()
+        return True
 
-        self._clear_progress()
-        return typer.confirm(shown(question), default=False, err=True)
+    def confirm(self, question: str, *, stdin_free: bool = True) -> bool | None:
+        """Ask a yes/no question (the default is no); None when there is no terminal to ask.
+
+        On stdin's terminal when it is one and `stdin_free` (it does not carry the ids), the
+        question on stderr; else on the controlling terminal. Ctrl-C or end of input at the
+        question ends its line and raises KeyboardInterrupt.
+        """
+        prompt = shown(question) + " [y/N]: "
+        self._own_line()
+        if stdin_free and self.stdin_is_terminal():
+            answer = ask(prompt, sys.stdin, sys.stderr)
+        else:
+            tty = controlling_terminal()
+            if tty is None:
+                return None
+            with contextlib.closing(tty):
+                answer = ask(prompt, tty, tty)
+        return answer.strip().lower() in ("y", "yes")
+
+    def ask_value(self, question: str, *, hidden: bool) -> str:
+        """A line typed on the terminal (stdin), Enter finishing it; `hidden`: not echoed.
+
+        Ctrl-C or end of input ends the question's line and raises KeyboardInterrupt.
+        """
+        self._own_line()
+        if not hidden:
+            return ask(shown(question), sys.stdin, sys.stderr)
+        import getpass
+
+        try:
+            return getpass.getpass(shown(question), stream=sys.stderr)
+        except (KeyboardInterrupt, EOFError):
+            self._stderr("\n")
+            raise KeyboardInterrupt from None
 
     # -- records -------------------------------------------------------------------------------
 
@@ -490,7 +658,10 @@ class Printer:
 
     def _sink(self, kind: Kind, many: bool) -> Sink:
         if self.fmt == "json":
-            return JsonSink(self, kind, many, indent=2 if self.stdout_is_terminal() else None)
+            if self.stdout_is_terminal():
+                sink = ColouredJsonSink if not self._no_color else JsonSink
+                return sink(self, kind, many, indent=2)
+            return JsonSink(self, kind, many, indent=None)
         if self.fmt == "jsonl":
             return JsonlSink(self, kind, many)
         if self.fmt == "csv":
@@ -500,7 +671,7 @@ class Printer:
         if kind.line is not None:
             return LineSink(self, kind, many)
         if self.stdout_is_terminal():
-            return RichSink(self, kind, many)
+            return TerminalTableSink(self, kind, many) if many else DetailSink(self, kind, many)
         return TsvSink(self, kind, many)
 
     @contextmanager
@@ -524,6 +695,10 @@ class Printer:
         with self.records(kind, many=False) as sink:
             sink.write([row])
 
+    def takes_json_text(self) -> bool:
+        """Whether list output is compact JSON, so pages may come as JSON text (`JsonPage`)."""
+        return self.fmt == "jsonl" or (self.fmt == "json" and not self.stdout_is_terminal())
+
     def pages(
         self,
         kind: Kind,
@@ -538,18 +713,46 @@ class Printer:
         `--ending-before` goes on with `--ending-before`). A listing that fails after printing
         something says on stderr how to go on from the last item printed, then fails as it would.
         """
+        self._pages(kind, pages, hint_more=hint_more, text=False, cursor_option=cursor_option)
+
+    def json_pages(
+        self,
+        kind: Kind,
+        pages: Iterable[JsonPage],
+        *,
+        hint_more: bool,
+        cursor_option: str = "--starting-after",
+    ) -> None:
+        """`pages` for pages of JSON text, written as they are (when `takes_json_text()`)."""
+        self._pages(kind, pages, hint_more=hint_more, text=True, cursor_option=cursor_option)
+
+    def _pages(
+        self,
+        kind: Kind,
+        pages: Iterable[Page[R]] | Iterable[JsonPage],
+        *,
+        hint_more: bool,
+        text: bool,
+        cursor_option: str,
+    ) -> None:
         count = 0
-        last: Page[R] | None = None
+        has_more = False
         last_id: str | None = None
         try:
             with self.records(kind, many=True) as sink:
                 for page in pages:
-                    sink.write([item.to_json_dict() for item in page.data])
-                    count += len(page.data)
-                    last = page
-                    if page.data:
-                        last_id = page.data[-1].id
-                    if page.has_more:
+                    if text:
+                        text_page = cast("JsonPage", page)
+                        sink.write_json(text_page["data"])
+                        ids = text_page["ids"]
+                    else:
+                        records = cast("Page[R]", page)["data"]
+                        sink.write(records)
+                        ids = [record["id"] for record in records[-1:]]
+                    last_id = ids[-1] if ids else last_id
+                    count += len(page["data"])
+                    has_more = page["has_more"]
+                    if has_more:
                         self.progress(f"{count} {kind.noun if count == 1 else kind.plural}...")
         except StdoutClosed:
             raise
@@ -562,7 +765,7 @@ class Printer:
                 )
             raise
         self._clear_progress()
-        if last is not None and last.has_more and hint_more and last_id is not None:
+        if has_more and hint_more and last_id is not None:
             self.hint(
                 f"More {kind.plural} exist: use --all, or --limit N, or "
                 f"{cursor_option} {last_id} to see them."
@@ -702,6 +905,16 @@ class Sink:
         """The text of these rows."""
         raise NotImplementedError
 
+    def write_json(self, texts: Sequence[str]) -> None:
+        """Print rows given as their compact JSON text (`records.json_text`), as they are."""
+        if texts:
+            self.printer.write(self.render_json(texts))
+            self.count += len(texts)
+
+    def render_json(self, texts: Sequence[str]) -> str:
+        """The text of rows given as compact JSON: what `render` gives for the same rows."""
+        raise NotImplementedError(f"{type(self).__name__} does not take JSON text")
+
     def close(self) -> None:
         """Finish the output (close a JSON array, print a lone header)."""
 
@@ -729,6 +942,12 @@ class JsonSink(Sink):
         items = ",\n".join(pad + self._dump(row).replace("\n", "\n" + pad) for row in rows)
         return ("[\n" if self.count == 0 else ",\n") + items
 
+    def render_json(self, texts: Sequence[str]) -> str:
+        """Array items with their separators, from compact JSON text (not indented output)."""
+        if not self.many or self.indent is not None:
+            raise NotImplementedError("indented or single-object JSON is written from records")
+        return ("[" if self.count == 0 else ",") + _printable_json(",".join(texts))
+
     def close(self) -> None:
         """Close the array (an empty one when nothing was written)."""
         if not self.many:
@@ -739,12 +958,46 @@ class JsonSink(Sink):
             self.printer.write("]\n" if self.indent is None else "\n]\n")
 
 
+# A JSON token: a string (a key when a colon follows), a number, or a literal.
+_JSON_TOKEN = re.compile(
+    r'(?P<string>"(?:[^"\\]|\\.)*")(?P<colon>\s*:)?'
+    r"|(?P<number>-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)"
+    r"|(?P<literal>true|false|null)"
+)
+
+
+def colour_json(text: str) -> str:
+    """JSON text with its keys, strings and null in colour (the text itself unchanged)."""
+
+    def paint(match: re.Match[str]) -> str:
+        if match.group("string") is not None:
+            code = "1;34" if match.group("colon") else "32"
+            return f"\x1b[{code}m{match.group('string')}\x1b[0m{match.group('colon') or ''}"
+        if match.group("literal") == "null":
+            return f"\x1b[2m{match.group()}\x1b[0m"
+        return match.group()
+
+    return _JSON_TOKEN.sub(paint, text)
+
+
+class ColouredJsonSink(JsonSink):
+    """Indented JSON on a terminal, syntax-coloured (never with NO_COLOR or when piped)."""
+
+    def render(self, rows: Sequence[Row]) -> str:
+        """The same text as JsonSink's, coloured."""
+        return colour_json(super().render(rows))
+
+
 class JsonlSink(Sink):
     """One compact JSON object per line."""
 
     def render(self, rows: Sequence[Row]) -> str:
         """One line per row."""
         return "".join(_json(row, separators=(",", ":")) + "\n" for row in rows)
+
+    def render_json(self, texts: Sequence[str]) -> str:
+        """One line per row, from compact JSON text."""
+        return _printable_json("\n".join(texts) + "\n")
 
 
 class IdSink(Sink):
@@ -840,60 +1093,249 @@ class CsvSink(_HeaderSink):
         return self._csv([csv_cell(c.cell(row)) for c in self.kind.columns] for row in rows)
 
 
-class RichSink(Sink):
-    """A rich table on a terminal, drawn when the rows are in (in chunks for long lists)."""
+# Between two columns of a terminal table.
+GAP = "  "
+# A text column is cut no narrower than this (or its title), before it is dropped.
+TEXT_MIN = 8
+# ... or, when it is the only column beside the id, to this.
+SQUEEZE_MIN = 5
+_DATE_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}")
+DATE_WIDTH = len("2024-05-01")
+
+
+def _char_width(char: str) -> int:
+    import unicodedata
+
+    if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
+def cell_width(text: str) -> int:
+    """How many terminal cells `text` (already printable) takes: wide characters take two."""
+    if text.isascii():
+        return len(text)
+    return sum(_char_width(char) for char in text)
+
+
+def cut(text: str, width: int) -> str:
+    """`text` in at most `width` cells: cut with `…` when it is wider."""
+    if cell_width(text) <= width:
+        return text
+    kept: list[str] = []
+    used = 0
+    for char in text:
+        size = _char_width(char)
+        if used + size > width - 1:
+            break
+        kept.append(char)
+        used += size
+    return "".join(kept) + "…"
+
+
+def pad(text: str, width: int) -> str:
+    """`text` followed by spaces up to `width` cells."""
+    return text + " " * max(0, width - cell_width(text))
+
+
+def fold(text: str, width: int) -> list[str]:
+    """`text` as lines of at most `width` cells (a long value folded, nothing lost)."""
+    if cell_width(text) <= width:
+        return [text]
+    lines: list[str] = []
+    line: list[str] = []
+    used = 0
+    for char in text:
+        size = _char_width(char)
+        if used + size > width and line:
+            lines.append("".join(line))
+            line, used = [], 0
+        line.append(char)
+        used += size
+    lines.append("".join(line))
+    return lines
+
+
+def _date_only(cell: str) -> str:
+    return cell[:DATE_WIDTH] if _DATE_TIME.fullmatch(cell) else cell
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A column of a terminal table as laid out: its index, width, and whether dates only."""
+
+    index: int
+    width: int
+    date_only: bool = False
+
+
+def table_layout(kind: Kind, rows: Sequence[Sequence[str]], width: int) -> list[Placed]:
+    """Which terminal columns fit `width` cells, how wide each is, which show dates only.
+
+    Every row then fits one screen line. The id column is never cut. While the columns at full
+    width do not fit, columns empty in every row go, then the time columns that
+    `kind.narrowing` names first show their date only; then, while the columns cut to their
+    minimum (a text column to TEXT_MIN or its title) still do not fit, the rest of
+    `kind.narrowing` applies in order (dropping columns), and at last columns are dropped from
+    the right (one text column beside the id may shrink to SQUEEZE_MIN). The cells left over
+    share the spare width.
+    """
+    columns = kind.terminal_columns
+    index = {column.key: i for i, column in enumerate(columns)}
+    shown = list(range(len(columns)))
+    dates: set[int] = set()
+
+    def natural(i: int) -> int:
+        cells = (_date_only(row[i]) if i in dates else row[i] for row in rows)
+        return max([cell_width(columns[i].title), *map(cell_width, cells)])
+
+    widths = {i: natural(i) for i in shown}
+
+    def minimum(i: int) -> int:
+        column = columns[i]
+        if column.key == "id" or column.kind == "time":
+            return widths[i]
+        return min(widths[i], max(TEXT_MIN, cell_width(column.title)))
+
+    def total(size: Callable[[int], int]) -> int:
+        return sum(size(i) for i in shown) + len(GAP) * (len(shown) - 1)
+
+    def apply(action: str, key: str) -> None:
+        i = index[key]
+        if i not in shown:
+            return
+        if action == "date":
+            dates.add(i)
+            widths[i] = natural(i)
+        else:
+            shown.remove(i)
+
+    steps = list(kind.narrowing)
+    empty = [i for i in shown if columns[i].key != "id" and not any(row[i] for row in rows)]
+    while empty and total(widths.__getitem__) > width:
+        shown.remove(empty.pop())
+    while steps and steps[0][0] == "date" and total(widths.__getitem__) > width:
+        apply(*steps.pop(0))
+    while steps and total(minimum) > width:
+        apply(*steps.pop(0))
+    while len(shown) > 1 and total(minimum) > width:
+        last = next(i for i in reversed(shown) if columns[i].key != "id")
+        left = width - (total(minimum) - minimum(last))
+        if len(shown) == 2 and left >= SQUEEZE_MIN and columns[last].kind == "text":
+            widths[last] = left  # the one column beside the id gets what is left
+            break
+        shown.remove(last)
+    size = {i: minimum(i) for i in shown}
+    spare = width - total(size.__getitem__)
+    growing = [i for i in shown if size[i] < widths[i]]
+    while spare > 0 and growing:
+        share = max(1, spare // len(growing))
+        for i in list(growing):
+            step = min(share, widths[i] - size[i], spare)
+            size[i] += step
+            spare -= step
+            if size[i] >= widths[i]:
+                growing.remove(i)
+    return [Placed(i, size[i], i in dates) for i in shown]
+
+
+class TerminalTableSink(Sink):
+    """A table on a terminal: one screen line per row, cells cut with `…`, the id never cut.
+
+    Rows are drawn a chunk at a time (the first chunk sets the layout and the header).
+    """
 
     def __init__(self, printer: Printer, kind: Kind, many: bool) -> None:
         super().__init__(printer, kind, many)
         self.rows: list[list[str]] = []
+        self.layout: list[Placed] | None = None
 
     def write(self, rows: Sequence[Row]) -> None:
-        """Keep the rows; draw a table when a chunk is full."""
-        # rich keeps ESC, C1 and bidi controls (it strips only BEL, BS, VT, FF and CR): escape.
+        """Keep the rows; draw them when a chunk is full."""
         self.rows.extend([shown(c.cell(row)) for c in self.kind.terminal_columns] for row in rows)
         self.count += len(rows)
         if len(self.rows) >= TABLE_CHUNK:
             self._draw()
 
-    def _draw(self) -> None:
-        from rich.box import SIMPLE_HEAD
-        from rich.console import Console
-        from rich.table import Table
-        from rich.text import Text
+    def _line(self, cells: Sequence[str]) -> str:
+        assert self.layout is not None
+        parts = []
+        for place in self.layout:
+            text = cells[place.index]
+            text = _date_only(text) if place.date_only else text
+            parts.append(pad(cut(text, place.width), place.width))
+        return GAP.join(parts).rstrip()
 
-        table = Table(
-            box=SIMPLE_HEAD,
-            show_edge=False,
-            pad_edge=False,
-            collapse_padding=True,
-            header_style="bold",
-        )
-        for column in self.kind.terminal_columns:
-            # Whole ids and scores; a date folds at its space rather than inside it.
-            table.add_column(
-                column.title,
-                no_wrap=column.key in ("id", "score"),
-                min_width=10 if column.kind == "time" else None,
-                overflow="fold",
-            )
-        for cells in self.rows:
-            table.add_row(*(Text(cell) for cell in cells))
+    def _draw(self) -> None:
+        text = ""
+        if self.layout is None:
+            width = terminal_width(sys.stdout, self.printer.env)
+            self.layout = table_layout(self.kind, self.rows, width)
+            header = self._line([column.title for column in self.kind.terminal_columns])
+            text = self.printer.styled("1", header) + "\n"
+        text += "".join(self._line(cells) + "\n" for cells in self.rows)
         self.rows = []
-        out = io.StringIO()
-        console = Console(
-            file=out,
-            force_terminal=not self.printer._no_color,
-            no_color=self.printer._no_color,
-            width=terminal_width(sys.stdout, self.printer.env),
-            highlight=False,
-        )
-        console.print(table)
-        self.printer.write(out.getvalue())
+        self.printer.write(text)
 
     def close(self) -> None:
         """Draw what is left."""
         if self.rows:
             self._draw()
+
+
+# A label longer than this gets its value after it rather than in a column.
+LABEL_MAX = 24
+# The narrowest value column of an aligned detail view: a whole id fits.
+VALUE_MIN = 32
+
+
+class DetailSink(Sink):
+    """One record on a terminal: every field on its own line, labelled by its name.
+
+    Times are dates in UTC, `details` (any object or array) indented JSON, long values folded
+    under the value column; every value shown escaped.
+    """
+
+    def render(self, rows: Sequence[Row]) -> str:
+        """Each record's fields, a blank line between records."""
+        return "\n".join(self._record(row) for row in rows)
+
+    def _record(self, row: Row) -> str:
+        times = {column.key for column in self.kind.columns if column.kind == "time"}
+        labels = {key: shown(str(key)) for key in row}
+        label_width = min(max(map(cell_width, labels.values()), default=0), LABEL_MAX)
+        screen = terminal_width(sys.stdout, self.printer.env)
+        indent = label_width + len(GAP)
+        # Aligned values need room for a whole id; on a narrower screen each field is
+        # `label: value`, its further lines indented under it.
+        aligned = screen - indent >= VALUE_MIN
+        lines = []
+        for key, value in row.items():
+            label, values = labels[key], detail_value(value, key in times, key)
+            if aligned:
+                folded = [part for line in values for part in fold(line, screen - indent)]
+                lines.append(pad(label, label_width) + GAP + folded[0])
+                lines.extend(" " * indent + line for line in folded[1:])
+            else:
+                first, *more = fold(f"{label}: {values[0]}", screen)
+                lines.append(first)
+                for line in ["".join(more), *values[1:]] if more else values[1:]:
+                    lines.extend("  " + part for part in fold(line, screen - 2))
+        return "".join(line.rstrip() + "\n" for line in lines)
+
+
+def detail_value(value: object, is_time: bool, key: str = "") -> list[str]:
+    """The lines of one value in the detail view (already printable)."""
+    if value is None:
+        return ["-"]
+    if isinstance(value, bool):
+        return ["true" if value else "false"]
+    if isinstance(value, int | float) and (is_time or key.endswith("_at")):
+        text = format_timestamp(value)
+        return [text + " UTC" if _DATE_TIME.fullmatch(text) else text]
+    if isinstance(value, dict | list):
+        return _json(value, indent=2).split("\n")
+    return [shown(str(value))]
 
 
 def debug_handler() -> logging.Handler:
@@ -914,7 +1356,6 @@ def debug_handler() -> logging.Handler:
 
 def terminal_width(stream: TextIO, env: Mapping[str, str]) -> int:
     """COLUMNS if set, else the terminal's width, else 80 (a new pseudo-terminal reports 0)."""
-    import os
 
     columns = env.get("COLUMNS", "")
     if columns.isdigit() and int(columns) > 0:

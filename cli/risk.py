@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from . import options as opt
-from .context import app_context, delete_each, for_each_id, plan_create, plan_each_id
+from .context import app_context, delete_each, for_each_id, plan_create, plan_each_id, print_list
 from .output import RISK_PROFILES
 
 if TYPE_CHECKING:
@@ -59,12 +59,16 @@ def list_(
         "customer_id": opt.nonempty(customer_id, "--customer-id"),
         "profile_type": opt.nonempty(profile_type, "--profile-type"),
     }
-    printer = run.printer(output)
-    pages = run.client().risk_profiles.iter_pages(
-        filters, limit=total, starting_after=after, ending_before=before
-    )
-    printer.pages(
-        RISK_PROFILES, pages, hint_more=not all_items, cursor_option=opt.cursor_option(before)
+    print_list(
+        run,
+        RISK_PROFILES,
+        lambda client: client.risk_profiles,
+        filters,
+        limit=total,
+        starting_after=after,
+        ending_before=before,
+        output=output,
+        hint_more=not all_items,
     )
 
 
@@ -105,7 +109,7 @@ def create(
     if dry_run:
         return plan_create(run, RISK_PROFILES, fields, lambda c: c.risk_profiles, output)
     printer = run.printer(output)
-    printer.one(RISK_PROFILES, run.client().risk_profiles.create(fields).to_json_dict())
+    printer.one(RISK_PROFILES, run.client().risk_profiles.create(fields))
 
 
 @app.command("get")
@@ -124,7 +128,7 @@ def get(ctx: typer.Context, ids: opt.Ids, output: opt.Output = None) -> None:
         run,
         RISK_PROFILES,
         id_list,
-        lambda id: client.risk_profiles.retrieve(id).to_json_dict(),
+        lambda id: client.risk_profiles.retrieve(id),
         output=output,
     )
 
@@ -159,7 +163,7 @@ def update(
         run,
         RISK_PROFILES,
         id_list,
-        lambda id: client.risk_profiles.update(id, changes).to_json_dict(),
+        lambda id: client.risk_profiles.update(id, changes),
         output=output,
     )
 

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from .context import app_context, database_path
+from .options import whole_number
 
 
 def serve(
@@ -15,8 +16,8 @@ def serve(
         str, typer.Option("--host", metavar="HOST", help="Address to bind (loopback by default).")
     ] = "127.0.0.1",
     port: Annotated[
-        int, typer.Option("--port", metavar="PORT", min=0, max=65535, help="0 picks a free port.")
-    ] = 8000,
+        str, typer.Option("--port", metavar="PORT", help="0 to 65535; 0 picks a free port.")
+    ] = "8000",
     db: Annotated[
         str | None,
         typer.Option(
@@ -50,6 +51,7 @@ def serve(
 
     from local_backend.server import run_server
 
+    port_number = whole_number(port, "--port", 0, 65535)
     run = app_context(ctx)
     env = {k: v for k, v in run.env.items() if k != "CONVRISK_BASE_URL"}
     flags = dataclasses.replace(run.flags, base_url=None, db=db or run.flags.db)
@@ -68,7 +70,7 @@ def serve(
 
     run_server(
         host=host,
-        port=port,
+        port=port_number,
         db_path=Path(db_path),
         token=secret,
         on_ready=ready,

@@ -1,15 +1,22 @@
-"""The conversations table: its columns, its input rules and how a row becomes a Conversation."""
+"""The conversations table: its columns, its input rules and how a row becomes a record."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from typing import Any
+from typing import cast
 
-from api_client.models import Conversation, Page
 from api_client.params import check_conversation_create, check_conversation_update, check_text
+from api_client.records import Conversation
 
-from .resource import Columns, ResourceSpec, Row, check_storable_number
+from .resource import (
+    Columns,
+    ResourceSpec,
+    Row,
+    check_readable,
+    check_storable_number,
+    json_object_sql,
+)
 
 COLUMNS = (
     "id",
@@ -53,12 +60,19 @@ def update_values(body: object) -> Columns:
     return values
 
 
-def to_dict(row: Row) -> dict[str, Any]:
-    """The Conversation fields of a row of COLUMNS."""
-    data = dict(zip(COLUMNS, row, strict=True))
-    data["is_pinned"] = bool(data["is_pinned"])
-    data["is_muted"] = bool(data["is_muted"])
-    return data
+def to_record(row: Row) -> Conversation:
+    """The conversation of a row of COLUMNS: the flags as booleans, the rest as stored."""
+    check_readable(row)
+    record = dict(zip(COLUMNS, row, strict=True))
+    record["is_pinned"] = bool(record["is_pinned"])
+    record["is_muted"] = bool(record["is_muted"])
+    return cast(Conversation, record)
+
+
+# Kinds of the columns for json_object_sql, in COLUMNS order.
+_KINDS = {"is_pinned": "flag", "is_muted": "flag"} | {
+    name: "number" for name in ("last_active_at", "last_opened_at", "created_at", "archived_at")
+}
 
 
 SPEC: ResourceSpec[Conversation] = ResourceSpec(
@@ -66,8 +80,6 @@ SPEC: ResourceSpec[Conversation] = ResourceSpec(
     noun="conversation",
     table="conversations",
     prefix="conv_",
-    model=Conversation,
-    page=lambda: Page[Conversation],
     columns=COLUMNS,
     filter_columns={
         "muted": "is_muted",
@@ -77,7 +89,8 @@ SPEC: ResourceSpec[Conversation] = ResourceSpec(
     },
     create_values=create_values,
     update_values=update_values,
-    to_dict=to_dict,
+    to_record=to_record,
+    json_sql=json_object_sql((name, _KINDS.get(name, "text")) for name in COLUMNS),
 )
 
 

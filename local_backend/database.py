@@ -140,10 +140,18 @@ def _is_busy(exc: sqlite3.Error) -> bool:
 class Database:
     """One SQLite file shared by threads (a pool of connections) and by processes (WAL)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = BUSY_TIMEOUT_SECONDS):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout: float = BUSY_TIMEOUT_SECONDS,
+        on_connect: Callable[[sqlite3.Connection], None] | None = None,
+    ):
         # Absolute, so that names SQLite treats specially (":memory:") are plain files here.
         self.path = Path(path).absolute()
         self.busy_timeout = busy_timeout
+        # Run on each new connection (to add SQL functions).
+        self._on_connect = on_connect
         self._lock = threading.Lock()
         self._prepare_lock = threading.Lock()
         self._idle: list[sqlite3.Connection] = []
@@ -156,6 +164,18 @@ class Database:
     def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run `work` outside a write transaction (each statement reads one snapshot)."""
         return self._run(work, write=False)
+
+    def snapshot(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `work` in one read transaction: all its statements read the same snapshot."""
+
+        def in_transaction(conn: sqlite3.Connection) -> T:
+            conn.execute("BEGIN")
+            try:
+                return work(conn)
+            finally:
+                conn.execute("COMMIT")
+
+        return self._run(in_transaction, write=False)
 
     def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run `work` in one `BEGIN IMMEDIATE` transaction, committed if it returns.
@@ -279,6 +299,8 @@ class Database:
             # may lose the last commits, never corrupt the file.
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
+            if self._on_connect is not None:
+                self._on_connect(conn)
         except sqlite3.Error as exc:
             conn.close()
             raise self.error(exc) from exc

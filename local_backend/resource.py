@@ -1,7 +1,11 @@
 """One table-backed resource: the five operations, shared by conversations and risk profiles.
 
-What differs between the two resources (table, columns, input rules, how a row becomes a model)
+What differs between the two resources (table, columns, input rules, how a row becomes a record)
 is a small `ResourceSpec`; everything else (keyset paging, ids, idempotency, not-found) is here.
+
+Records are plain dicts made straight from the rows (no model). `list_json` is the export path:
+SQLite builds each row's JSON text (`json_object`), byte for byte what `records.json_text` gives
+for the record `list` returns; a row SQLite cannot render exactly so goes the general way.
 """
 
 from __future__ import annotations
@@ -13,23 +17,26 @@ import math
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from api_client.errors import ConvriskError, InvalidRequestError, NotFoundError, ServiceError
-from api_client.models import Deleted, Page, Resource
 from api_client.params import (
     DEFAULT_LIMIT,
+    MAX_DETAILS_DEPTH,
     ResourceName,
     check_filters,
     check_idempotency_key,
     check_paging,
     check_text,
+    exceeds_depth,
 )
+from api_client.records import Deleted, JsonPage, Page, Record, check_record, load_json
+from api_client.records import json_text as record_json
 
 from . import ids
 from .database import Database
 
-M = TypeVar("M", bound=Resource)
+M = TypeVar("M", bound=Record)
 C = TypeVar("C")
 U = TypeVar("U")
 F = TypeVar("F")
@@ -51,17 +58,17 @@ class ResourceSpec(Generic[M]):
     noun: str
     table: str
     prefix: str
-    model: type[M]
-    # The Page[model] class, made on first use: building a pydantic generic costs ms at import.
-    page: Callable[[], type[Page[M]]]
     columns: tuple[str, ...]
     # filter name -> column; a boolean filter compares the column with 1 or 0.
     filter_columns: Mapping[str, str]
     # Untrusted body -> the column values it sets (raises InvalidRequestError naming the param).
     create_values: Callable[[object], Columns]
     update_values: Callable[[object], Columns]
-    # A row of `columns` -> the JSON-ready dict of the object.
-    to_dict: Callable[[Row], dict[str, Any]]
+    # A row of `columns` -> the record (ValueError when the row cannot be one).
+    to_record: Callable[[Row], M]
+    # SQL giving a row's JSON text as `records.json_text(to_record(row))` would, or NULL when
+    # it cannot be sure to (the row then goes through to_record); see `json_object_sql`.
+    json_sql: str
     # Whether the table has an updated_at column, refreshed by every non-empty update.
     has_updated_at: bool = False
     # Columns holding JSON text: their keys are sorted for the idempotency fingerprint.
@@ -76,7 +83,9 @@ class TableResource(Generic[M, C, U, F]):
         self._db = db
         self._clock = clock
         self._select = f"SELECT {', '.join(spec.columns)} FROM {spec.table}"
-        self._page: type[Page[M]] | None = None
+        self._select_json = f"SELECT id, {spec.json_sql} FROM {spec.table}"
+        # Whether this SQLite writes JSON as Python does; checked on first use (json_agrees).
+        self._sqlite_json_ok: bool | None = None
 
     # -- the five operations --------------------------------------------------------------------
 
@@ -98,10 +107,63 @@ class TableResource(Generic[M, C, U, F]):
         rows = rows[:size]
         if ending_before is not None:
             rows.reverse()
-        if self._page is None:
-            self._page = self._spec.page()
-        data = [self._model(row) for row in rows]
-        return self._page(has_more=has_more, data=data)
+        return {"has_more": has_more, "data": [self._record(row) for row in rows]}
+
+    def list_json(
+        self,
+        filters: F | None = None,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        starting_after: str | None = None,
+    ) -> JsonPage:
+        """The page `list` returns, each record as its `records.json_text()`, built by SQLite.
+
+        A row whose JSON SQLite cannot be sure to write as Python would (see `json_object_sql`)
+        is read again as a record in the same snapshot; a page SQLite fails on (a BLOB, a
+        non-finite number) goes through `list`, which says what is wrong with it.
+        """
+        sql, args = self.list_sql(
+            filters, limit=limit, starting_after=starting_after, select=self._select_json
+        )
+        if not self._fast_json():
+            return self._dumped(filters, limit, starting_after)
+        size = args[-1] - 1
+        try:
+            rows = self._db.read(lambda conn: conn.execute(sql, args).fetchall())
+        except ServiceError:
+            # A value SQLite cannot write as JSON (a BLOB, a non-finite number), or a fault:
+            # the general path reads the page again and says what is wrong.
+            return self._dumped(filters, limit, starting_after)
+        ids, texts = _split(rows[:size])
+        if None in texts:
+            rows = self._db.snapshot(lambda conn: self._fill_json(conn, sql, args))
+            ids, texts = _split(rows[:size])
+        return {"has_more": len(rows) > size, "data": cast("list[str]", texts), "ids": ids}
+
+    def _dumped(self, filters: F | None, limit: int, starting_after: str | None) -> JsonPage:
+        """The JSON page from `list`: each record dumped by Python."""
+        page = self.list(filters, limit=limit, starting_after=starting_after)
+        records = page["data"]
+        return {
+            "has_more": page["has_more"],
+            "data": [record_json(record) for record in records],
+            "ids": [record["id"] for record in records],
+        }
+
+    def _fill_json(
+        self, conn: sqlite3.Connection, sql: str, args: builtins.list[Any]
+    ) -> builtins.list[tuple[str, str | None]]:
+        """The JSON page again, the rows SQLite left to Python made from their records."""
+        rows: builtins.list[tuple[str, str | None]] = conn.execute(sql, args).fetchall()
+        for index, (object_id, text) in enumerate(rows):
+            if text is None:
+                rows[index] = (object_id, record_json(self._fetch(conn, object_id)))
+        return rows
+
+    def _fast_json(self) -> bool:
+        if self._sqlite_json_ok is None:
+            self._sqlite_json_ok = self._db.read(json_agrees)
+        return self._sqlite_json_ok
 
     def list_sql(
         self,
@@ -110,6 +172,7 @@ class TableResource(Generic[M, C, U, F]):
         limit: object = DEFAULT_LIMIT,
         starting_after: object = None,
         ending_before: object = None,
+        select: str | None = None,
     ) -> tuple[str, builtins.list[Any]]:
         """The checked query a list runs, with its arguments (the last one is limit + 1).
 
@@ -132,7 +195,7 @@ class TableResource(Generic[M, C, U, F]):
         elif after is not None:
             where.append("id < ?")
             args.append(after)
-        sql = self._select
+        sql = self._select if select is None else select
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += f" ORDER BY id {order} LIMIT ?"
@@ -284,10 +347,10 @@ class TableResource(Generic[M, C, U, F]):
         made: builtins.list[M] = []
         answers: builtins.list[tuple[str, str, str, str, int]] = []
         for object_id, (_, _, key, fingerprint) in zip(issued, fresh, strict=True):
-            data = self._dict(by_id[object_id])
-            made.append(self._model_of(object_id, data))
+            obj = self._record(by_id[object_id])
+            made.append(obj)
             if key is not None:
-                answers.append((key, spec.name, fingerprint, self._response(object_id, data), now))
+                answers.append((key, spec.name, fingerprint, self._response(object_id, obj), now))
         if answers:
             conn.executemany(
                 "INSERT INTO idempotency_keys"
@@ -338,14 +401,10 @@ class TableResource(Generic[M, C, U, F]):
         conn.execute(f"INSERT INTO {spec.table} ({names}) VALUES ({marks})", tuple(row.values()))
         obj = self._fetch(conn, object_id)
         if key is not None:
-            try:
-                response = json.dumps(obj.to_json_dict())
-            except (ValueError, RecursionError) as exc:
-                raise self._unreadable(object_id, exc) from exc
             conn.execute(
                 "INSERT INTO idempotency_keys"
                 " (key, resource, fingerprint, response, created_at) VALUES (?, ?, ?, ?, ?)",
-                (key, spec.name, fingerprint, response, now),
+                (key, spec.name, fingerprint, self._response(object_id, obj), now),
             )
         return obj
 
@@ -424,24 +483,14 @@ class TableResource(Generic[M, C, U, F]):
 
     # -- helpers --------------------------------------------------------------------------------
 
-    def _model(self, row: Row) -> M:
-        return self._model_of(row[0], self._dict(row))
-
-    def _dict(self, row: Row) -> dict[str, Any]:
-        """The object's fields of a row (bad JSON text in a column: unreadable)."""
+    def _record(self, row: Row) -> M:
         try:
-            return self._spec.to_dict(row)
+            return self._spec.to_record(row)
         except (ValueError, RecursionError) as exc:
+            # Bad JSON text in a column is a ValueError too.
             raise self._unreadable(row[0], exc) from exc
 
-    def _model_of(self, object_id: object, data: dict[str, Any]) -> M:
-        try:
-            return self._spec.model.model_validate(data)
-        except (ValueError, RecursionError) as exc:
-            # pydantic's ValidationError is a ValueError.
-            raise self._unreadable(object_id, exc) from exc
-
-    def _response(self, object_id: str, data: dict[str, Any]) -> str:
+    def _response(self, object_id: str, data: Mapping[str, Any]) -> str:
         """The answer stored for an idempotency key: the object's JSON."""
         try:
             return json.dumps(data, separators=(",", ":"))
@@ -465,7 +514,7 @@ class TableResource(Generic[M, C, U, F]):
         row = conn.execute(f"{self._select} WHERE id = ?", (object_id,)).fetchone()
         if row is None:
             raise self._not_found(object_id)
-        return self._model(row)
+        return self._record(row)
 
     def _not_found(self, object_id: str) -> NotFoundError:
         return NotFoundError(f"No such {self._spec.noun}: {object_id}", param="id")
@@ -508,12 +557,13 @@ class TableResource(Generic[M, C, U, F]):
         if resource != self._spec.name or stored_fingerprint != fingerprint:
             raise self._key_reused(key)
         try:
-            return self._spec.model.model_validate(json.loads(response))
+            replayed: M = check_record(json.loads(response))  # type: ignore[assignment]
         except (ValueError, RecursionError) as exc:
             raise ServiceError(
                 f"The answer stored for the idempotency key {key!r} cannot be read back: "
                 f"{_first_line(exc)}."
             ) from exc
+        return replayed
 
     def _fingerprint(self, values: Columns) -> str:
         """SHA-256 of the checked parameters, JSON columns with their keys sorted."""
@@ -530,8 +580,18 @@ class TableResource(Generic[M, C, U, F]):
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _split(
+    rows: builtins.list[tuple[str, str | None]],
+) -> tuple[builtins.list[str], builtins.list[str | None]]:
+    """(id, text) rows as a list of ids and a list of texts."""
+    if not rows:
+        return [], []
+    ids, texts = zip(*rows, strict=True)
+    return builtins.list(ids), builtins.list(texts)
+
+
 def _first_line(exc: BaseException) -> str:
-    """The first line of an exception's message (pydantic's run to several), or its type."""
+    """The first line of an exception's message (some run to several), or its type."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
 
@@ -559,3 +619,147 @@ def json_text(value: object, param: str) -> str:
         raise InvalidRequestError(f"{param} must be valid JSON: {exc}.", param=param) from exc
     check_text(text, param)
     return text
+
+
+# -- reading rows back ---------------------------------------------------------------------------
+
+
+def check_readable(values: Iterable[object]) -> None:
+    """Refuse column values that no JSON can carry (ValueError): a BLOB, a non-finite number.
+
+    Only a file written by hand holds them; convrisk refuses them on the way in.
+    """
+    for value in values:
+        if isinstance(value, bytes):
+            raise ValueError("a column holds bytes (a BLOB), which JSON cannot carry")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"a column holds {value}, which is not a JSON number")
+
+
+def load_json_object(text: str, param: str) -> dict[str, Any]:
+    """The object in a JSON text column, at most MAX_DETAILS_DEPTH levels deep (else ValueError).
+
+    Strict JSON: NaN, Infinity and numbers too large for a float are refused, as no JSON output
+    could carry them.
+    """
+    value = load_json(text)
+    if not isinstance(value, dict):
+        raise ValueError(f"{param} is not a JSON object")
+    if exceeds_depth(value, MAX_DETAILS_DEPTH):
+        raise ValueError(f"{param} nests more than {MAX_DETAILS_DEPTH} levels deep")
+    return value
+
+
+# -- the export path: each row's JSON text built by SQLite ---------------------------------------
+
+# The SQL function writing a REAL as Python's json.dumps does (float.__repr__). SQLite's own
+# json_object writes 15 significant digits and `1.0e+300`: not the same text.
+FLOAT_FUNCTION = "convrisk_json_float"
+
+
+def _json_float(value: object) -> str:
+    if not isinstance(value, float) or not math.isfinite(value):
+        # The row has no JSON: the page goes through the general path, which says why.
+        raise ValueError("not a finite float")
+    return float.__repr__(value)
+
+
+def register_sql_functions(conn: sqlite3.Connection) -> None:
+    """Add the SQL functions `json_object_sql` uses to a connection."""
+    conn.create_function(FLOAT_FUNCTION, 1, _json_float, deterministic=True)
+
+
+# A JSON object column is copied into the row's JSON as SQLite re-renders it (`json(c)`) only when
+# that is exactly Python's `json.dumps(json.loads(c), ensure_ascii=False, separators=(",", ":"))`,
+# as it is for what convrisk writes. json() only drops whitespace: it keeps escapes, the text of
+# numbers and duplicate keys as they are. So the text is copied only when it is an object, with
+# every condition below (a row that fails one goes through Python, which writes or refuses it):
+_CANONICAL_JSON_OBJECT = r"""(CASE WHEN typeof({c}) = 'text' AND substr({c}, 1, 1) = '{{'
+    -- at most MAX levels of nesting: too short to hold more, or no more brackets than that
+    AND (length({c}) <= {short} OR length({c}) - length(replace(replace({c}, '[', ''), '{{', ''))
+         <= {depth})
+    -- no escape Python would write otherwise (\u is left to Python, \" \\ \n \t... are the same)
+    AND (instr({c}, '\') = 0 OR (instr({c}, '\u') = 0 AND instr({c}, '\/') = 0))
+    -- no integer -0 (Python writes 0); a date in a string may look like one: Python decides
+    AND (instr({c}, '-0') = 0 OR {c} NOT GLOB '*[:,[]-0[],}}]*')
+    -- no whitespace, nor anything else json() changes (invalid JSON raises: the page goes slowly)
+    AND json({c}) = {c}
+  THEN (SELECT count(*) = count(DISTINCT fullkey) AND max(type = 'real') = 0
+        FROM json_tree({c}))
+  -- no duplicate key (Python keeps the last), no real number (`1E5` is Python's 100000.0)
+END)"""
+
+
+def _number_sql(column: str) -> str:
+    return (
+        f"CASE typeof({column}) WHEN 'real' THEN json({FLOAT_FUNCTION}({column})) ELSE {column} END"
+    )
+
+
+def json_object_sql(fields: Iterable[tuple[str, str]]) -> str:
+    """SQL for one row's compact JSON text, or NULL where Python must write it.
+
+    `fields` are (column, kind) in the record's key order; kind is `text` (the value as SQLite
+    holds it), `number` (likewise, but a REAL written by Python's repr), `flag` (0 and 1 as
+    false and true; another value leaves the row to Python, which writes `bool(value)`) or
+    `object` (JSON object text, copied when canonical: `_CANONICAL_JSON_OBJECT`). SQLite escapes
+    strings as `json.dumps(..., ensure_ascii=False)` does; `json_agrees` checks it on first use.
+    """
+    parts: builtins.list[str] = []
+    conditions: builtins.list[str] = []
+    for column, kind in fields:
+        if kind == "text":
+            value = column
+        elif kind == "number":
+            value = _number_sql(column)
+        elif kind == "flag":
+            conditions.append(f"{column} IN (0, 1)")
+            value = f"CASE WHEN {column} THEN json('true') ELSE json('false') END"
+        elif kind == "object":
+            conditions.append(
+                _CANONICAL_JSON_OBJECT.format(
+                    c=column, depth=MAX_DETAILS_DEPTH, short=2 * (MAX_DETAILS_DEPTH + 1) - 1
+                )
+            )
+            value = f"json({column})"
+        else:
+            raise ValueError(f"unknown kind of field: {kind}")
+        parts.append(f"'{column}', {value}")
+    sql = f"json_object({', '.join(parts)})"
+    if conditions:
+        sql = f"CASE WHEN {' AND '.join(conditions)} THEN {sql} END"
+    return sql
+
+
+# Values whose JSON text SQLite and Python must agree on for the export path to be used.
+_PROBE_TEXT = "".join(chr(code) for code in range(0x20)) + '"\\/\x7f\x85\u2028 é 😀 𝄞'
+_PROBE_JSON = '{"a":[1,-2,{"b":null,"c":true}],"d":"x\\"y\\n","e":12345678901234567890123}'
+
+
+def json_agrees(conn: sqlite3.Connection) -> bool:
+    """Whether this SQLite writes JSON as `records.json_text` does (escapes, numbers, copies).
+
+    Checked once per resource: a build of SQLite that escaped differently would otherwise make
+    the export path print other bytes than the general one.
+    """
+    sql = json_object_sql(
+        [
+            ("s", "text"),
+            ("i", "number"),
+            ("f", "number"),
+            ("z", "number"),
+            ("t", "flag"),
+            ("j", "object"),
+        ]
+    )
+    values = (_PROBE_TEXT, 2**63 - 1, 0.1, -0.0, 1, _PROBE_JSON)
+    names = ("s", "i", "f", "z", "t", "j")
+    select = ", ".join(f"? AS {name}" for name in names)
+    try:
+        (text,) = conn.execute(f"SELECT {sql} FROM (SELECT {select})", values).fetchone()
+    except sqlite3.Error:
+        return False
+    expected = dict(zip(names, values, strict=True))
+    expected["t"] = True
+    expected["j"] = json.loads(_PROBE_JSON)
+    return bool(text == record_json(expected))

@@ -1,16 +1,25 @@
-"""The risk_profiles table: its columns, its input rules and how a row becomes a RiskProfile."""
+"""The risk_profiles table: its columns, its input rules and how a row becomes a record."""
 
 from __future__ import annotations
 
 import json
 import random
 from collections.abc import Iterator
-from typing import Any
+from typing import cast
 
-from api_client.models import Page, RiskProfile
 from api_client.params import check_risk_profile_create, check_risk_profile_update, check_text
+from api_client.records import RiskProfile
 
-from .resource import Columns, ResourceSpec, Row, check_storable_number, json_text
+from .resource import (
+    Columns,
+    ResourceSpec,
+    Row,
+    check_readable,
+    check_storable_number,
+    json_object_sql,
+    json_text,
+    load_json_object,
+)
 
 COLUMNS = ("id", "customer_id", "profile_type", "score", "details", "created_at", "updated_at")
 KNOWN_TYPES = ("conservative", "moderate", "aggressive")
@@ -45,11 +54,15 @@ def update_values(body: object) -> Columns:
     return values
 
 
-def to_dict(row: Row) -> dict[str, Any]:
-    """The RiskProfile fields of a row of COLUMNS."""
-    data = dict(zip(COLUMNS, row, strict=True))
-    data["details"] = json.loads(data["details"])
-    return data
+def to_record(row: Row) -> RiskProfile:
+    """The risk profile of a row of COLUMNS: `details` parsed, the rest as stored."""
+    check_readable(row)
+    record = dict(zip(COLUMNS, row, strict=True))
+    record["details"] = load_json_object(record["details"], "details")
+    return cast(RiskProfile, record)
+
+
+_KINDS = {"score": "number", "details": "object", "created_at": "number", "updated_at": "number"}
 
 
 SPEC: ResourceSpec[RiskProfile] = ResourceSpec(
@@ -57,13 +70,12 @@ SPEC: ResourceSpec[RiskProfile] = ResourceSpec(
     noun="risk profile",
     table="risk_profiles",
     prefix="rp_",
-    model=RiskProfile,
-    page=lambda: Page[RiskProfile],
     columns=COLUMNS,
     filter_columns={"customer_id": "customer_id", "profile_type": "profile_type"},
     create_values=create_values,
     update_values=update_values,
-    to_dict=to_dict,
+    to_record=to_record,
+    json_sql=json_object_sql((name, _KINDS.get(name, "text")) for name in COLUMNS),
     has_updated_at=True,
     json_columns=("details",),
 )

@@ -308,17 +308,17 @@ class _Handler(BaseHTTPRequestHandler):
         query = self._query(url.query)
         resource: AnyResource = getattr(self.server.backend, route.attribute)
         if object_id is None and self.command == "GET":
-            return 200, self._list(resource, route, query).model_dump(mode="json")
+            return 200, self._list(resource, route, query)
         _reject_query(query, ())
         if object_id is None:
             key = (self.headers.get("Idempotency-Key") or "").strip() or None
             body = self._json_body()
-            return 200, resource.create(body, idempotency_key=key).to_json_dict()
+            return 200, resource.create(body, idempotency_key=key)
         if self.command == "GET":
-            return 200, resource.retrieve(object_id).to_json_dict()
+            return 200, resource.retrieve(object_id)
         if self.command == "PUT":
-            return 200, resource.update(object_id, self._json_body()).to_json_dict()
-        return 200, resource.delete(object_id).to_json_dict()
+            return 200, resource.update(object_id, self._json_body())
+        return 200, resource.delete(object_id)
 
     # -- wire rules -----------------------------------------------------------------------------
 

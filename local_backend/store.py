@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from api_client.models import Conversation, RiskProfile
 from api_client.params import (
     ConversationCreateParams,
     ConversationFilters,
@@ -22,11 +21,12 @@ from api_client.params import (
     RiskProfileFilters,
     RiskProfileUpdateParams,
 )
+from api_client.records import Conversation, RiskProfile
 
 from . import conversations as _conversations
 from . import risk_profiles as _risk_profiles
 from .database import BUSY_TIMEOUT_SECONDS, Database
-from .resource import TableResource
+from .resource import TableResource, register_sql_functions
 
 ConversationsResource = TableResource[
     Conversation, ConversationCreateParams, ConversationUpdateParams, ConversationFilters
@@ -50,7 +50,7 @@ class LocalBackend:
         clock: Callable[[], float] = time.time,
         busy_timeout: float = BUSY_TIMEOUT_SECONDS,
     ) -> None:
-        self._db = Database(path, busy_timeout=busy_timeout)
+        self._db = Database(path, busy_timeout=busy_timeout, on_connect=register_sql_functions)
         self._conversations: ConversationsResource = TableResource(
             _conversations.SPEC, self._db, clock
         )

@@ -12,10 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer._click.core import Command, Context
-from typer._click.exceptions import UsageError
+from click.core import Command, Context
+from click.exceptions import Exit, UsageError
 from typer.core import TyperGroup
-from typer.exceptions import Exit
 
 from cli.app import command
 from cli.context import AppContext
@@ -153,3 +152,14 @@ def test_ci_runs_the_readme_test_command() -> None:
 def test_the_reference_links_the_decisions_page() -> None:
     assert "(docs/decisions.md)" in README
     assert (ROOT / "docs" / "decisions.md").is_file()
+
+
+def test_the_ci_recipe_deletes_only_what_it_created() -> None:
+    """It used to end with `conv list --archived --all -o id | conv delete - --yes`, which
+    deleted every archived conversation of the service, not only the job's own."""
+    recipe = next(b for b in shell_blocks(section("Recipes")) if "set -euo pipefail" in b)
+    commands = list(convrisk_commands(recipe))
+    deletes = [args for args in commands if args[:2] == ["conv", "delete"]]
+    assert deletes == [["conv", "delete", "$conv_id", "--yes"]]
+    assert ["conv", "create", "--contact-id", "c_ci", "-o", "id"] in commands
+    assert not any("list" in args for args in commands)

@@ -8,8 +8,9 @@ Faults only a misbehaving remote can produce are scripted with MockTransport bel
 from __future__ import annotations
 
 import gc
+import json
+import sys
 import threading
-import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from api_client import Client
 from api_client.client import CursorGuard
 from api_client.errors import InvalidRequestError, NotFoundError, ServiceError
 from api_client.http import HTTPBackend
-from api_client.models import Conversation
+from api_client.records import Conversation, json_text
 from local_backend.server import make_server
 from local_backend.store import LocalBackend
 
@@ -62,49 +63,55 @@ def make_conversations(client: Client, n: int, **every: Any) -> list[Conversatio
 
 def test_the_five_verbs_of_a_conversation(client: Client) -> None:
     conv = client.conversations.create({"contact_id": "ct_1"})
-    assert conv.id.startswith("conv_")
-    assert (conv.is_pinned, conv.is_muted, conv.archived_at) == (False, False, None)
-    assert client.conversations.retrieve(conv.id) == conv
-    muted = client.conversations.update(conv.id, {"is_muted": True, "archived_at": 1_700_000_000})
-    assert (muted.is_muted, muted.archived_at) == (True, 1_700_000_000)
-    assert client.conversations.update(conv.id, {}) == muted
-    gone = client.conversations.delete(conv.id)
-    assert gone.to_json_dict() == {"id": conv.id, "deleted": True}
+    assert conv["id"].startswith("conv_")
+    assert (conv["is_pinned"], conv["is_muted"], conv["archived_at"]) == (False, False, None)
+    assert client.conversations.retrieve(conv["id"]) == conv
+    muted = client.conversations.update(
+        conv["id"], {"is_muted": True, "archived_at": 1_700_000_000}
+    )
+    assert (muted["is_muted"], muted["archived_at"]) == (True, 1_700_000_000)
+    assert client.conversations.update(conv["id"], {}) == muted
+    gone = client.conversations.delete(conv["id"])
+    assert gone == {"id": conv["id"], "deleted": True}
     with pytest.raises(NotFoundError):
-        client.conversations.retrieve(conv.id)
+        client.conversations.retrieve(conv["id"])
     with pytest.raises(NotFoundError):
-        client.conversations.delete(conv.id)
+        client.conversations.delete(conv["id"])
 
 
 def test_the_five_verbs_of_a_risk_profile(client: Client) -> None:
     prof = client.risk_profiles.create(
         {"customer_id": "cus_1", "profile_type": "moderate", "score": 55, "details": {"a": 1}}
     )
-    assert prof.updated_at == prof.created_at
-    changed = client.risk_profiles.update(prof.id, {"score": 72.5, "details": {"b": [1, 2]}})
-    assert (changed.score, changed.details, changed.customer_id) == (72.5, {"b": [1, 2]}, "cus_1")
-    assert client.risk_profiles.retrieve(prof.id) == changed
-    assert client.risk_profiles.delete(prof.id).id == prof.id
+    assert prof["updated_at"] == prof["created_at"]
+    changed = client.risk_profiles.update(prof["id"], {"score": 72.5, "details": {"b": [1, 2]}})
+    assert (changed["score"], changed["details"], changed["customer_id"]) == (
+        72.5,
+        {"b": [1, 2]},
+        "cus_1",
+    )
+    assert client.risk_profiles.retrieve(prof["id"]) == changed
+    assert client.risk_profiles.delete(prof["id"])["id"] == prof["id"]
     with pytest.raises(NotFoundError):
-        client.risk_profiles.retrieve(prof.id)
+        client.risk_profiles.retrieve(prof["id"])
 
 
 def test_iterate_follows_pages_newest_first(client: Client) -> None:
     made = make_conversations(client, 3 * PAGE_SIZE + 2)
-    assert [c.id for c in client.conversations.iterate()] == [c.id for c in made]
+    assert [c["id"] for c in client.conversations.iterate()] == [c["id"] for c in made]
     pages = list(client.conversations.iter_pages())
-    assert [len(p.data) for p in pages] == [7, 7, 7, 2]
-    assert [p.has_more for p in pages] == [True, True, True, False]
+    assert [len(p["data"]) for p in pages] == [7, 7, 7, 2]
+    assert [p["has_more"] for p in pages] == [True, True, True, False]
 
 
 def test_limit_is_a_total_and_has_more_tells_if_more_exist(client: Client) -> None:
     made = make_conversations(client, 20)
     pages = list(client.conversations.iter_pages(limit=10))
-    assert [len(p.data) for p in pages] == [7, 3]
-    assert pages[-1].has_more is True
-    assert [c.id for c in client.conversations.iterate(limit=10)] == [c.id for c in made[:10]]
+    assert [len(p["data"]) for p in pages] == [7, 3]
+    assert pages[-1]["has_more"] is True
+    assert [c["id"] for c in client.conversations.iterate(limit=10)] == [c["id"] for c in made[:10]]
     exact = list(client.conversations.iter_pages(limit=20))
-    assert sum(len(p.data) for p in exact) == 20
+    assert sum(len(p["data"]) for p in exact) == 20
     assert list(client.conversations.iterate(limit=0)) == []
     assert len(list(client.conversations.iterate(limit=500))) == 20
 
@@ -112,7 +119,7 @@ def test_limit_is_a_total_and_has_more_tells_if_more_exist(client: Client) -> No
 def test_page_size_can_be_given_per_call(client: Client) -> None:
     make_conversations(client, 10)
     pages = list(client.conversations.iter_pages(page_size=3))
-    assert [len(p.data) for p in pages] == [3, 3, 3, 1]
+    assert [len(p["data"]) for p in pages] == [3, 3, 3, 1]
     with pytest.raises(InvalidRequestError) as info:
         client.conversations.iter_pages(page_size=101)
     assert info.value.param == "page_size"
@@ -120,27 +127,27 @@ def test_page_size_can_be_given_per_call(client: Client) -> None:
 
 def test_iterate_from_a_cursor_and_with_filters(client: Client) -> None:
     made = make_conversations(client, 12)
-    after = [c.id for c in client.conversations.iterate(starting_after=made[4].id)]
-    assert after == [c.id for c in made[5:]]
+    after = [c["id"] for c in client.conversations.iterate(starting_after=made[4]["id"])]
+    assert after == [c["id"] for c in made[5:]]
     for conv in made[::3]:
-        client.conversations.update(conv.id, {"is_muted": True})
-    muted = [c.id for c in client.conversations.iterate({"muted": True})]
-    assert muted == [c.id for c in made[::3]]
+        client.conversations.update(conv["id"], {"is_muted": True})
+    muted = [c["id"] for c in client.conversations.iterate({"muted": True})]
+    assert muted == [c["id"] for c in made[::3]]
     unmuted = list(client.conversations.iterate({"muted": False, "archived": False}, limit=5))
-    assert [c.id for c in unmuted] == [c.id for i, c in enumerate(made) if i % 3][:5]
+    assert [c["id"] for c in unmuted] == [c["id"] for i, c in enumerate(made) if i % 3][:5]
 
 
 def test_an_empty_listing(client: Client) -> None:
     assert list(client.conversations.iterate()) == []
     pages = list(client.risk_profiles.iter_pages())
     assert len(pages) == 1
-    assert (pages[0].data, pages[0].has_more) == ([], False)
+    assert (pages[0]["data"], pages[0]["has_more"]) == ([], False)
 
 
 def test_a_repeated_idempotency_key_replays_the_first_create(client: Client) -> None:
     first = client.conversations.create({"contact_id": "ct_1"}, idempotency_key="key-1")
     again = client.conversations.create({"contact_id": "ct_1"}, idempotency_key="key-1")
-    assert again.id == first.id
+    assert again["id"] == first["id"]
     assert len(list(client.conversations.iterate())) == 1
 
 
@@ -198,7 +205,7 @@ def test_a_page_that_repeats_a_cursor_stops_with_an_error(remote: MakeRemote) ->
     r = remote(first, ids_page("conv_3", "conv_2", "conv_1", has_more=True))
     seen: list[str] = []
     with pytest.raises(ServiceError, match="makes no progress"):
-        seen.extend(c.id for c in Client(r.backend, page_size=3).conversations.iterate())
+        seen.extend(c["id"] for c in Client(r.backend, page_size=3).conversations.iterate())
     assert seen == ["conv_3", "conv_2", "conv_1"]
     assert len(r.requests) == 2
     assert r.requests[1].url.params["starting_after"] == "conv_1"
@@ -231,8 +238,8 @@ def test_has_more_with_an_empty_page_stops_with_an_error(remote: MakeRemote) -> 
 def test_a_page_longer_than_asked_is_cut_to_the_limit(remote: MakeRemote) -> None:
     r = remote(ids_page("conv_4", "conv_3", "conv_2", "conv_1", has_more=False))
     pages = list(Client(r.backend).conversations.iter_pages(limit=2))
-    assert [c.id for c in pages[0].data] == ["conv_4", "conv_3"]
-    assert pages[0].has_more is True
+    assert [c["id"] for c in pages[0]["data"]] == ["conv_4", "conv_3"]
+    assert pages[0]["has_more"] is True
     assert len(r.requests) == 1
 
 
@@ -250,6 +257,36 @@ def test_client_page_size_is_what_each_request_asks_for(remote: MakeRemote) -> N
         "conv_151",
         "conv_051",
     ]
+
+
+def test_json_pages_are_the_same_pages_as_json_text(remote: MakeRemote) -> None:
+    odd = {"id": "conv_2", "is_pinned": "yes", "extra": [1, None], "note": "é \x1b"}
+    answers = [
+        httpx.Response(200, json={"has_more": True, "data": [conversation("conv_3"), odd]}),
+        ids_page("conv_1", has_more=False),
+    ]
+    r = remote(*answers, *answers)
+    client = Client(r.backend, page_size=2)
+    pages = list(client.conversations.iter_pages())
+    texts = list(client.conversations.iter_json_pages())
+    assert [page["has_more"] for page in texts] == [page["has_more"] for page in pages]
+    assert [page["ids"] for page in texts] == [["conv_3", "conv_2"], ["conv_1"]]
+    assert [page["data"] for page in texts] == [
+        [json_text(record) for record in page["data"]] for page in pages
+    ]
+    assert json.loads(texts[0]["data"][1]) == odd
+
+
+def test_json_pages_stop_on_a_repeated_cursor_and_are_cut_to_the_limit(
+    remote: MakeRemote,
+) -> None:
+    same = ids_page("conv_3", "conv_2", has_more=True)
+    r = remote(same, same, ids_page("conv_4", "conv_3", "conv_2", has_more=False))
+    with pytest.raises(ServiceError, match="makes no progress"):
+        list(Client(r.backend, page_size=2).conversations.iter_json_pages())
+    (page,) = Client(r.backend).conversations.iter_json_pages(limit=2)
+    assert page["ids"] == ["conv_4", "conv_3"] and len(page["data"]) == 2
+    assert page["has_more"] is True
 
 
 @pytest.mark.parametrize("page_size", [0, 101, -5])
@@ -271,12 +308,12 @@ def test_iteration_is_lazy_and_keeps_no_page_it_has_passed(remote: MakeRemote) -
     assert r.requests == []
     first = next(items)
     assert len(r.requests) == 1
-    watch = weakref.ref(first)
-    del first
+    # Records are plain dicts (no weak references): count who holds the first one instead.
+    assert sys.getrefcount(first) > 2  # this name, the call's argument, and its page
     for _ in range(100 * 40):
         next(items)
     gc.collect()
-    assert watch() is None
+    assert sys.getrefcount(first) == 2  # only this name and the call's argument
     assert len(r.requests) == 41
 
 

@@ -107,7 +107,7 @@ def test_a_slow_answer_that_arrives_in_time_is_read_and_its_connection_reused(
     with HTTPBackend(trickle.url, "tok", timeout=5) as backend:
         first = backend.conversations.retrieve("conv_01")
         second = backend.conversations.retrieve("conv_01")
-    assert first.to_json_dict() == conversation()
+    assert first == conversation()
     assert second == first
     assert len(trickle.peers) == 2
     assert len(set(trickle.peers)) == 1

@@ -153,7 +153,7 @@ def test_a_page_of_exactly_the_limit_is_read(
     with HTTPBackend(server.url, "tok", max_response_bytes=CAP) as backend:
         first = within(lambda: backend.conversations.list())
         second = within(lambda: backend.conversations.list())
-    assert [c.id for c in first.data] == ["conv_big"]
+    assert [c["id"] for c in first["data"]] == ["conv_big"]
     assert second == first
     assert server.requests == 2
 
@@ -192,8 +192,8 @@ def test_a_base_url_ending_in_v1_is_the_same_service(serve: str, suffix: str) ->
     with HTTPBackend(serve + suffix, "serve-tok", max_retries=0) as backend:
         made = backend.conversations.create({"contact_id": "ct_v1"})
         page = backend.conversations.list()
-        assert backend.conversations.retrieve(made.id) == made
-    assert [c.id for c in page.data] == [made.id]
+        assert backend.conversations.retrieve(made["id"]) == made
+    assert [c["id"] for c in page["data"]] == [made["id"]]
 
 
 def test_any_other_path_prefix_is_kept_before_v1() -> None:
@@ -236,7 +236,7 @@ def test_the_proxy_set_in_the_environment_is_used(
     no_proxy_env.setenv("HTTP_PROXY", proxy.url)
     with HTTPBackend("http://svc.test:8080", "tok") as backend:
         page = within(lambda: backend.conversations.list(limit=5))
-    assert [c.id for c in page.data] == ["conv_big"]
+    assert [c["id"] for c in page["data"]] == ["conv_big"]
     assert proxy.request_lines == ["GET http://svc.test:8080/v1/conversations?limit=5 HTTP/1.1"]
 
 
@@ -323,7 +323,7 @@ def test_https_is_spoken_and_verified_against_the_trusted_certificates(
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))
     with HTTPBackend(url, "tok", max_retries=0) as backend:
         page = within(lambda: backend.conversations.list())
-    assert [c.id for c in page.data] == ["conv_big"]
+    assert [c["id"] for c in page["data"]] == ["conv_big"]
 
 
 def test_https_to_an_untrusted_certificate_is_refused(
@@ -344,6 +344,6 @@ def test_a_reused_connection_trickling_its_headers_times_out_too(
         first = within(lambda: backend.conversations.list())
         with pytest.raises(APITimeoutError, match="timeout 1 s"):
             within(lambda: backend.conversations.list())
-    assert [c.id for c in first.data] == ["conv_big"]
+    assert [c["id"] for c in first["data"]] == ["conv_big"]
     # Both went over one keep-alive connection: the second request's turn was the trickle.
     assert server.requests == 2

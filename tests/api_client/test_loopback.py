@@ -67,7 +67,7 @@ def server() -> Iterator[_Server]:
 def test_pages_are_fetched_over_one_reused_connection(server: _Server) -> None:
     host, port = server.server_address[:2]
     with Client(HTTPBackend(f"http://{host!s}:{port}", "tok"), page_size=40) as client:
-        ids = [c.id for c in client.conversations.iterate()]
+        ids = [c["id"] for c in client.conversations.iterate()]
     assert ids == IDS
     assert len(server.peers) == 7
     assert len(set(server.peers)) == 1

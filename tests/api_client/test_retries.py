@@ -40,7 +40,7 @@ def fail(status: int, **headers: str) -> httpx.Response:
 def test_retryable_status_then_success_returns_the_object(remote: MakeRemote, status: int) -> None:
     r = remote(fail(status), ok())
     conv = r.backend.conversations.retrieve("conv_01")
-    assert conv.id == "conv_01"
+    assert conv["id"] == "conv_01"
     assert len(r.requests) == 2
     assert len(r.waits) == 1
 
@@ -177,7 +177,7 @@ def test_post_is_retried_with_the_same_idempotency_key(remote: MakeRemote) -> No
         max_retries=3,
     )
     conv = r.backend.conversations.create({"contact_id": "ct_1"})
-    assert conv.id == "conv_01"
+    assert conv["id"] == "conv_01"
     keys = [req.headers["Idempotency-Key"] for req in r.requests]
     assert len(keys) == 4
     assert len(set(keys)) == 1
@@ -237,7 +237,7 @@ def test_timeouts_are_retried_then_become_the_timeout_error(remote: MakeRemote) 
 
 def test_a_dropped_connection_is_retried(remote: MakeRemote) -> None:
     r = remote(httpx.RemoteProtocolError("Server disconnected"), httpx.ReadError("reset"), ok())
-    assert r.backend.conversations.retrieve("conv_01").id == "conv_01"
+    assert r.backend.conversations.retrieve("conv_01")["id"] == "conv_01"
     assert len(r.requests) == 3
 
 
@@ -302,7 +302,7 @@ def test_a_delete_whose_first_attempt_may_have_worked_ends_deleted_on_404(
     remote: MakeRemote, first: httpx.Response | Exception
 ) -> None:
     r = remote(first, httpx.Response(404, json={"error": {"message": "No such conversation"}}))
-    assert r.backend.conversations.delete("conv_01").to_json_dict() == {
+    assert r.backend.conversations.delete("conv_01") == {
         "id": "conv_01",
         "deleted": True,
     }

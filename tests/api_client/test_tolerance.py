@@ -14,7 +14,7 @@ from api_client.errors import (
     NotFoundError,
     ServiceError,
 )
-from api_client.models import Deleted
+from api_client.records import Deleted
 
 from .conftest import Remote, conversation, risk_profile
 
@@ -27,10 +27,10 @@ def test_millisecond_and_float_timestamps_are_kept_as_sent(remote: MakeRemote) -
         httpx.Response(200, json=risk_profile(created_at=1700000000.25, updated_at=1700000001.5)),
     )
     conv = r.backend.conversations.retrieve("conv_01")
-    assert conv.created_at == 1_700_000_000_123
-    assert conv.archived_at == 1.7e9
+    assert conv["created_at"] == 1_700_000_000_123
+    assert conv["archived_at"] == 1.7e9
     prof = r.backend.risk_profiles.retrieve("rp_01")
-    assert prof.to_json_dict()["created_at"] == 1700000000.25
+    assert prof["created_at"] == 1700000000.25
 
 
 def test_extra_fields_are_kept_in_the_json_output(remote: MakeRemote) -> None:
@@ -47,9 +47,9 @@ def test_extra_fields_are_kept_in_the_json_output(remote: MakeRemote) -> None:
         ),
     )
     page = r.backend.conversations.list()
-    dumped = page.data[0].to_json_dict()
+    dumped = page["data"][0]
     assert {k: dumped[k] for k in extra} == extra
-    assert page.model_dump()["url"] == "/v1/conversations"
+    assert page["url"] == "/v1/conversations"
 
 
 @pytest.mark.parametrize(
@@ -69,7 +69,7 @@ def test_any_successful_delete_answer_is_the_id_deleted(
     r = remote(answer)
     result = r.backend.conversations.delete("conv_01")
     assert result == Deleted(id="conv_01", deleted=True)
-    assert result.to_json_dict() == {"id": "conv_01", "deleted": True}
+    assert result == {"id": "conv_01", "deleted": True}
 
 
 @pytest.mark.parametrize(
@@ -152,13 +152,15 @@ def test_an_unreadable_success_is_a_clear_service_error(
 @pytest.mark.parametrize(
     ("body", "text"),
     [
-        ({"id": "conv_01"}, "created_at: Field required"),
-        ({**conversation(), "is_muted": "sometimes"}, "is_muted"),
-        ([conversation()], "does not fit"),
-        ("conv_01", "does not fit"),
+        ({"created_at": 1}, "id: missing"),
+        ({"id": 7, "created_at": 1}, "id: must be a non-empty string, not a number"),
+        ({"id": "", "created_at": 1}, "id: must be a non-empty string, not an empty string"),
+        ({"id": None}, "id: must be a non-empty string, not null"),
+        ([conversation()], "a JSON object was expected, not an array"),
+        ("conv_01", "a JSON object was expected, not a string"),
     ],
 )
-def test_a_200_that_does_not_fit_the_model_is_a_service_error(
+def test_a_200_without_what_the_client_relies_on_is_a_service_error(
     remote: MakeRemote, body: object, text: str
 ) -> None:
     r = remote(httpx.Response(200, json=body))
@@ -171,17 +173,53 @@ def test_a_200_that_does_not_fit_the_model_is_a_service_error(
 @pytest.mark.parametrize(
     "body",
     [
-        {"data": [conversation()]},
-        {"has_more": False, "data": {"id": "conv_01"}},
-        {"has_more": False, "data": [{"id": "conv_01"}]},
+        {"id": "conv_1", "created_at": 1714564800123, "extra": "x"},
+        {**conversation(), "is_pinned": "yes", "is_muted": 1, "created_at": "yesterday"},
+        {"id": "conv_1", "contact_id": 42, "archived_at": [1, 2], "group_id": {"a": None}},
+    ],
+    ids=["missing-and-extra", "oddly-typed", "other-kinds"],
+)
+def test_a_record_is_kept_exactly_as_the_service_sent_it(
+    remote: MakeRemote, body: dict[str, Any]
+) -> None:
+    page = {"has_more": False, "data": [body], "url": "/v1/conversations"}
+    r = remote(httpx.Response(200, json=body), httpx.Response(200, json=page))
+    assert r.backend.conversations.retrieve("conv_1") == body
+    listed = r.backend.conversations.list()
+    assert listed == page
+    assert list(listed["data"][0]) == list(body)
+
+
+@pytest.mark.parametrize(
+    ("body", "text"),
+    [
+        ({"data": [conversation()]}, "has_more: missing"),
+        ({"has_more": "false", "data": []}, "has_more: must be true or false, not a string"),
+        ({"has_more": 0, "data": []}, "has_more: must be true or false, not a number"),
+        ({"has_more": False, "data": {"id": "conv_01"}}, "data: must be an array, not an object"),
+        ({"has_more": False}, "data: missing"),
+        (
+            {"has_more": False, "data": ["conv_01"]},
+            "data.0: a JSON object was expected, not a string",
+        ),
+        ({"has_more": True, "data": [{"id": "c"}, {"x": 1}]}, "data.1.id: missing"),
     ],
 )
 def test_a_list_answer_that_does_not_fit_is_a_service_error(
-    remote: MakeRemote, body: object
+    remote: MakeRemote, body: object, text: str
 ) -> None:
     r = remote(httpx.Response(200, json=body))
-    with pytest.raises(ServiceError, match="a page of conversations that does not fit"):
+    with pytest.raises(ServiceError, match="a page of conversations that does not fit") as info:
         r.backend.conversations.list()
+    assert text in str(info.value)
+
+
+@pytest.mark.parametrize("literal", [b"NaN", b"Infinity", b"-Infinity", b"1e400"])
+def test_a_number_json_cannot_carry_is_not_json(remote: MakeRemote, literal: bytes) -> None:
+    body = b'{"id": "conv_1", "created_at": ' + literal + b"}"
+    r = remote(httpx.Response(200, content=body, headers={"Content-Type": "application/json"}))
+    with pytest.raises(ServiceError, match="HTTP 200 with a conversation that cannot be shown as"):
+        r.backend.conversations.retrieve("conv_1")
 
 
 def test_a_badly_encoded_answer_is_a_service_error(remote: MakeRemote) -> None:
@@ -222,7 +260,7 @@ def test_an_unknown_field_nested_too_deep_is_a_service_error(remote: MakeRemote)
 def test_details_at_the_limit_in_an_answer_are_kept(remote: MakeRemote) -> None:
     r = remote(httpx.Response(200, json=risk_profile(details=_nested(64))))
     prof = r.backend.risk_profiles.retrieve("rp_01")
-    assert prof.to_json_dict()["details"] == _nested(64)
+    assert prof["details"] == _nested(64)
 
 
 @pytest.mark.parametrize("status", [200, 400, 500])

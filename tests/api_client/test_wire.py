@@ -328,7 +328,7 @@ def test_filters_that_are_not_a_mapping_are_refused_even_when_empty(
 
 def test_empty_filters_list_everything(remote: MakeRemote) -> None:
     r = remote(page(conversation()))
-    assert len(r.backend.conversations.list({}).data) == 1
+    assert len(r.backend.conversations.list({})["data"]) == 1
     assert r.requests[0].url.params.get("limit") == "10"
 
 

@@ -45,6 +45,12 @@ class Result:
 Invoke = Callable[..., Result]
 
 
+@pytest.fixture(autouse=True)
+def no_controlling_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Questions never reach the terminal that runs pytest: as in CI, there is none."""
+    monkeypatch.setattr(output, "controlling_terminal", lambda: None)
+
+
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty HOME with XDG folders inside it, and no CONVRISK_* or NO_COLOR variables."""

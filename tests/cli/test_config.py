@@ -104,7 +104,7 @@ def test_token_from_stdin_is_stored_but_never_shown(invoke: Invoke, config_file:
 
 def test_a_token_given_inline_gets_a_tip(invoke: Invoke) -> None:
     result = invoke("config", "set", "token", TOKEN).ok()
-    assert "config set token -" in result.stderr and TOKEN not in result.stderr
+    assert "config set token` asks" in result.stderr and TOKEN not in result.stderr
 
 
 def test_get_prints_only_the_value_or_nothing(invoke: Invoke) -> None:

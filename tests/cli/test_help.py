@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from typer._click.core import Command
+from click.core import Command
 
 from cli.app import command
 from tests.cli.conftest import Invoke

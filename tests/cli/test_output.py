@@ -1,4 +1,4 @@
-"""Output formats: table (rich on a terminal, TSV otherwise), json, jsonl, csv, id; colour,
+"""Output formats: table (on a terminal, TSV otherwise), json, jsonl, csv, id; colour,
 hints and progress on stderr only."""
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def test_timestamps_in_seconds_or_milliseconds_give_the_same_date() -> None:
     assert format_timestamp(None) == ""
 
 
-def test_rich_table_on_a_terminal_shows_whole_ids(
+def test_a_table_on_a_terminal_shows_whole_ids(
     invoke: Invoke, conversations: Make, terminal: Terminal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ids = conversations(2)
@@ -90,11 +90,12 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(
 
 
 def test_json_is_compact_when_piped_and_indented_on_a_terminal(
-    invoke: Invoke, conversations: Make, terminal: Terminal
+    invoke: Invoke, conversations: Make, terminal: Terminal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     conversations(2)
     piped = invoke("conv", "list", "-o", "json").ok()
     assert piped.stdout.count("\n") == 1
+    monkeypatch.setenv("NO_COLOR", "1")
     terminal("stdout")
     shown = invoke("conv", "list", "-o", "json").ok()
     assert shown.stdout.count("\n") > 10 and '\n    "id": ' in shown.stdout

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -218,31 +219,24 @@ def test_progress_says_one_conversation(
     shown: list[str] = []
     monkeypatch.setattr(Printer, "progress", lambda self, text: shown.append(text))
 
-    class Page:
-        def __init__(self, n: int, more: bool) -> None:
-            self.data: list[object] = []
-            self.has_more = more
-            self.n = n
+    from api_client.records import Conversation, Page
 
-    from api_client.models import Conversation
-
-    item = Conversation.model_validate(
-        {
-            "id": "conv_1",
-            "object": "conversation",
-            "contact_id": "c",
-            "group_id": None,
-            "is_pinned": False,
-            "is_muted": False,
-            "archived_at": None,
-            "pinned_message_id": None,
-            "created_at": 1,
-            "updated_at": 1,
-        }
-    )
-    first, second = Page(1, True), Page(1, False)
-    first.data, second.data = [item], [item]
-    Printer("id", env={}).pages(CONVERSATIONS, [first, second], hint_more=False)  # type: ignore[list-item]
+    # A remote record with fields the interface does not list.
+    item: Any = {
+        "id": "conv_1",
+        "object": "conversation",
+        "contact_id": "c",
+        "group_id": None,
+        "is_pinned": False,
+        "is_muted": False,
+        "archived_at": None,
+        "pinned_message_id": None,
+        "created_at": 1,
+        "updated_at": 1,
+    }
+    first: Page[Conversation] = {"has_more": True, "data": [item]}
+    second: Page[Conversation] = {"has_more": False, "data": [item]}
+    Printer("id", env={}).pages(CONVERSATIONS, [first, second], hint_more=False)
     assert shown == ["1 conversation..."]
 
 

@@ -20,7 +20,7 @@ def ids_in(path: Path) -> list[str]:
 
     store = LocalBackend(path)
     try:
-        return [c.id for c in store.conversations.list(limit=100).data]
+        return [c["id"] for c in store.conversations.list(limit=100)["data"]]
     finally:
         store.close()
 

@@ -19,7 +19,7 @@ def create(leg: Leg, **params: Any) -> Conversation:
 
 def ids(page: list[Conversation]) -> list[str]:
     """The ids of these conversations, in order."""
-    return [c.id for c in page]
+    return [c["id"] for c in page]
 
 
 # -- create -----------------------------------------------------------------------------------
@@ -27,22 +27,22 @@ def ids(page: list[Conversation]) -> list[str]:
 
 def test_create_with_a_contact_has_the_documented_defaults(leg: Leg) -> None:
     conv = create(leg, contact_id="ct_ana")
-    assert conv.id.startswith("conv_")
-    assert conv.contact_id == "ct_ana"
-    assert conv.group_id is None
-    assert conv.is_pinned is False
-    assert conv.is_muted is False
-    assert conv.pinned_message_id is None
-    assert conv.archived_at is None
-    assert conv.last_active_at is None
-    assert conv.last_opened_at is None
-    assert conv.created_at == START
-    assert leg.client.conversations.retrieve(conv.id) == conv
+    assert conv["id"].startswith("conv_")
+    assert conv["contact_id"] == "ct_ana"
+    assert conv["group_id"] is None
+    assert conv["is_pinned"] is False
+    assert conv["is_muted"] is False
+    assert conv["pinned_message_id"] is None
+    assert conv["archived_at"] is None
+    assert conv["last_active_at"] is None
+    assert conv["last_opened_at"] is None
+    assert conv["created_at"] == START
+    assert leg.client.conversations.retrieve(conv["id"]) == conv
 
 
 def test_create_with_a_group(leg: Leg) -> None:
     conv = create(leg, group_id="grp_7")
-    assert (conv.contact_id, conv.group_id) == (None, "grp_7")
+    assert (conv["contact_id"], conv["group_id"]) == (None, "grp_7")
 
 
 @pytest.mark.parametrize(
@@ -61,17 +61,17 @@ def test_create_needs_exactly_one_party(leg: Leg, params: dict[str, Any], param:
     with pytest.raises(InvalidRequestError) as caught:
         leg.client.conversations.create(params)  # type: ignore[arg-type]
     assert caught.value.param == param
-    assert leg.client.conversations.list().data == []
+    assert leg.client.conversations.list()["data"] == []
 
 
 def test_an_empty_string_party_counts_as_absent(leg: Leg) -> None:
     conv = create(leg, contact_id="ct_1", group_id="")
-    assert (conv.contact_id, conv.group_id) == ("ct_1", None)
+    assert (conv["contact_id"], conv["group_id"]) == ("ct_1", None)
 
 
 def test_unicode_values_round_trip(leg: Leg) -> None:
     conv = create(leg, group_id="grüppe ✓ 🎉")
-    assert leg.client.conversations.retrieve(conv.id).group_id == "grüppe ✓ 🎉"
+    assert leg.client.conversations.retrieve(conv["id"])["group_id"] == "grüppe ✓ 🎉"
 
 
 # -- update -----------------------------------------------------------------------------------
@@ -79,40 +79,44 @@ def test_unicode_values_round_trip(leg: Leg) -> None:
 
 def test_update_changes_only_the_supplied_attributes(leg: Leg) -> None:
     conv = create(leg)
-    muted = leg.client.conversations.update(conv.id, {"is_muted": True})
-    assert muted.is_muted is True
-    assert muted.model_dump(exclude={"is_muted"}) == conv.model_dump(exclude={"is_muted"})
+    muted = leg.client.conversations.update(conv["id"], {"is_muted": True})
+    assert muted["is_muted"] is True
+    assert {**muted, "is_muted": False} == conv
     pinned = leg.client.conversations.update(
-        conv.id, {"is_pinned": True, "pinned_message_id": "msg_9"}
+        conv["id"], {"is_pinned": True, "pinned_message_id": "msg_9"}
     )
-    assert (pinned.is_pinned, pinned.is_muted, pinned.pinned_message_id) == (True, True, "msg_9")
-    assert leg.client.conversations.retrieve(conv.id) == pinned
+    assert (pinned["is_pinned"], pinned["is_muted"], pinned["pinned_message_id"]) == (
+        True,
+        True,
+        "msg_9",
+    )
+    assert leg.client.conversations.retrieve(conv["id"]) == pinned
 
 
 def test_null_unpins_the_message_and_unarchives(leg: Leg) -> None:
     conv = create(leg)
     leg.client.conversations.update(
-        conv.id, {"pinned_message_id": "msg_1", "archived_at": START + 60}
+        conv["id"], {"pinned_message_id": "msg_1", "archived_at": START + 60}
     )
-    archived = leg.client.conversations.retrieve(conv.id)
-    assert (archived.pinned_message_id, archived.archived_at) == ("msg_1", START + 60)
+    archived = leg.client.conversations.retrieve(conv["id"])
+    assert (archived["pinned_message_id"], archived["archived_at"]) == ("msg_1", START + 60)
     cleared = leg.client.conversations.update(
-        conv.id, {"pinned_message_id": None, "archived_at": None}
+        conv["id"], {"pinned_message_id": None, "archived_at": None}
     )
-    assert (cleared.pinned_message_id, cleared.archived_at) == (None, None)
-    assert leg.client.conversations.retrieve(conv.id) == cleared
+    assert (cleared["pinned_message_id"], cleared["archived_at"]) == (None, None)
+    assert leg.client.conversations.retrieve(conv["id"]) == cleared
 
 
 def test_flags_can_be_turned_off_again(leg: Leg) -> None:
     conv = create(leg)
-    leg.client.conversations.update(conv.id, {"is_pinned": True, "is_muted": True})
-    back = leg.client.conversations.update(conv.id, {"is_pinned": False, "is_muted": False})
-    assert (back.is_pinned, back.is_muted) == (False, False)
+    leg.client.conversations.update(conv["id"], {"is_pinned": True, "is_muted": True})
+    back = leg.client.conversations.update(conv["id"], {"is_pinned": False, "is_muted": False})
+    assert (back["is_pinned"], back["is_muted"]) == (False, False)
 
 
 def test_an_empty_update_returns_the_object_unchanged(leg: Leg) -> None:
     conv = create(leg)
-    assert leg.client.conversations.update(conv.id, {}) == conv
+    assert leg.client.conversations.update(conv["id"], {}) == conv
 
 
 @pytest.mark.parametrize(
@@ -136,9 +140,9 @@ def test_update_refuses_bad_attributes_naming_them(
 ) -> None:
     conv = create(leg)
     with pytest.raises(InvalidRequestError) as caught:
-        leg.client.conversations.update(conv.id, params)  # type: ignore[arg-type]
+        leg.client.conversations.update(conv["id"], params)  # type: ignore[arg-type]
     assert caught.value.param == param
-    assert leg.client.conversations.retrieve(conv.id) == conv
+    assert leg.client.conversations.retrieve(conv["id"]) == conv
 
 
 # -- list, filters, paging --------------------------------------------------------------------
@@ -150,25 +154,25 @@ def test_list_is_newest_first(leg: Leg) -> None:
         made.append(create(leg, contact_id=f"ct_{n}"))
         leg.clock.advance(1)
     page = leg.client.conversations.list()
-    assert ids(page.data) == ids(made[::-1])
-    assert page.has_more is False
+    assert ids(page["data"]) == ids(made[::-1])
+    assert page["has_more"] is False
 
 
 def test_ids_sort_by_creation_even_within_one_second(leg: Leg) -> None:
     made = [create(leg, contact_id=f"ct_{n}") for n in range(6)]
-    assert ids(leg.client.conversations.list().data) == ids(made[::-1])
+    assert ids(leg.client.conversations.list()["data"]) == ids(made[::-1])
 
 
 def test_default_page_is_ten_and_limit_bounds(leg: Leg) -> None:
     for n in range(12):
         create(leg, contact_id=f"ct_{n}")
     page = leg.client.conversations.list()
-    assert (len(page.data), page.has_more) == (10, True)
-    assert len(leg.client.conversations.list(limit=1).data) == 1
+    assert (len(page["data"]), page["has_more"]) == (10, True)
+    assert len(leg.client.conversations.list(limit=1)["data"]) == 1
     everything = leg.client.conversations.list(limit=100)
-    assert (len(everything.data), everything.has_more) == (12, False)
+    assert (len(everything["data"]), everything["has_more"]) == (12, False)
     exact = leg.client.conversations.list(limit=12)
-    assert (len(exact.data), exact.has_more) == (12, False)
+    assert (len(exact["data"]), exact["has_more"]) == (12, False)
 
 
 @pytest.mark.parametrize("limit", [0, -1, 101, 1000])
@@ -189,10 +193,10 @@ def mixed(leg: Leg) -> dict[str, Conversation]:
         "pinned_group": create(leg, group_id="grp_1"),
     }
     client = leg.client.conversations
-    client.update(convs["muted"].id, {"is_muted": True})
-    client.update(convs["archived"].id, {"archived_at": START})
-    client.update(convs["muted_archived"].id, {"is_muted": True, "archived_at": START})
-    client.update(convs["pinned_group"].id, {"is_pinned": True})
+    client.update(convs["muted"]["id"], {"is_muted": True})
+    client.update(convs["archived"]["id"], {"archived_at": START})
+    client.update(convs["muted_archived"]["id"], {"is_muted": True, "archived_at": START})
+    client.update(convs["pinned_group"]["id"], {"is_pinned": True})
     return convs
 
 
@@ -220,7 +224,7 @@ def test_filters_select_and_combine_with_and(
     leg: Leg, mixed: dict[str, Conversation], filters: ConversationFilters, expected: list[str]
 ) -> None:
     page = leg.client.conversations.list(filters)
-    assert ids(page.data) == [mixed[name].id for name in expected]
+    assert ids(page["data"]) == [mixed[name]["id"] for name in expected]
 
 
 @pytest.mark.parametrize(
@@ -247,18 +251,18 @@ def test_paging_forward_and_backward_visits_every_item_once(leg: Leg) -> None:
     pages = []
     while True:
         page = leg.client.conversations.list(limit=3, starting_after=cursor)
-        pages.append((ids(page.data), page.has_more))
-        seen += ids(page.data)
-        if not page.has_more:
+        pages.append((ids(page["data"]), page["has_more"]))
+        seen += ids(page["data"])
+        if not page["has_more"]:
             break
-        cursor = page.data[-1].id
+        cursor = page["data"][-1]["id"]
     assert seen == newest_first
     assert [has_more for _, has_more in pages] == [True, True, False]
     # Backwards from the oldest: the items before it in list order, nearest last.
     back = leg.client.conversations.list(limit=3, ending_before=newest_first[-1])
-    assert (ids(back.data), back.has_more) == (newest_first[3:6], True)
+    assert (ids(back["data"]), back["has_more"]) == (newest_first[3:6], True)
     first = leg.client.conversations.list(limit=3, ending_before=newest_first[3])
-    assert (ids(first.data), first.has_more) == (newest_first[0:3], False)
+    assert (ids(first["data"]), first["has_more"]) == (newest_first[0:3], False)
 
 
 def test_a_deleted_cursor_still_pages(leg: Leg) -> None:
@@ -266,26 +270,26 @@ def test_a_deleted_cursor_still_pages(leg: Leg) -> None:
     newest_first = ids(made[::-1])
     leg.client.conversations.delete(newest_first[2])
     after = leg.client.conversations.list(starting_after=newest_first[2])
-    assert ids(after.data) == newest_first[3:]
+    assert ids(after["data"]) == newest_first[3:]
     before = leg.client.conversations.list(ending_before=newest_first[2])
-    assert ids(before.data) == newest_first[:2]
+    assert ids(before["data"]) == newest_first[:2]
 
 
 def test_a_cursor_past_the_end_gives_an_empty_last_page(leg: Leg) -> None:
     made = [create(leg, contact_id=f"ct_{n}") for n in range(2)]
-    page = leg.client.conversations.list(starting_after=made[0].id)
-    assert (page.data, page.has_more) == ([], False)
+    page = leg.client.conversations.list(starting_after=made[0]["id"])
+    assert (page["data"], page["has_more"]) == ([], False)
 
 
 def test_paging_with_a_filter_keeps_the_filter(leg: Leg, mixed: dict[str, Conversation]) -> None:
     first = leg.client.conversations.list({"muted": False}, limit=2)
     rest = leg.client.conversations.list(
-        {"muted": False}, limit=2, starting_after=first.data[-1].id
+        {"muted": False}, limit=2, starting_after=first["data"][-1]["id"]
     )
-    assert ids(first.data) + ids(rest.data) == [
-        mixed[n].id for n in ("pinned_group", "archived", "plain")
+    assert ids(first["data"]) + ids(rest["data"]) == [
+        mixed[n]["id"] for n in ("pinned_group", "archived", "plain")
     ]
-    assert (first.has_more, rest.has_more) == (True, False)
+    assert (first["has_more"], rest["has_more"]) == (True, False)
 
 
 @pytest.mark.parametrize(
@@ -315,16 +319,16 @@ def test_iterate_walks_every_page(leg: Leg) -> None:
 def test_delete_then_everything_is_not_found(leg: Leg) -> None:
     conv = create(leg)
     other = create(leg, contact_id="ct_other")
-    deleted = leg.client.conversations.delete(conv.id)
-    assert (deleted.id, deleted.deleted) == (conv.id, True)
+    deleted = leg.client.conversations.delete(conv["id"])
+    assert (deleted["id"], deleted["deleted"]) == (conv["id"], True)
     for call in (
-        lambda: leg.client.conversations.retrieve(conv.id),
-        lambda: leg.client.conversations.update(conv.id, {"is_muted": True}),
-        lambda: leg.client.conversations.delete(conv.id),
+        lambda: leg.client.conversations.retrieve(conv["id"]),
+        lambda: leg.client.conversations.update(conv["id"], {"is_muted": True}),
+        lambda: leg.client.conversations.delete(conv["id"]),
     ):
         with pytest.raises(NotFoundError):
             call()
-    assert ids(leg.client.conversations.list().data) == [other.id]
+    assert ids(leg.client.conversations.list()["data"]) == [other["id"]]
 
 
 @pytest.mark.parametrize("missing", ["conv_00000000000000000000000000", "rp_1", "nope", "conv_"])
@@ -345,8 +349,8 @@ def test_a_repeated_idempotency_key_replays_without_a_duplicate(leg: Leg) -> Non
     leg.clock.advance(30)
     again = leg.client.conversations.create({"contact_id": "ct_1"}, idempotency_key="k-1")
     assert again == first
-    assert ids(leg.client.conversations.list().data) == [first.id]
+    assert ids(leg.client.conversations.list()["data"]) == [first["id"]]
     with pytest.raises(InvalidRequestError) as caught:
         leg.client.conversations.create({"group_id": "grp_1"}, idempotency_key="k-1")
     assert caught.value.param == "idempotency_key"
-    assert ids(leg.client.conversations.list().data) == [first.id]
+    assert ids(leg.client.conversations.list()["data"]) == [first["id"]]

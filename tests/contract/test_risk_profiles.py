@@ -22,28 +22,28 @@ def create(leg: Leg, **overrides: Any) -> RiskProfile:
 
 def ids(items: list[RiskProfile]) -> list[str]:
     """The ids of these profiles, in order."""
-    return [r.id for r in items]
+    return [r["id"] for r in items]
 
 
 def test_create_returns_what_was_sent_with_equal_timestamps(leg: Leg) -> None:
     rp = create(leg)
-    assert rp.id.startswith("rp_")
-    assert (rp.customer_id, rp.profile_type, rp.score) == ("cus_1", "moderate", 55)
-    assert rp.details == DETAILS
-    assert rp.created_at == rp.updated_at == START
-    assert leg.client.risk_profiles.retrieve(rp.id) == rp
+    assert rp["id"].startswith("rp_")
+    assert (rp["customer_id"], rp["profile_type"], rp["score"]) == ("cus_1", "moderate", 55)
+    assert rp["details"] == DETAILS
+    assert rp["created_at"] == rp["updated_at"] == START
+    assert leg.client.risk_profiles.retrieve(rp["id"]) == rp
 
 
 @pytest.mark.parametrize("score", [0, -3, 72.5, 1e300, 2**63 - 1])
 def test_scores_are_kept_exactly(leg: Leg, score: int | float) -> None:
     rp = create(leg, score=score)
-    stored = leg.client.risk_profiles.retrieve(rp.id).score
+    stored = leg.client.risk_profiles.retrieve(rp["id"])["score"]
     assert stored == score
     assert type(stored) is type(score)
 
 
 def test_any_profile_type_is_accepted(leg: Leg) -> None:
-    assert create(leg, profile_type="ultra-cautious").profile_type == "ultra-cautious"
+    assert create(leg, profile_type="ultra-cautious")["profile_type"] == "ultra-cautious"
 
 
 @pytest.mark.parametrize(
@@ -70,7 +70,7 @@ def test_create_refuses_bad_values_naming_them(
     with pytest.raises(InvalidRequestError) as caught:
         create(leg, **overrides)
     assert caught.value.param == param
-    assert leg.client.risk_profiles.list().data == []
+    assert leg.client.risk_profiles.list()["data"] == []
 
 
 @pytest.mark.parametrize("missing", ["customer_id", "profile_type", "score", "details"])
@@ -85,21 +85,23 @@ def test_every_field_is_required(leg: Leg, missing: str) -> None:
 def test_update_refreshes_updated_at_and_replaces_details_whole(leg: Leg) -> None:
     rp = create(leg)
     leg.clock.advance(90)
-    changed = leg.client.risk_profiles.update(rp.id, {"score": 80.5, "details": {"only": "this"}})
-    assert (changed.score, changed.details) == (80.5, {"only": "this"})
-    assert (changed.customer_id, changed.profile_type) == ("cus_1", "moderate")
-    assert changed.created_at == START
-    assert changed.updated_at == START + 90
-    assert leg.client.risk_profiles.retrieve(rp.id) == changed
+    changed = leg.client.risk_profiles.update(
+        rp["id"], {"score": 80.5, "details": {"only": "this"}}
+    )
+    assert (changed["score"], changed["details"]) == (80.5, {"only": "this"})
+    assert (changed["customer_id"], changed["profile_type"]) == ("cus_1", "moderate")
+    assert changed["created_at"] == START
+    assert changed["updated_at"] == START + 90
+    assert leg.client.risk_profiles.retrieve(rp["id"]) == changed
     leg.clock.advance(10)
-    retyped = leg.client.risk_profiles.update(rp.id, {"profile_type": "aggressive"})
-    assert (retyped.profile_type, retyped.updated_at) == ("aggressive", START + 100)
+    retyped = leg.client.risk_profiles.update(rp["id"], {"profile_type": "aggressive"})
+    assert (retyped["profile_type"], retyped["updated_at"]) == ("aggressive", START + 100)
 
 
 def test_an_empty_update_changes_nothing_not_even_updated_at(leg: Leg) -> None:
     rp = create(leg)
     leg.clock.advance(90)
-    assert leg.client.risk_profiles.update(rp.id, {}) == rp
+    assert leg.client.risk_profiles.update(rp["id"], {}) == rp
 
 
 @pytest.mark.parametrize(
@@ -120,9 +122,9 @@ def test_update_refuses_bad_attributes_naming_them(
     rp = create(leg)
     leg.clock.advance(5)
     with pytest.raises(InvalidRequestError) as caught:
-        leg.client.risk_profiles.update(rp.id, params)  # type: ignore[arg-type]
+        leg.client.risk_profiles.update(rp["id"], params)  # type: ignore[arg-type]
     assert caught.value.param == param
-    assert leg.client.risk_profiles.retrieve(rp.id) == rp
+    assert leg.client.risk_profiles.retrieve(rp["id"]) == rp
 
 
 @pytest.fixture
@@ -150,20 +152,22 @@ def profiles(leg: Leg) -> dict[str, RiskProfile]:
 def test_filters_select_and_combine_with_and(
     leg: Leg, profiles: dict[str, RiskProfile], filters: RiskProfileFilters, expected: list[str]
 ) -> None:
-    assert ids(leg.client.risk_profiles.list(filters).data) == [profiles[n].id for n in expected]
+    assert ids(leg.client.risk_profiles.list(filters)["data"]) == [
+        profiles[n]["id"] for n in expected
+    ]
 
 
 def test_filtered_paging_in_both_directions(leg: Leg, profiles: dict[str, RiskProfile]) -> None:
     first = leg.client.risk_profiles.list({"profile_type": "moderate"}, limit=1)
-    assert (ids(first.data), first.has_more) == ([profiles["b_mod"].id], True)
+    assert (ids(first["data"]), first["has_more"]) == ([profiles["b_mod"]["id"]], True)
     second = leg.client.risk_profiles.list(
-        {"profile_type": "moderate"}, limit=1, starting_after=first.data[0].id
+        {"profile_type": "moderate"}, limit=1, starting_after=first["data"][0]["id"]
     )
-    assert (ids(second.data), second.has_more) == ([profiles["a_mod"].id], False)
+    assert (ids(second["data"]), second["has_more"]) == ([profiles["a_mod"]["id"]], False)
     back = leg.client.risk_profiles.list(
-        {"profile_type": "moderate"}, limit=1, ending_before=second.data[0].id
+        {"profile_type": "moderate"}, limit=1, ending_before=second["data"][0]["id"]
     )
-    assert (ids(back.data), back.has_more) == ([profiles["b_mod"].id], False)
+    assert (ids(back["data"]), back["has_more"]) == ([profiles["b_mod"]["id"]], False)
 
 
 @pytest.mark.parametrize(
@@ -184,15 +188,15 @@ def test_a_conversation_cursor_is_refused(leg: Leg) -> None:
 
 def test_delete_then_not_found(leg: Leg, profiles: dict[str, RiskProfile]) -> None:
     gone = profiles["a_agg"]
-    assert leg.client.risk_profiles.delete(gone.id).model_dump() == {"id": gone.id, "deleted": True}
+    assert leg.client.risk_profiles.delete(gone["id"]) == {"id": gone["id"], "deleted": True}
     with pytest.raises(NotFoundError):
-        leg.client.risk_profiles.retrieve(gone.id)
+        leg.client.risk_profiles.retrieve(gone["id"])
     with pytest.raises(NotFoundError):
-        leg.client.risk_profiles.update(gone.id, {"score": 1})
+        leg.client.risk_profiles.update(gone["id"], {"score": 1})
     with pytest.raises(NotFoundError):
-        leg.client.risk_profiles.delete(gone.id)
-    rest = leg.client.risk_profiles.list(starting_after=gone.id)
-    assert ids(rest.data) == [profiles["a_mod"].id]
+        leg.client.risk_profiles.delete(gone["id"])
+    rest = leg.client.risk_profiles.list(starting_after=gone["id"])
+    assert ids(rest["data"]) == [profiles["a_mod"]["id"]]
 
 
 @pytest.mark.parametrize("missing", ["rp_00000000000000000000000000", "conv_1", "x"])
@@ -211,7 +215,7 @@ def test_a_repeated_idempotency_key_replays_without_a_duplicate(leg: Leg) -> Non
     with pytest.raises(InvalidRequestError) as caught:
         leg.client.risk_profiles.create(params | {"score": 2}, idempotency_key="rk")
     assert caught.value.param == "idempotency_key"
-    assert ids(leg.client.risk_profiles.list().data) == [first.id]
+    assert ids(leg.client.risk_profiles.list()["data"]) == [first["id"]]
 
 
 def test_an_idempotency_key_expires_after_24_hours(leg: Leg) -> None:
@@ -219,5 +223,5 @@ def test_an_idempotency_key_expires_after_24_hours(leg: Leg) -> None:
     first = leg.client.risk_profiles.create(params, idempotency_key="old")
     leg.clock.advance(24 * 3600 + 1)
     second = leg.client.risk_profiles.create(params, idempotency_key="old")
-    assert second.id != first.id
-    assert len(leg.client.risk_profiles.list().data) == 2
+    assert second["id"] != first["id"]
+    assert len(leg.client.risk_profiles.list()["data"]) == 2

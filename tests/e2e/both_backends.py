@@ -82,10 +82,10 @@ def _iterate(backend: Any) -> Iterator[Any]:
     cursor = None
     while True:
         page = backend.list(limit=100, starting_after=cursor)
-        yield from page.data
-        if not page.has_more:
+        yield from page["data"]
+        if not page["has_more"]:
             return
-        cursor = page.data[-1].id
+        cursor = page["data"][-1]["id"]
 
 
 def drain_log(served: Serve) -> None:

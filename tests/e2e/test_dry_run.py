@@ -14,9 +14,9 @@ MISSING_RP = "rp_00000000000000000000000000"
 def snapshot(cli: Cli) -> list[dict[str, object]]:  # noqa: F811
     """Every object of both resources, as stored."""
     return [
-        o.to_json_dict()
+        o
         for resource in (cli.store.conversations, cli.store.risk_profiles)
-        for o in resource.list(limit=100).data
+        for o in resource.list(limit=100)["data"]
     ]
 
 
@@ -56,8 +56,8 @@ def test_create_dry_run_with_bad_input_is_exit_2(cli: Cli) -> None:  # noqa: F81
 
 
 def test_update_dry_run_checks_every_id_and_changes_nothing(cli: Cli) -> None:  # noqa: F811
-    first = cli.store.conversations.create({"contact_id": "c_1"}).to_json_dict()
-    second = cli.store.conversations.create({"group_id": "g_1"}).to_json_dict()
+    first = cli.store.conversations.create({"contact_id": "c_1"})
+    second = cli.store.conversations.create({"group_id": "g_1"})
     before = snapshot(cli)
     result = cli.run(
         "conv", "update", "-", "--mute", "--clear-pinned-message", "--dry-run", "-o", "jsonl",
@@ -75,16 +75,16 @@ def test_update_dry_run_checks_every_id_and_changes_nothing(cli: Cli) -> None:  
 def test_update_dry_run_with_a_missing_id_is_exit_3_naming_it(cli: Cli) -> None:  # noqa: F811
     rp = cli.store.risk_profiles.create(
         {"customer_id": "cus", "profile_type": "moderate", "score": 1, "details": {}}
-    ).to_json_dict()
+    )
     result = cli.run("risk", "update", rp["id"], MISSING_RP, "--score", "99", "--dry-run")
     assert result.returncode == 3
     assert result.stdout == f'would update {rp["id"]}: {{"score":99}}\n'
     assert MISSING_RP in result.stderr
-    assert cli.store.risk_profiles.retrieve(rp["id"]).to_json_dict() == rp
+    assert cli.store.risk_profiles.retrieve(rp["id"]) == rp
 
 
 def test_delete_dry_run_needs_no_confirmation_and_deletes_nothing(cli: Cli) -> None:  # noqa: F811
-    made = [cli.store.conversations.create({"contact_id": f"c_{n}"}).id for n in range(3)]
+    made = [cli.store.conversations.create({"contact_id": f"c_{n}"})["id"] for n in range(3)]
     result = cli.run("conv", "delete", *made, "--dry-run", "-o", "json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == [
@@ -100,7 +100,7 @@ def test_delete_dry_run_needs_no_confirmation_and_deletes_nothing(cli: Cli) -> N
 def test_dry_run_formats_csv_and_id(cli: Cli) -> None:  # noqa: F811
     rp = cli.store.risk_profiles.create(
         {"customer_id": "cus", "profile_type": "moderate", "score": 1, "details": {}}
-    ).id
+    )["id"]
     csv = cli.run("risk", "update", rp, "--details", '{"k": "v"}', "--dry-run", "-o", "csv")
     assert csv.stdout == (
         f'dry_run,operation,id,body\ntrue,update,{rp},"{{""details"":{{""k"":""v""}}}}"\n'

@@ -7,8 +7,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import pty
 import signal
 import socket
 import subprocess
@@ -18,11 +16,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
-import pyte
 import pytest
 
 from api_client.text import unprintable
-from tests.e2e.test_cli import CONVRISK, SAFETY_TIMEOUT, read_until, run
+from tests.e2e.screen import Terminal
+from tests.e2e.test_cli import CONVRISK, SAFETY_TIMEOUT, run
 from tests.e2e.test_cli import env as env  # a fixture
 from tests.e2e.test_cli import store as store  # a fixture
 
@@ -246,53 +244,31 @@ def test_the_serve_log_shows_a_hostile_path_escaped(env: dict[str, str], tmp_pat
     assert "GET /v1/conversations/%1b]0;pwned%07 401" in log
 
 
-# -- the rich table on a real terminal --------------------------------------------------------
-
-
-def screen_after(env: dict[str, str], columns: int, script: str) -> pyte.Screen:
-    """Run `sh -c script` on a pseudo-terminal and play its bytes on a pyte screen."""
-    main_fd, child_fd = pty.openpty()
-    child = subprocess.Popen(
-        ["sh", "-c", script],
-        env={**env, "COLUMNS": str(columns), "CONVRISK": str(CONVRISK)},
-        stdin=child_fd,
-        stdout=child_fd,
-        stderr=child_fd,
-    )
-    os.close(child_fd)
-    try:
-        shown = read_until(main_fd, b"\x00never")
-    finally:
-        os.close(main_fd)
-    assert child.wait(timeout=SAFETY_TIMEOUT) == 0
-    screen = pyte.Screen(columns, 60)
-    pyte.ByteStream(screen).feed(shown)
-    return screen
-
-
-def column_text(screen: pyte.Screen, title: str) -> str:
-    """The text of one table column top to bottom (cells folded over lines joined up)."""
-    lines = screen.display
-    header = next(i for i, line in enumerate(lines) if title in line.split())
-    start = lines[header].index(title)
-    end = start + len(title)
-    while end < len(lines[header]) and lines[header][end] == " ":
-        end += 1
-    return "".join(line[start:end].strip() for line in lines[header + 1 :])
+# -- a real terminal -----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("columns", [80, 120])
 def test_a_hostile_value_cannot_retitle_or_clear_a_real_terminal(
     env: dict[str, str], store: Any, columns: int
 ) -> None:
-    store.conversations.create({"contact_id": HOSTILE})
-    screen = screen_after(
+    conv_id = store.conversations.create({"contact_id": HOSTILE})["id"]
+    term = Terminal(
         env,
-        columns,
-        'echo MARKER; "$CONVRISK" conv list; "$CONVRISK" conv get "$(printf "\\033]0;pwned\\007")"'
-        " || true",
+        [
+            'echo MARKER; "$CONVRISK" conv list; "$CONVRISK" conv get "$1";'
+            ' "$CONVRISK" conv get "$(printf "\\033]0;pwned\\007")" || true',
+            "sh",
+            conv_id,
+        ],
+        columns=columns,
+        script=True,
     )
+    assert term.finish() == 0
+    screen = term.screen()
+    lines = term.text()
     assert screen.title == ""
-    assert screen.display[0].rstrip() == "MARKER"
-    assert "\\x1b]0;pwned\\x07\\x1b[2J" in column_text(screen, "WITH").replace(" ", "")
-    assert any("Error: No such conversation: \\x1b]0;pwned\\x07" in line for line in screen.display)
+    assert lines[0] == "MARKER"
+    row = next(line for line in lines if line.startswith(conv_id))
+    assert "contact \\x1b]0;" in row  # escaped, and cut to fit the line
+    assert f"contact_id         {SHOWN}" in lines  # `get` shows the whole value, escaped
+    assert any("Error: No such conversation: \\x1b]0;pwned\\x07" in line for line in lines)

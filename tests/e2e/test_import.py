@@ -59,11 +59,11 @@ def complete_results(stdout: str) -> list[dict[str, Any]]:
 def customers(cli: Cli) -> list[str]:  # noqa: F811
     """The customer ids of every stored risk profile, oldest first."""
     page = cli.store.risk_profiles.list(limit=100)
-    return sorted(r.customer_id for r in page.data)
+    return sorted(r["customer_id"] for r in page["data"])
 
 
 def test_a_jsonl_file_creates_and_updates_in_order(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
-    existing = cli.store.risk_profiles.create(profile(0)).to_json_dict()
+    existing = cli.store.risk_profiles.create(profile(0))
     path = jsonl(
         tmp_path / "profiles.jsonl",
         [
@@ -84,21 +84,21 @@ def test_a_jsonl_file_creates_and_updates_in_order(cli: Cli, tmp_path: Path) -> 
     assert rows[1]["id"] == existing["id"] and "error" not in rows[0]
     assert result.stderr == "3 records: 2 created, 1 updated, 0 failed.\n"
     updated = cli.store.risk_profiles.retrieve(existing["id"])
-    assert (updated.score, updated.details) == (99.5, {"reviewed": True})
-    assert cli.store.risk_profiles.retrieve(rows[2]["id"]).details == {}
+    assert (updated["score"], updated["details"]) == (99.5, {"reviewed": True})
+    assert cli.store.risk_profiles.retrieve(rows[2]["id"])["details"] == {}
     assert customers(cli) == ["cus_00000", "cus_00001", "cus_2"]
 
 
 def test_a_csv_file_with_typed_cells(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
     conv = cli.store.conversations.create({"contact_id": "c_0"})
-    cli.store.conversations.update(conv.id, {"pinned_message_id": "m_1", "archived_at": 5})
+    cli.store.conversations.update(conv["id"], {"pinned_message_id": "m_1", "archived_at": 5})
     path = tmp_path / "conversations.csv"
     path.write_text(
         "\ufeffid,contact_id,group_id,is_muted,is_pinned,archived_at,pinned_message_id\r\n"
         ",c_1,,,,,\r\n"
         ",,g_1,,,,\r\n"
-        f"{conv.id},,,TRUE,0,null,null\r\n"
-        f"{conv.id},,,,,2024-05-01T12:00:00Z,\r\n",
+        f"{conv['id']},,,TRUE,0,null,null\r\n"
+        f"{conv['id']},,,,,2024-05-01T12:00:00Z,\r\n",
         encoding="utf-8",
     )
     result = cli.run("conv", "import", str(path), "-o", "json")
@@ -110,11 +110,15 @@ def test_a_csv_file_with_typed_cells(cli: Cli, tmp_path: Path) -> None:  # noqa:
         (4, "updated"),
         (5, "updated"),
     ]
-    changed = cli.store.conversations.retrieve(conv.id)
-    assert (changed.is_muted, changed.is_pinned, changed.pinned_message_id) == (True, False, None)
-    assert changed.archived_at == 1714564800
+    changed = cli.store.conversations.retrieve(conv["id"])
+    assert (changed["is_muted"], changed["is_pinned"], changed["pinned_message_id"]) == (
+        True,
+        False,
+        None,
+    )
+    assert changed["archived_at"] == 1714564800
     made = [cli.store.conversations.retrieve(r["id"]) for r in rows[:2]]
-    assert (made[0].contact_id, made[1].group_id) == ("c_1", "g_1")
+    assert (made[0]["contact_id"], made[1]["group_id"]) == ("c_1", "g_1")
 
     risk = tmp_path / "profiles.csv"
     risk.write_text(
@@ -125,8 +129,8 @@ def test_a_csv_file_with_typed_cells(cli: Cli, tmp_path: Path) -> None:  # noqa:
     made_risk = cli.run("risk", "import", str(risk), "-o", "id")
     assert made_risk.returncode == 0, made_risk.stderr
     first, second = (cli.store.risk_profiles.retrieve(i) for i in made_risk.stdout.split())
-    assert (first.score, first.details) == (72, {})
-    assert (second.score, second.details) == (-1000.0, {"a": [1]})
+    assert (first["score"], first["details"]) == (72, {})
+    assert (second["score"], second["details"]) == (-1000.0, {"a": [1]})
 
 
 def test_a_bad_record_fails_alone_and_the_rest_go_on(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
@@ -253,13 +257,13 @@ def test_running_the_same_file_again_creates_nothing_twice(cli: Cli, tmp_path: P
 
 
 def test_updates_run_again_set_the_same_values(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
-    rp = cli.store.risk_profiles.create(profile(1)).id
+    rp = cli.store.risk_profiles.create(profile(1))["id"]
     path = jsonl(tmp_path / "u.jsonl", [{"id": rp, "profile_type": "conservative"}])
     for _ in range(2):
         result = cli.run("risk", "import", str(path), "-o", "jsonl")
         assert result.returncode == 0, result.stderr
         assert results(result.stdout) == [{"line": 1, "status": "updated", "id": rp}]
-    assert cli.store.risk_profiles.retrieve(rp).profile_type == "conservative"
+    assert cli.store.risk_profiles.retrieve(rp)["profile_type"] == "conservative"
     assert cli.count("risk_profiles") == 1
 
 
@@ -274,7 +278,7 @@ def test_a_record_over_1_mib_fails_alone(cli: Cli, tmp_path: Path) -> None:  # n
 
 
 def test_dry_run_checks_every_record_and_id_and_writes_nothing(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
-    rp = cli.store.risk_profiles.create(profile(0)).id
+    rp = cli.store.risk_profiles.create(profile(0))["id"]
     good = jsonl(tmp_path / "good.jsonl", [profile(1), {"id": rp, "score": 5}])
     planned = cli.run("risk", "import", str(good), "--dry-run", "-o", "jsonl")
     assert planned.returncode == 0, planned.stderr
@@ -293,7 +297,7 @@ def test_dry_run_checks_every_record_and_id_and_writes_nothing(cli: Cli, tmp_pat
     assert gone.returncode == 3 and json.loads(gone.stdout) == []
     assert json.loads(gone.stderr.splitlines()[0])["error"]["line"] == 1
     assert cli.count("risk_profiles") == 1
-    assert cli.store.risk_profiles.retrieve(rp).score == 0
+    assert cli.store.risk_profiles.retrieve(rp)["score"] == 0
 
 
 # -- interrupted imports ----------------------------------------------------------------------
@@ -327,7 +331,7 @@ def rerun_finishes_exactly(cli: Cli, path: Path, seen: list[dict[str, Any]]) -> 
     first_ids = {r["line"]: r["id"] for r in seen}
     assert all(first_ids[r["line"]] == r["id"] for r in rows if r["line"] in first_ids)
     assert cli.count("risk_profiles") == RECORDS
-    stored = sorted(r.customer_id for r in _all_profiles(cli))
+    stored = sorted(r["customer_id"] for r in _all_profiles(cli))
     assert stored == sorted(profile(n)["customer_id"] for n in range(RECORDS))
 
 
@@ -336,10 +340,10 @@ def _all_profiles(cli: Cli) -> list[Any]:  # noqa: F811
     cursor = None
     while True:
         page = cli.store.risk_profiles.list(limit=100, starting_after=cursor)
-        out.extend(page.data)
-        if not page.has_more:
+        out.extend(page["data"])
+        if not page["has_more"]:
             return out
-        cursor = page.data[-1].id
+        cursor = page["data"][-1]["id"]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
@@ -448,7 +452,7 @@ def test_a_local_import_loads_neither_httpx_nor_rich(tmp_path: Path) -> None:
 
 
 def test_conversation_records_from_stdin_and_their_mixed_fields(cli: Cli) -> None:  # noqa: F811
-    conv = cli.store.conversations.create({"group_id": "g_1"}).id
+    conv = cli.store.conversations.create({"group_id": "g_1"})["id"]
     cli.store.conversations.update(conv, {"archived_at": 10})
     lines = [
         {"contact_id": "c_new"},
@@ -482,7 +486,7 @@ def test_conversation_records_from_stdin_and_their_mixed_fields(cli: Cli) -> Non
         "failed",
     ]
     changed = cli.store.conversations.retrieve(conv)
-    assert (changed.is_muted, changed.archived_at, changed.pinned_message_id) == (
+    assert (changed["is_muted"], changed["archived_at"], changed["pinned_message_id"]) == (
         True,
         None,
         "m_1",

@@ -22,7 +22,7 @@ def test_ending_before_walks_towards_the_newest_oldest_first(
     env: dict[str, str],  # noqa: F811
     store: Any,  # noqa: F811
 ) -> None:
-    made = [store.conversations.create({"contact_id": f"c_{i}"}).id for i in range(7)]
+    made = [store.conversations.create({"contact_id": f"c_{i}"})["id"] for i in range(7)]
     result = run(env, "conv", "list", "--ending-before", made[1], "--limit", "3", "-o", "id")
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == made[2:5]
@@ -39,7 +39,7 @@ def test_risk_list_takes_ending_before_with_its_filters(
     made = [
         store.risk_profiles.create(
             {"customer_id": f"cus_{i % 2}", "profile_type": "moderate", "score": i, "details": {}}
-        ).id
+        )["id"]
         for i in range(6)
     ]
     result = run(
@@ -71,11 +71,12 @@ def test_a_listing_that_fails_part_way_names_the_cursor_that_goes_on(
     env: dict[str, str],  # noqa: F811
     store: Any,  # noqa: F811
 ) -> None:
-    made = [store.conversations.create({"contact_id": f"c_{i}"}).id for i in range(250)]
+    made = [store.conversations.create({"contact_id": f"c_{i}"})["id"] for i in range(250)]
     # A row an older tool wrote badly: it cannot be read back, so the page holding it fails.
     broken = made[100]
     with sqlite3.connect(db_of(env)) as raw:
-        raw.execute("UPDATE conversations SET created_at = 'not a time' WHERE id = ?", (broken,))
+        # A BLOB, which no JSON can carry.
+        raw.execute("UPDATE conversations SET contact_id = X'00ff' WHERE id = ?", (broken,))
     result = run(env, "conv", "list", "--all", "-o", "id")
     assert result.returncode == 1
     printed = result.stdout.split()

@@ -161,7 +161,7 @@ def test_conversation_commands_end_to_end(cli: Remote) -> None:
 
 
 def test_conversation_list_filters_and_pages(cli: Remote, api: Client) -> None:
-    made = [api.conversations.create({"group_id": "grp_pages"}).id for _ in range(5)]
+    made = [api.conversations.create({"group_id": "grp_pages"})["id"] for _ in range(5)]
     api.conversations.update(made[1], {"is_muted": True})
     newest_first = made[::-1]
     # Pages of 2: the CLI walks them with starting_after, over one server.
@@ -204,7 +204,7 @@ def test_risk_commands_end_to_end(cli: Remote, api: Client, tmp_path: Path) -> N
 
     other = api.risk_profiles.create(
         {"customer_id": "cus_e2e", "profile_type": "conservative", "score": 10, "details": {}}
-    ).to_json_dict()
+    )
     assert cli.json("risk", "get", other["id"]) == other
     listed = cli.json("risk", "list", "--customer-id", "cus_e2e")
     assert [r["id"] for r in listed] == [other["id"], created["id"]]
@@ -257,7 +257,7 @@ def test_a_stopped_server_exits_5(tmp_path: Path) -> None:
 def test_a_signal_stops_serve_cleanly_with_the_database_intact(tmp_path: Path, sig: int) -> None:
     served = start_serve(tmp_path)
     with Client(HTTPBackend(served.url, TOKEN)) as api:
-        made = [api.conversations.create({"contact_id": f"ct_{n}"}).id for n in range(3)]
+        made = [api.conversations.create({"contact_id": f"ct_{n}"})["id"] for n in range(3)]
     code, err = served.stop(sig)
     assert code == 0, err
     assert "Traceback" not in err
@@ -270,7 +270,7 @@ def test_a_signal_stops_serve_cleanly_with_the_database_intact(tmp_path: Path, s
         or Path(f"{served.db_path}-wal").stat().st_size == 0
     )
     with Client(LocalBackend(served.db_path)) as client:
-        assert [c.id for c in client.conversations.iterate()] == made[::-1]
+        assert [c["id"] for c in client.conversations.iterate()] == made[::-1]
 
 
 def test_serve_without_a_token_generates_one_and_prints_it_once(tmp_path: Path) -> None:

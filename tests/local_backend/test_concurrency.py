@@ -37,7 +37,7 @@ for index in range(count):
         conv = store.conversations.create(
             {"group_id": f"{name}-{index}"}, idempotency_key=f"{name}-{index}"
         )
-    made.append(conv.id)
+    made.append(conv["id"])
 store.close()
 print(json.dumps(made), flush=True)
 """
@@ -83,8 +83,8 @@ def test_four_processes_writing_200_records_each_give_800_rows(db_path: Path) ->
     with Client(LocalBackend(db_path)) as client:
         listed = list(client.conversations.iterate())
     assert len(listed) == 800
-    assert {conv.id for conv in listed} == every
-    parties = {conv.contact_id or conv.group_id for conv in listed}
+    assert {conv["id"] for conv in listed} == every
+    parties = {conv["contact_id"] or conv["group_id"] for conv in listed}
     assert parties == {f"p{p}-{i}" for p in range(4) for i in range(200)}
 
 
@@ -100,14 +100,14 @@ def test_threads_sharing_one_backend(db_path: Path) -> None:
             for index in range(40):
                 if number % 2:
                     made[number].append(
-                        store.conversations.create({"contact_id": f"t{number}-{index}"}).id
+                        store.conversations.create({"contact_id": f"t{number}-{index}"})["id"]
                     )
                 else:
                     profile = store.risk_profiles.create(
                         risk_body(customer_id=f"t{number}"), idempotency_key=f"t{number}-{index}"
                     )
-                    made[number].append(profile.id)
-                    store.risk_profiles.update(profile.id, {"score": index})
+                    made[number].append(profile["id"])
+                    store.risk_profiles.update(profile["id"], {"score": index})
                 store.conversations.list({"muted": False}, limit=5)
         except BaseException as exc:  # collected and asserted on below
             errors.append(exc)
@@ -122,10 +122,10 @@ def test_threads_sharing_one_backend(db_path: Path) -> None:
         for ids in made:
             assert len(ids) == 40
             assert ids == sorted(ids)
-        listed = [str(conv.contact_id) for conv in Client(store).conversations.iterate()]
+        listed = [str(conv["contact_id"]) for conv in Client(store).conversations.iterate()]
         assert sorted(listed) == sorted(f"t{n}-{i}" for n in range(1, 8, 2) for i in range(40))
-        profiles = store.risk_profiles.list({"customer_id": "t0"}, limit=100).data
-        assert sorted(profile.score for profile in profiles) == list(range(40))
+        profiles = store.risk_profiles.list({"customer_id": "t0"}, limit=100)["data"]
+        assert sorted(profile["score"] for profile in profiles) == list(range(40))
     finally:
         store.close()
     assert not Path(f"{db_path}-wal").exists()
@@ -152,10 +152,10 @@ def test_a_write_waits_for_another_writer_to_finish(db_path: Path) -> None:
     finally:
         releaser.join()
         other.close()
-    listed = store.conversations.list().data
+    listed = store.conversations.list()["data"]
     store.close()
-    assert [conv.contact_id for conv in listed] == ["mine", "other"]
-    assert listed[0].id == mine.id
+    assert [conv["contact_id"] for conv in listed] == ["mine", "other"]
+    assert listed[0]["id"] == mine["id"]
 
 
 def test_a_lock_held_too_long_is_a_clear_error_and_changes_nothing(db_path: Path) -> None:
@@ -174,5 +174,5 @@ def test_a_lock_held_too_long_is_a_clear_error_and_changes_nothing(db_path: Path
     assert dump(db_path) == before
     # Once the other writer is gone, writing works again.
     store.conversations.create({"contact_id": "third"})
-    assert len(store.conversations.list().data) == 2
+    assert len(store.conversations.list()["data"]) == 2
     store.close()

@@ -70,12 +70,16 @@ def test_a_file_from_an_older_version_is_migrated_forward(db_path: Path) -> None
 
     store = LocalBackend(db_path)
     old = store.conversations.retrieve(old_id)
-    assert (old.contact_id, old.is_muted, old.created_at) == ("ct_old", True, 1_600_000_000)
+    assert (old["contact_id"], old["is_muted"], old["created_at"]) == (
+        "ct_old",
+        True,
+        1_600_000_000,
+    )
     # What version 2 added works: idempotency keys, and ids above those already in the file.
     new = store.conversations.create({"contact_id": "ct_new"}, idempotency_key="k")
-    assert new.id > old_id
+    assert new["id"] > old_id
     assert store.conversations.create({"contact_id": "ct_new"}, idempotency_key="k") == new
-    assert [c.id for c in store.conversations.list().data] == [new.id, old_id]
+    assert [c["id"] for c in store.conversations.list()["data"]] == [new["id"], old_id]
     store.close()
     assert pragma(db_path, "user_version") == SCHEMA_VERSION
 
@@ -84,7 +88,7 @@ def test_an_empty_file_is_initialised(db_path: Path) -> None:
     db_path.parent.mkdir(parents=True)
     db_path.write_bytes(b"")
     store = LocalBackend(db_path)
-    assert store.risk_profiles.create(risk_body()).customer_id == "cus_1"
+    assert store.risk_profiles.create(risk_body())["customer_id"] == "cus_1"
     store.close()
 
 
@@ -94,7 +98,7 @@ def test_reopening_does_not_migrate_again(db_path: Path) -> None:
     store.close()
     before = dump(db_path)
     store = LocalBackend(db_path)
-    assert len(store.conversations.list().data) == 1
+    assert len(store.conversations.list()["data"]) == 1
     store.close()
     assert dump(db_path) == before
 
@@ -224,12 +228,15 @@ def test_a_stored_profile_that_cannot_be_read_back_is_a_service_error(
     # Written by hand or by an older convrisk that took details of any depth.
     store = LocalBackend(db_path)
     bad = store.risk_profiles.create(risk_body())
-    _store_raw_details(db_path, bad.id, details_text)
-    for read in (lambda: store.risk_profiles.list(), lambda: store.risk_profiles.retrieve(bad.id)):
+    _store_raw_details(db_path, bad["id"], details_text)
+    for read in (
+        lambda: store.risk_profiles.list(),
+        lambda: store.risk_profiles.retrieve(bad["id"]),
+    ):
         with pytest.raises(ServiceError) as caught:
             read()
-        assert bad.id in caught.value.message
+        assert bad["id"] in caught.value.message
     # It can still be deleted, and then the listing works again.
-    store.risk_profiles.delete(bad.id)
-    assert store.risk_profiles.list().data == []
+    store.risk_profiles.delete(bad["id"])
+    assert store.risk_profiles.list()["data"] == []
     store.close()

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from api_client.errors import NotFoundError
-from api_client.models import Conversation, Deleted, Page, RiskProfile
 from api_client.protocol import Backend
+from api_client.records import Conversation, Deleted, RiskProfile
 from local_backend import ids
 from local_backend.store import LocalBackend
 
@@ -28,16 +28,16 @@ def test_it_is_a_backend(backend: LocalBackend) -> None:
 def test_nothing_touches_the_disk_before_the_first_operation(db_path: Path) -> None:
     store = LocalBackend(db_path)
     assert not db_path.parent.exists()
-    assert store.conversations.list().data == []
+    assert store.conversations.list()["data"] == []
     assert db_path.is_file()
     store.close()
 
 
 def test_create_conversation_starts_with_the_service_defaults(backend: LocalBackend) -> None:
     conv = backend.conversations.create({"contact_id": "ct_1"})
-    assert re.fullmatch(rf"conv_{ID_BODY}", conv.id)
-    assert conv.model_dump() == {
-        "id": conv.id,
+    assert re.fullmatch(rf"conv_{ID_BODY}", conv["id"])
+    assert conv == {
+        "id": conv["id"],
         "contact_id": "ct_1",
         "group_id": None,
         "pinned_message_id": None,
@@ -48,15 +48,15 @@ def test_create_conversation_starts_with_the_service_defaults(backend: LocalBack
         "created_at": int(START),
         "archived_at": None,
     }
-    assert isinstance(conv.created_at, int)
-    assert backend.conversations.retrieve(conv.id) == conv
+    assert isinstance(conv["created_at"], int)
+    assert backend.conversations.retrieve(conv["id"]) == conv
 
 
 def test_create_group_conversation_and_empty_contact_counts_as_absent(
     backend: LocalBackend,
 ) -> None:
     conv = backend.conversations.create({"contact_id": "", "group_id": "grp_1"})
-    assert (conv.contact_id, conv.group_id) == (None, "grp_1")
+    assert (conv["contact_id"], conv["group_id"]) == (None, "grp_1")
 
 
 def test_timestamps_are_integer_seconds_of_the_clock(db_path: Path) -> None:
@@ -64,10 +64,10 @@ def test_timestamps_are_integer_seconds_of_the_clock(db_path: Path) -> None:
     conv = store.conversations.create({"group_id": "g"})
     profile = store.risk_profiles.create(risk_body())
     store.close()
-    assert conv.created_at == 1_700_000_123
-    assert profile.created_at == profile.updated_at == 1_700_000_123
+    assert conv["created_at"] == 1_700_000_123
+    assert profile["created_at"] == profile["updated_at"] == 1_700_000_123
     # The id's time part is the same moment, in milliseconds.
-    assert ids.time_of(ids.parse("conv_", conv.id) or 0) == 1_700_000_123_987
+    assert ids.time_of(ids.parse("conv_", conv["id"]) or 0) == 1_700_000_123_987
 
 
 def test_update_conversation_changes_only_what_is_given(
@@ -76,54 +76,62 @@ def test_update_conversation_changes_only_what_is_given(
     conv = backend.conversations.create({"contact_id": "ct_1"})
     clock.advance(60)
     pinned = backend.conversations.update(
-        conv.id, {"is_pinned": True, "pinned_message_id": "msg_1"}
+        conv["id"], {"is_pinned": True, "pinned_message_id": "msg_1"}
     )
-    assert (pinned.is_pinned, pinned.pinned_message_id, pinned.is_muted) == (True, "msg_1", False)
-    muted = backend.conversations.update(conv.id, {"is_muted": True})
-    assert (muted.is_pinned, muted.pinned_message_id, muted.is_muted) == (True, "msg_1", True)
-    assert muted.created_at == conv.created_at
-    assert backend.conversations.retrieve(conv.id) == muted
+    assert (pinned["is_pinned"], pinned["pinned_message_id"], pinned["is_muted"]) == (
+        True,
+        "msg_1",
+        False,
+    )
+    muted = backend.conversations.update(conv["id"], {"is_muted": True})
+    assert (muted["is_pinned"], muted["pinned_message_id"], muted["is_muted"]) == (
+        True,
+        "msg_1",
+        True,
+    )
+    assert muted["created_at"] == conv["created_at"]
+    assert backend.conversations.retrieve(conv["id"]) == muted
 
 
 def test_archived_at_is_stored_as_given_and_null_unarchives(backend: LocalBackend) -> None:
     conv = backend.conversations.create({"contact_id": "ct_1"})
-    archived = backend.conversations.update(conv.id, {"archived_at": 1_700_000_500})
-    assert archived.archived_at == 1_700_000_500
-    assert isinstance(archived.archived_at, int)
-    as_float = backend.conversations.update(conv.id, {"archived_at": 1_700_000_500.25})
-    assert backend.conversations.retrieve(conv.id).archived_at == 1_700_000_500.25
-    assert as_float.archived_at == 1_700_000_500.25
-    unarchived = backend.conversations.update(conv.id, {"archived_at": None})
-    assert unarchived.archived_at is None
+    archived = backend.conversations.update(conv["id"], {"archived_at": 1_700_000_500})
+    assert archived["archived_at"] == 1_700_000_500
+    assert isinstance(archived["archived_at"], int)
+    as_float = backend.conversations.update(conv["id"], {"archived_at": 1_700_000_500.25})
+    assert backend.conversations.retrieve(conv["id"])["archived_at"] == 1_700_000_500.25
+    assert as_float["archived_at"] == 1_700_000_500.25
+    unarchived = backend.conversations.update(conv["id"], {"archived_at": None})
+    assert unarchived["archived_at"] is None
 
 
 def test_null_pinned_message_unpins_it(backend: LocalBackend) -> None:
     conv = backend.conversations.create({"contact_id": "ct_1"})
-    backend.conversations.update(conv.id, {"pinned_message_id": "msg_9"})
-    cleared = backend.conversations.update(conv.id, {"pinned_message_id": None})
-    assert cleared.pinned_message_id is None
+    backend.conversations.update(conv["id"], {"pinned_message_id": "msg_9"})
+    cleared = backend.conversations.update(conv["id"], {"pinned_message_id": None})
+    assert cleared["pinned_message_id"] is None
 
 
 def test_empty_update_returns_the_object_unchanged(backend: LocalBackend, clock: FakeClock) -> None:
     profile = backend.risk_profiles.create(risk_body())
     clock.advance(100)
-    assert backend.risk_profiles.update(profile.id, {}) == profile
+    assert backend.risk_profiles.update(profile["id"], {}) == profile
     conv = backend.conversations.create({"contact_id": "ct_1"})
-    assert backend.conversations.update(conv.id, {}) == conv
+    assert backend.conversations.update(conv["id"], {}) == conv
 
 
 @pytest.mark.parametrize("score", [72, 72.5, 0, -3, 1e300, 2**63 - 1])
 def test_score_comes_back_exactly_as_given(backend: LocalBackend, score: float) -> None:
     profile = backend.risk_profiles.create(risk_body(score=score))
-    for seen in (profile, backend.risk_profiles.retrieve(profile.id)):
-        assert seen.score == score
-        assert type(seen.score) is type(score)
-        assert seen.to_json_dict()["score"] == score
+    for seen in (profile, backend.risk_profiles.retrieve(profile["id"])):
+        assert seen["score"] == score
+        assert type(seen["score"]) is type(score)
+        assert seen["score"] == score
 
 
 def test_score_72_point_0_stays_a_float(backend: LocalBackend) -> None:
     profile = backend.risk_profiles.create(risk_body(score=72.0))
-    assert type(backend.risk_profiles.retrieve(profile.id).score) is float
+    assert type(backend.risk_profiles.retrieve(profile["id"])["score"]) is float
 
 
 def test_details_round_trip_and_are_stored_as_json_text(
@@ -131,10 +139,10 @@ def test_details_round_trip_and_are_stored_as_json_text(
 ) -> None:
     details = {"nested": {"list": [1, 2.5, None, True, "é"]}, "empty": {}}
     profile = backend.risk_profiles.create(risk_body(details=details))
-    assert backend.risk_profiles.retrieve(profile.id).details == details
+    assert backend.risk_profiles.retrieve(profile["id"])["details"] == details
     conn = sqlite3.connect(db_path)
     (kind, text) = conn.execute(
-        "SELECT typeof(details), details FROM risk_profiles WHERE id = ?", (profile.id,)
+        "SELECT typeof(details), details FROM risk_profiles WHERE id = ?", (profile["id"],)
     ).fetchone()
     conn.close()
     assert kind == "text"
@@ -147,32 +155,38 @@ def test_update_risk_profile_refreshes_updated_at_and_replaces_details(
     profile = backend.risk_profiles.create(risk_body(details={"a": 1, "b": 2}))
     clock.advance(3600)
     updated = backend.risk_profiles.update(
-        profile.id, {"score": 80.5, "details": {"c": 3}, "profile_type": "aggressive"}
+        profile["id"], {"score": 80.5, "details": {"c": 3}, "profile_type": "aggressive"}
     )
-    assert updated.created_at == profile.created_at
-    assert updated.updated_at == profile.created_at + 3600
-    assert (updated.score, updated.details, updated.profile_type) == (80.5, {"c": 3}, "aggressive")
-    assert updated.customer_id == profile.customer_id
-    assert backend.risk_profiles.retrieve(profile.id) == updated
+    assert updated["created_at"] == profile["created_at"]
+    assert updated["updated_at"] == profile["created_at"] + 3600
+    assert (updated["score"], updated["details"], updated["profile_type"]) == (
+        80.5,
+        {"c": 3},
+        "aggressive",
+    )
+    assert updated["customer_id"] == profile["customer_id"]
+    assert backend.risk_profiles.retrieve(profile["id"]) == updated
 
 
 def test_any_profile_type_is_accepted(backend: LocalBackend) -> None:
-    assert backend.risk_profiles.create(risk_body(profile_type="custom")).profile_type == "custom"
+    assert (
+        backend.risk_profiles.create(risk_body(profile_type="custom"))["profile_type"] == "custom"
+    )
 
 
 def test_delete_removes_the_object_for_good(backend: LocalBackend) -> None:
     conv = backend.conversations.create({"contact_id": "ct_1"})
     profile = backend.risk_profiles.create(risk_body())
-    assert backend.conversations.delete(conv.id) == Deleted(id=conv.id, deleted=True)
-    assert backend.risk_profiles.delete(profile.id).to_json_dict() == {
-        "id": profile.id,
+    assert backend.conversations.delete(conv["id"]) == Deleted(id=conv["id"], deleted=True)
+    assert backend.risk_profiles.delete(profile["id"]) == {
+        "id": profile["id"],
         "deleted": True,
     }
-    with pytest.raises(NotFoundError, match=f"No such conversation: {conv.id}"):
-        backend.conversations.retrieve(conv.id)
-    with pytest.raises(NotFoundError, match=f"No such risk profile: {profile.id}"):
-        backend.risk_profiles.retrieve(profile.id)
-    assert backend.conversations.list().data == []
+    with pytest.raises(NotFoundError, match=f"No such conversation: {conv['id']}"):
+        backend.conversations.retrieve(conv["id"])
+    with pytest.raises(NotFoundError, match=f"No such risk profile: {profile['id']}"):
+        backend.risk_profiles.retrieve(profile["id"])
+    assert backend.conversations.list()["data"] == []
 
 
 @pytest.mark.parametrize("operation", ["retrieve", "update", "delete"])
@@ -203,12 +217,11 @@ def test_missing_risk_profile_is_not_found(backend: LocalBackend) -> None:
         backend.risk_profiles.delete("rp_nope")
 
 
-def test_results_are_typed_models(backend: LocalBackend) -> None:
+def test_results_are_plain_dicts_with_every_field(backend: LocalBackend) -> None:
     conv = backend.conversations.create({"contact_id": "ct_1"})
     profile = backend.risk_profiles.create(risk_body())
-    assert isinstance(conv, Conversation)
-    assert isinstance(profile, RiskProfile)
+    assert type(conv) is dict and type(profile) is dict
+    assert list(conv) == list(Conversation.__annotations__)
+    assert list(profile) == list(RiskProfile.__annotations__)
     page = backend.risk_profiles.list()
-    assert isinstance(page, Page)
-    # A page serialises every field of its items (not just the base Resource fields).
-    assert page.model_dump(mode="json")["data"][0] == profile.to_json_dict()
+    assert page == {"has_more": False, "data": [profile]}

@@ -115,7 +115,7 @@ def test_run_server_serves_until_sigterm_then_closes_the_database(tmp_path: Path
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     reopened = LocalBackend(db_path)
     try:
-        assert reopened.conversations.retrieve(created["id"]).contact_id == "ct_sig"
+        assert reopened.conversations.retrieve(created["id"])["contact_id"] == "ct_sig"
     finally:
         reopened.close()
 

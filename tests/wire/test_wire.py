@@ -519,4 +519,4 @@ def test_a_request_in_flight_is_answered_while_the_server_closes(served: Served)
         closing.join(timeout=10)
         assert not closing.is_alive()
     # The row is there for the next server over the same file.
-    assert served.server.backend.conversations.list().data[0].contact_id == "ct_in_flight"
+    assert served.server.backend.conversations.list()["data"][0]["contact_id"] == "ct_in_flight"

@@ -1,0 +1,230 @@
+"""Records as the service sends them: plain dicts, typed with TypedDict (DESIGN 4.1).
+
+A record is the service's JSON object, kept as it came: a missing field stays missing, an extra
+one stays, a value of an unexpected type is not coerced. The types below say what the interface
+documents; the local backend and `convrisk serve` give exactly that. From a remote service only
+what the client relies on is checked at the edge (`check_record`, `check_page`): `id` a non-empty
+string (to page and to print ids), `has_more` a boolean and `data` a list of objects (to page),
+and no value nested deeper than `MAX_DETAILS_DEPTH` (to print it). Tables interpret values
+tolerantly; JSON output prints the dict as it is.
+
+pydantic checks a remote answer (DESIGN 4.1): `_edge()` builds two small models of what the
+client relies on, imported only when a remote answer arrives, and used only to check: the
+object returned is the one the service sent, never a model's dump. A local command builds no
+model at all.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Mapping
+from typing import Any, Generic, Required, TypedDict, TypeVar
+
+from .params import MAX_DETAILS_DEPTH, exceeds_depth
+
+# A timestamp as the service sent it: integer Unix seconds from our own service, but a remote one
+# may send milliseconds or floats. Kept unchanged so JSON output carries the service's values.
+Timestamp = int | float
+
+
+class Record(TypedDict, total=False):
+    """What every record has for sure: its id (a non-empty string)."""
+
+    id: Required[str]
+
+
+class Conversation(TypedDict, total=False):
+    """A conversation with one contact or one group."""
+
+    id: Required[str]
+    contact_id: str | None
+    group_id: str | None
+    pinned_message_id: str | None
+    is_pinned: bool
+    is_muted: bool
+    last_active_at: Timestamp | None
+    last_opened_at: Timestamp | None
+    created_at: Timestamp
+    archived_at: Timestamp | None
+
+
+class RiskProfile(TypedDict, total=False):
+    """The risk tolerance of one customer."""
+
+    id: Required[str]
+    customer_id: str
+    profile_type: str
+    score: int | float
+    details: dict[str, Any]
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class Deleted(TypedDict):
+    """The answer to a delete: `{"id": ..., "deleted": true}`."""
+
+    id: str
+    deleted: bool
+
+
+R = TypeVar("R", bound=Record)
+
+
+class Page(TypedDict, Generic[R]):
+    """One page of a list, as the service sends it: `{"has_more": bool, "data": [...]}`."""
+
+    has_more: bool
+    data: list[R]
+
+
+class JsonPage(TypedDict):
+    """One page of a list as JSON text: each record's compact JSON (see `json_text`) and its id.
+
+    `data[i]` is byte for byte `json_text()` of the record the same `list` call would return,
+    so a sink can write it as it is; `ids[i]` is that record's id (for the next cursor).
+    """
+
+    has_more: bool
+    data: list[str]
+    ids: list[str]
+
+
+class NotANumber(ValueError):
+    """JSON text holds NaN, Infinity or a number too large for a float: no JSON output can."""
+
+
+def _refuse_constant(name: str) -> object:
+    raise NotANumber(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise NotANumber(f"{text} is too large a number to print")
+    return value
+
+
+def load_json(text: str | bytes) -> Any:
+    """Parse JSON text strictly: NaN and Infinity (which Python's parser accepts) and numbers
+    that overflow a float raise NotANumber, so every value read can be printed as JSON again."""
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
+def json_text(record: Mapping[str, Any]) -> str:
+    """A record's compact JSON text, non-ASCII kept: what `-o jsonl` prints before escaping."""
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+
+
+class ShapeError(ValueError):
+    """A remote answer does not have the shape the client relies on; says where and what."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__(f"{where}: {problem}")
+        self.where = where
+        self.problem = problem
+
+
+@functools.cache
+def _edge() -> tuple[Any, Any]:
+    """The pydantic models of a record and a page, as far as the client relies on them."""
+    from typing import Annotated
+
+    from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
+
+    class EdgeRecord(BaseModel):
+        """A record: an id that is a non-empty string (other fields are not the client's)."""
+
+        model_config = ConfigDict(extra="ignore")
+        id: Annotated[StrictStr, Field(min_length=1)]
+
+    class EdgePage(BaseModel):
+        """A page: has_more true or false, data an array of records."""
+
+        model_config = ConfigDict(extra="ignore")
+        has_more: StrictBool
+        data: list[EdgeRecord]
+
+    return EdgeRecord, EdgePage
+
+
+# What each field the client relies on must be, for messages.
+_WANTED = {"id": "a non-empty string", "has_more": "true or false", "data": "an array"}
+
+
+def _checked(model: Any, data: object, where: str) -> None:
+    """Validate `data` with a pydantic model; the first problem as a ShapeError naming it."""
+    from pydantic import ValidationError
+
+    if not isinstance(data, dict):
+        raise ShapeError(where or "the body", f"a JSON object was expected, not {_kind(data)}")
+    try:
+        model.model_validate(data)
+    except ValidationError as exc:
+        loc = [str(part) for part in exc.errors(include_url=False)[0]["loc"]]
+        parent: object = data
+        for part in loc[:-1]:
+            parent = parent[int(part)] if isinstance(parent, list) else parent[part]  # type: ignore[index]
+        name = loc[-1]
+        at = _join(where, ".".join(loc))
+        if isinstance(parent, list):  # an item of `data` that is not an object
+            item = parent[int(name)]
+            raise ShapeError(at, f"a JSON object was expected, not {_kind(item)}") from None
+        assert isinstance(parent, dict)
+        raise ShapeError(at, _wrong(parent, name, _WANTED.get(name, "valid"))) from None
+
+
+def _not_too_deep(record: dict[str, Any], where: str) -> None:
+    for name, value in record.items():
+        if isinstance(value, dict | list) and exceeds_depth(value, MAX_DETAILS_DEPTH):
+            raise ShapeError(
+                _join(where, str(name)), f"nests more than {MAX_DETAILS_DEPTH} levels deep"
+            )
+
+
+def check_record(data: object) -> dict[str, Any]:
+    """`data` itself if it is a record the client can use; else ShapeError naming the field."""
+    _checked(_edge()[0], data, "")
+    assert isinstance(data, dict)
+    _not_too_deep(data, "")
+    return data
+
+
+def check_page(data: object) -> dict[str, Any]:
+    """`data` itself if it is a page the client can use (every item checked); else ShapeError."""
+    _checked(_edge()[1], data, "")
+    assert isinstance(data, dict)
+    for index, item in enumerate(data["data"]):
+        _not_too_deep(item, f"data.{index}")
+    return data
+
+
+def _wrong(data: dict[str, Any], name: str, wanted: str) -> str:
+    """What is wrong with field `name` of `data`: missing, or of the wrong kind."""
+    if name not in data:
+        return "missing"
+    value = data[name]
+    shown = "an empty string" if value == "" else _kind(value)
+    return f"must be {wanted}, not {shown}"
+
+
+def _join(where: str, name: str) -> str:
+    return f"{where}.{name}" if where else name
+
+
+def _kind(value: object) -> str:
+    """A JSON value's kind, for messages: a string, a number, an array..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__

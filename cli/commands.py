@@ -1,0 +1,125 @@
+"""The command classes of every sub-command: global options accepted after the command too, and
+help written in convrisk's words (`ID...`, `KEY`, a "Global options" section).
+
+`convrisk conv list --debug` is `convrisk --debug conv list`: each command and sub-group also
+takes copies of the root's global options (`--profile`, `--base-url`, `--db`, `--debug`),
+except where it has an option of that name itself (`config ... --profile`, `serve --db`). A
+copy sets the same flag on the run's AppContext; the last one given wins.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any
+
+import typer
+from typer.core import TyperCommand, TyperGroup
+
+GLOBAL_OPTIONS = ("profile", "base_url", "db", "debug")
+_copies: dict[int, list[Any]] = {}
+
+
+def _set_flag(ctx: Any, param: Any, value: Any) -> Any:
+    """The callback of a copy: the value given after the command, set as the root's would be."""
+    if value is None or value is False:
+        return value
+    from .context import AppContext
+
+    run = ctx.ensure_object(AppContext)
+    run.flags = dataclasses.replace(run.flags, **{param.name: value})
+    if param.name == "debug":
+        run.start_debug_log()
+    return value
+
+
+def global_options(ctx: Any) -> list[Any]:
+    """Copies of the root command's global options, for a command under it (made once)."""
+    root = ctx.find_root().command
+    if root is ctx.command:
+        return []
+    made = _copies.get(id(root))
+    if made is None:
+        made = []
+        for param in root.params:
+            if param.name in GLOBAL_OPTIONS:
+                twin = copy.copy(param)
+                twin.expose_value = False  # the command's function does not take it
+                twin.callback = _set_flag
+                twin.is_eager = False
+                made.append(twin)
+        _copies[id(root)] = made
+    return made
+
+
+class GlobalOptions:
+    """A command (mixin) that takes the global options too and lists them apart in its help."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        """Its own parameters, then the global options it does not define itself."""
+        params: list[Any] = super().get_params(ctx)  # type: ignore[misc]
+        own = {opt for param in params for opt in [*param.opts, *param.secondary_opts]}
+        return params + [p for p in global_options(ctx) if not own & set(p.opts)]
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        """Arguments, options, and the global options, each in its own section."""
+        extra = {id(p) for p in global_options(ctx)}
+        sections: dict[str, list[tuple[str, str]]] = {
+            "Arguments": [],
+            "Options": [],
+            "Global options (before or after the command)": [],
+        }
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                if not getattr(param, "hidden", False):
+                    sections["Arguments"].append(_argument_help(param))
+                continue
+            record = param.get_help_record(ctx)
+            if record is not None:
+                title = "Options" if id(param) not in extra else list(sections)[2]
+                sections[title].append(record)
+        for title, rows in sections.items():
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+        format_commands = getattr(self, "format_commands", None)
+        if format_commands is not None:
+            format_commands(ctx, formatter)
+
+
+def argument_metavar(param: Any) -> str:
+    """`ID...`, `KEY`, `[VALUE]`: an argument as the usage line shows it."""
+    name = param.metavar or param.name.upper()
+    if param.nargs != 1:
+        name += "..."
+    return name if param.required else f"[{name}]"
+
+
+def _argument_help(param: Any) -> tuple[str, str]:
+    help = getattr(param, "help", None) or ""
+    name = param.metavar or param.name.upper()
+    return (name + ("..." if param.nargs != 1 else ""), help)
+
+
+class Command(GlobalOptions, TyperCommand):
+    """A leaf command (`conv list`, `serve`) with the global options."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        """`[OPTIONS] ID...`: the arguments by their metavar, required or in brackets."""
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                pieces.append(argument_metavar(param))
+        return pieces
+
+
+class Group(GlobalOptions, TyperGroup):
+    """A sub-group (`conv`, `risk`, `config`) with the global options."""
+
+
+def with_global_options(sub_app: typer.Typer) -> typer.Typer:
+    """The sub-app, its commands made with Command (unless they chose a class of their own)."""
+    for info in sub_app.registered_commands:
+        if info.cls in (None, TyperCommand):
+            info.cls = Command
+    return sub_app

@@ -1,0 +1,59 @@
+"""Shell completion of values: output formats, profile names, config keys, and ids from the
+local database. Each answers from what is at hand, quickly, and never fails (no candidates)."""
+
+import dataclasses
+from typing import Any
+
+import typer
+
+from .settings import KEYS, OUTPUT_FORMATS, Flags, config_path, read_config, resolve
+
+
+def formats(ctx: typer.Context, args: list[str], incomplete: str) -> list[str]:
+    """The output formats (`-o <TAB>`)."""
+    return [name for name in OUTPUT_FORMATS if name.startswith(incomplete)]
+
+
+def config_keys(ctx: typer.Context, args: list[str], incomplete: str) -> list[str]:
+    """The config keys (`config get <TAB>`)."""
+    return [key for key in KEYS if key.startswith(incomplete)]
+
+
+def profiles(ctx: typer.Context, args: list[str], incomplete: str) -> list[str]:
+    """The profiles of the config file (`--profile <TAB>`)."""
+    env = _run(ctx).env
+    try:
+        names = list(read_config(config_path(env)).profiles)
+    except Exception:  # an unreadable config file: nothing to offer
+        return []
+    return [name for name in names if name.startswith(incomplete)]
+
+
+def ids(ctx: typer.Context, args: list[str], incomplete: str) -> list[str]:
+    """Ids from the local database, newest first (`conv get <TAB>`); none for a remote one."""
+    group = ctx.parent.info_name if ctx.parent is not None else None
+    resource = {"conv": "conversations", "risk": "risk_profiles"}.get(group or "")
+    if resource is None:
+        return []
+    run = _run(ctx)
+    # The global options typed so far: before the command (the root's parameters; its
+    # callback does not run while completing), then after it (set on the run as parsed).
+    root = ctx.find_root().params
+    given = {name: root.get(name) for name in ("profile", "base_url", "db")}
+    later = {k: v for k, v in dataclasses.asdict(run.flags).items() if k in given and v}
+    flags = dataclasses.replace(Flags(), **{**given, **later})
+    try:
+        settings = resolve(flags, run.env, read_config(config_path(run.env)))
+    except Exception:  # broken settings: no candidates (and no warning) rather than an error
+        return []
+    if settings.is_remote:
+        return []
+    from local_backend.completion import ids_starting_with
+
+    return ids_starting_with(settings.db, resource, incomplete)
+
+
+def _run(ctx: typer.Context) -> Any:
+    from .context import AppContext
+
+    return ctx.ensure_object(AppContext)

@@ -1,0 +1,148 @@
+"""Shell completion of values through the installed script, as bash, zsh and fish call it:
+output formats, profile names, config keys, and ids read from the local database."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.test_cli import CONVRISK, SAFETY_TIMEOUT, db_of, run
+from tests.e2e.test_cli import env as env  # a fixture
+from tests.e2e.test_cli import store as store  # a fixture
+
+
+def complete(env: dict[str, str], line: str) -> list[str]:
+    """What bash is offered for the last word of `line` (an empty last word after a space)."""
+    words = line.split(" ")
+    result = subprocess.run(
+        [str(CONVRISK)],
+        env={
+            **env,
+            "_CONVRISK_COMPLETE": "complete_bash",
+            "COMP_WORDS": line,
+            "COMP_CWORD": str(len(words) - 1),
+        },
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=SAFETY_TIMEOUT,
+        start_new_session=True,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    return [word for word in result.stdout.split("\n") if word]
+
+
+def test_output_formats_complete(env: dict[str, str]) -> None:
+    assert complete(env, "convrisk conv list -o ") == ["table", "json", "jsonl", "csv", "id"]
+    assert complete(env, "convrisk risk get rp_1 --output js") == ["json", "jsonl"]
+
+
+def test_profile_names_complete_from_the_config_file(env: dict[str, str]) -> None:
+    for profile in ("staging", "ops", "prod"):
+        assert run(env, "config", "set", "--profile", profile, "timeout", "5").returncode == 0
+    assert complete(env, "convrisk --profile ") == ["staging", "ops", "prod"]
+    assert complete(env, "convrisk conv list --profile p") == ["prod"]  # after the command too
+    assert complete(env, "convrisk config show --profile o") == ["ops"]
+
+
+def test_config_keys_complete(env: dict[str, str]) -> None:
+    assert complete(env, "convrisk config get ") == [
+        "base_url",
+        "token",
+        "db",
+        "output",
+        "timeout",
+        "max_retries",
+        "page_size",
+        "max_response_mb",
+    ]
+    assert complete(env, "convrisk config set max") == ["max_retries", "max_response_mb"]
+
+
+def test_ids_complete_from_the_local_database_newest_first(env: dict[str, str], store: Any) -> None:
+    convs = [store.conversations.create({"contact_id": f"c_{i}"})["id"] for i in range(60)]
+    profile = store.risk_profiles.create(
+        {"customer_id": "c", "profile_type": "t", "score": 1, "details": {}}
+    )["id"]
+    offered = complete(env, "convrisk conv get ")
+    assert offered == convs[::-1][:50]  # at most 50
+    assert complete(env, f"convrisk conv delete {convs[7]}") == [convs[7]]
+    prefix = convs[0][:-3]  # ids made in the same millisecond share more than this
+    assert complete(env, f"convrisk conv update {prefix}") == [
+        c for c in convs[::-1] if c.startswith(prefix)
+    ]
+    assert complete(env, "convrisk conv list --starting-after conv_zz") == []
+    assert complete(env, "convrisk risk update ") == [profile]
+
+
+def test_ids_follow_db_given_before_or_after_the_command(
+    env: dict[str, str], store: Any, tmp_path: Path
+) -> None:
+    store.conversations.create({"contact_id": "default db"})
+    other = tmp_path / "other.db"
+    made = run(env, "--db", str(other), "conv", "create", "--contact-id", "c", "-o", "id")
+    conv_id = made.stdout.strip()
+    assert complete(env, f"convrisk --db {other} conv get ") == [conv_id]
+    assert complete(env, f"convrisk conv get --db {other} ") == [conv_id]
+
+
+def test_completion_reads_the_database_without_creating_or_changing_it(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    assert complete(env, "convrisk conv get ") == []
+    assert not db_of(env).exists()  # no database made by a TAB
+    assert complete(env, f"convrisk conv get --db {tmp_path / 'nope.db'} ") == []
+    assert not (tmp_path / "nope.db").exists()
+
+
+def test_a_remote_profile_offers_no_ids(env: dict[str, str], store: Any) -> None:
+    store.conversations.create({"contact_id": "c"})
+    remote = {**env, "CONVRISK_BASE_URL": "http://127.0.0.1:9", "CONVRISK_TOKEN": "t" * 20}
+    assert complete(remote, "convrisk conv get ") == []  # no request sent for a TAB
+
+
+def test_id_completion_imports_neither_the_store_nor_the_models(
+    env: dict[str, str], store: Any
+) -> None:
+    store.conversations.create({"contact_id": "c"})
+    probe = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print(sorted({'local_backend.store', 'api_client.models',"
+        " 'httpx', 'rich'} & set(sys.modules)), file=sys.stderr))\n"
+        "from cli.app import main\n"
+        "main(['conv', 'get', 'conv_'])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={
+            **env,
+            "_CONVRISK_COMPLETE": "complete_bash",
+            "COMP_WORDS": "convrisk conv get conv_",
+            "COMP_CWORD": "3",
+        },
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=SAFETY_TIMEOUT,
+    )
+    assert result.stdout.startswith("conv_"), result.stderr
+    assert result.stderr.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_each_shell_gets_a_completion_script(env: dict[str, str], shell: str) -> None:
+    result = subprocess.run(
+        [str(CONVRISK)],
+        env={**env, "_CONVRISK_COMPLETE": f"source_{shell}"},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=SAFETY_TIMEOUT,
+    )
+    assert result.returncode == 0
+    assert f"_CONVRISK_COMPLETE=complete_{shell}" in result.stdout

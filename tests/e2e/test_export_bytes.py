@@ -1,0 +1,56 @@
+"""`convrisk ... list --all -o jsonl/json` over varied rows prints, byte for byte, what the general
+path (each record dumped by Python) prints: the export path changes speed, never output."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from api_client import Client
+from api_client.records import json_text
+from api_client.text import printable_json
+from local_backend.store import LocalBackend
+from tests.local_backend.varied import fill_varied
+
+from .test_remote_cli import CONVRISK, isolated_env
+
+SAFETY_TIMEOUT = 120
+
+
+@pytest.fixture(scope="module")
+def varied(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The varied database (see tests/local_backend/varied.py)."""
+    path = tmp_path_factory.mktemp("export") / "varied.db"
+    fill_varied(path)
+    return path
+
+
+def _expected(path: Path, name: str, fmt: str) -> bytes:
+    """What the general path prints: every record through json.dumps and printable_json."""
+    with LocalBackend(path) as store:
+        records = list(getattr(Client(store), name).iterate())
+    texts = [printable_json(json_text(record)) for record in records]
+    text = "".join(t + "\n" for t in texts) if fmt == "jsonl" else "[" + ",".join(texts) + "]\n"
+    return text.encode("utf-8")
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "json"])
+@pytest.mark.parametrize(
+    ("command", "name"), [("conv", "conversations"), ("risk", "risk_profiles")]
+)
+def test_the_export_prints_exactly_what_the_general_path_prints(
+    varied: Path, tmp_path: Path, command: str, name: str, fmt: str
+) -> None:
+    result = subprocess.run(
+        [CONVRISK, "--db", str(varied), command, "list", "--all", "-o", fmt],
+        env=isolated_env(tmp_path / "home"),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=SAFETY_TIMEOUT,
+    )
+    assert result.returncode == 0, result.stderr
+    expected = _expected(varied, name, fmt)
+    assert expected.count(b'{"id":') > 20
+    assert result.stdout == expected

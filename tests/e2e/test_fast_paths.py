@@ -1,0 +1,137 @@
+"""`convrisk --version` and `convrisk --help` are answered by cli/__main__.py without loading the
+app (typer, click, pydantic): the answers must be byte for byte the app's own."""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from api_client import __version__
+from cli.__main__ import root_help
+
+from .test_cli import CONVRISK, SAFETY_TIMEOUT, env, run
+
+__all__ = ["env"]  # the fixture, imported for the tests below
+
+ROOT_HELP = Path(__file__).resolve().parents[2] / "cli" / "root_help.txt"
+
+
+def app_output(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """What cli.app.main (the whole app, no fast path) prints for these arguments."""
+    return subprocess.run(
+        [sys.executable, "-c", f"from cli.app import main; raise SystemExit(main({list(args)!r}))"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=SAFETY_TIMEOUT,
+    )
+
+
+def test_the_stored_root_help_is_what_the_app_prints(env: dict[str, str]) -> None:
+    """cli/root_help.txt is regenerated with CONVRISK_UPDATE_SNAPSHOTS=1 when the help changes."""
+    app = app_output({**env, "COLUMNS": "80"}, "--help")
+    assert app.returncode == 0, app.stderr
+    if os.environ.get("CONVRISK_UPDATE_SNAPSHOTS") == "1":
+        ROOT_HELP.write_text(app.stdout, encoding="utf-8")
+    assert root_help() == app.stdout, (
+        "cli/root_help.txt is out of date: run "
+        "CONVRISK_UPDATE_SNAPSHOTS=1 .venv/bin/pytest tests/e2e/test_fast_paths.py"
+    )
+
+
+@pytest.mark.parametrize("columns", [None, "80", "200", "79", "60", "x"])
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help_is_the_apps_help_at_any_width(
+    env: dict[str, str], flag: str, columns: str | None
+) -> None:
+    if columns is not None:
+        env = {**env, "COLUMNS": columns}
+    script = run(env, flag)
+    app = app_output(env, flag)
+    assert (script.returncode, script.stdout, script.stderr) == (0, app.stdout, "")
+    assert app.returncode == 0 and app.stdout.startswith("Usage: convrisk ")
+
+
+def test_version_is_the_apps_version(env: dict[str, str]) -> None:
+    script = run(env, "--version")
+    assert (script.returncode, script.stdout, script.stderr) == (0, f"convrisk {__version__}\n", "")
+    assert app_output(env, "--version").stdout == script.stdout
+    assert run(env, "--debug", "--version").stdout == script.stdout  # through the app
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"], ["-h"]])
+def test_version_and_help_load_neither_typer_nor_click(
+    env: dict[str, str], args: list[str]
+) -> None:
+    probe = (
+        "import sys\n"
+        f"sys.argv = ['convrisk', *{args!r}]\n"
+        "from cli.__main__ import main\n"
+        "code = main()\n"
+        "loaded = {m.split('.')[0] for m in sys.modules} | set(sys.modules)\n"
+        "heavy = {'typer', 'click', 'pydantic', 'rich', 'httpx', 'cli.app', 'local_backend'}\n"
+        "print(sorted(loaded & heavy), file=sys.stderr)\n"
+        "sys.exit(code)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=SAFETY_TIMEOUT,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"]])
+def test_a_closed_pipe_ends_version_and_help_quietly(env: dict[str, str], args: list[str]) -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before anything is written
+    try:
+        result = subprocess.run(
+            [str(CONVRISK), *args],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            timeout=SAFETY_TIMEOUT,
+        )
+    finally:
+        os.close(write_end)
+    assert (result.returncode, result.stderr) == (0, b"")
+
+
+def test_shell_completion_still_reaches_the_app(env: dict[str, str]) -> None:
+    """typer's completion runs the program with _CONVRISK_COMPLETE set: the app answers it."""
+    env = {**env, "_CONVRISK_COMPLETE": "complete_bash", "COMP_WORDS": "convrisk --he"}
+    env["COMP_CWORD"] = "1"
+    result = run(env, "--help")
+    assert result.returncode == 0, result.stderr
+    assert not result.stdout.startswith("Usage:")
+    assert "--help" in result.stdout
+
+
+def test_help_without_the_stored_file_is_rendered_by_the_app(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import cli.__main__ as entry
+
+    def missing() -> str:
+        raise FileNotFoundError("root_help.txt")
+
+    monkeypatch.setattr(entry, "root_help", missing)
+    monkeypatch.setattr(sys, "argv", ["convrisk", "--help"])
+    monkeypatch.setenv("COLUMNS", "80")
+    try:
+        assert entry.main() == 0
+    finally:
+        gc.unfreeze()  # main() froze this process's objects, as it does before an exit
+    assert capsys.readouterr().out == ROOT_HELP.read_text(encoding="utf-8")

@@ -1,0 +1,216 @@
+"""The export path (SQLite writes each row's JSON) prints exactly what the general path prints."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from api_client import Client
+from api_client.errors import ServiceError
+from api_client.records import json_text
+from api_client.text import printable_json
+from cli.output import CONVERSATIONS, RISK_PROFILES, Printer
+from local_backend import resource as resource_module
+from local_backend.store import LocalBackend
+
+from .varied import RAW_DETAILS, fill_varied
+
+
+@pytest.fixture(scope="module")
+def varied(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database of varied rows, shared by the tests of this module (they only read it)."""
+    path = tmp_path_factory.mktemp("varied") / "varied.db"
+    fill_varied(path)
+    return path
+
+
+@pytest.fixture
+def store(varied: Path) -> Iterator[LocalBackend]:
+    """A backend on the varied database."""
+    with LocalBackend(varied) as backend:
+        yield backend
+
+
+def _both(client: Client, name: str, page_size: int, **filters: Any) -> None:
+    """Every page of both paths: the same ids, has_more and, byte for byte, the same text."""
+    resource = getattr(client, name)
+    general = list(resource.iter_pages(filters or None, page_size=page_size))
+    fast = list(resource.iter_json_pages(filters or None, page_size=page_size))
+    assert [page["has_more"] for page in fast] == [page["has_more"] for page in general]
+    assert [page["ids"] for page in fast] == [
+        [record["id"] for record in page["data"]] for page in general
+    ]
+    for text_page, record_page in zip(fast, general, strict=True):
+        for text, record in zip(text_page["data"], record_page["data"], strict=True):
+            assert text == json_text(record), record["id"]
+
+
+@pytest.mark.parametrize("page_size", [1, 7, 100])
+@pytest.mark.parametrize("name", ["conversations", "risk_profiles"])
+def test_json_pages_are_byte_identical_to_dumped_records(
+    store: LocalBackend, name: str, page_size: int
+) -> None:
+    _both(Client(store), name, page_size)
+
+
+@pytest.mark.parametrize(
+    ("name", "filters"),
+    [
+        ("conversations", {"pinned": True}),
+        ("conversations", {"muted": False, "archived": True}),
+        ("risk_profiles", {"customer_id": "cus_raw"}),
+        ("risk_profiles", {"customer_id": "cus_d"}),
+    ],
+)
+def test_json_pages_agree_with_filters(
+    store: LocalBackend, name: str, filters: dict[str, Any]
+) -> None:
+    _both(Client(store), name, 3, **filters)
+
+
+def _printed(store: LocalBackend, fmt: str, name: str, *, text: bool) -> str:
+    """What the printer writes for the whole list, from record pages or from JSON text pages."""
+    printer = Printer(fmt, env={})
+    printer.stdout_is_terminal = lambda: False  # type: ignore[method-assign]
+    resource = getattr(Client(store, page_size=9), name)
+    kind = CONVERSATIONS if name == "conversations" else RISK_PROFILES
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("sys.stdout", out)
+        if text:
+            printer.json_pages(kind, resource.iter_json_pages(), hint_more=False)
+        else:
+            printer.pages(kind, resource.iter_pages(), hint_more=False)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "json"])
+@pytest.mark.parametrize("name", ["conversations", "risk_profiles"])
+def test_printed_output_is_the_same_from_either_path(
+    store: LocalBackend, fmt: str, name: str
+) -> None:
+    printed = _printed(store, fmt, name, text=True)
+    assert printed == _printed(store, fmt, name, text=False)
+    # Escaped for a terminal (DEL, C1, U+2028, bidi, lone surrogates) and encodable as UTF-8.
+    assert printed == printable_json(printed)
+    printed.encode("utf-8")
+    assert "\\u2028" in printed and "\u2028" not in printed
+
+
+def _counting_records(store: LocalBackend, name: str) -> list[str]:
+    """Record the ids of rows that go through Python (to_record) rather than SQLite's JSON."""
+    table = getattr(store, name)
+    seen: list[str] = []
+    spec = table._spec
+    original = spec.to_record
+
+    def counting(row: Any) -> Any:
+        seen.append(row[0])
+        return original(row)
+
+    table._spec = dataclasses.replace(spec, to_record=counting)
+    return seen
+
+
+def test_sqlite_writes_most_rows_and_python_only_those_it_cannot_match(
+    store: LocalBackend,
+) -> None:
+    client = Client(store)
+    seen = _counting_records(store, "risk_profiles")
+    texts = [text for page in client.risk_profiles.iter_json_pages() for text in page["data"]]
+    assert 0 < len(seen) < len(texts) / 2
+    # Every hand-written form that json.dumps would write otherwise went through Python...
+    raw = client.risk_profiles.iter_pages({"customer_id": "cus_raw"})
+    changed = {
+        record["id"]
+        for page in raw
+        for record in page["data"]
+        if json_text(record["details"]) not in RAW_DETAILS
+    }
+    assert changed and changed <= set(seen)
+    # ... and conversations need Python only for the two flags stored as 2 and "yes".
+    seen_conv = _counting_records(store, "conversations")
+    list(client.conversations.iter_json_pages())
+    assert len(seen_conv) == 2
+
+
+def test_a_sqlite_that_writes_json_otherwise_is_not_used(
+    varied: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A build whose floats come out as SQLite's own `%!.15g` (-0.0 as 0.0, 1e300 as 1.0e+300).
+    monkeypatch.setattr(resource_module, "_json_float", lambda value: f"{value:.15g}")
+    with LocalBackend(varied) as store:
+        seen = _counting_records(store, "conversations")
+        client = Client(store)
+        total = sum(len(page["data"]) for page in client.conversations.iter_json_pages())
+        assert len(seen) == total
+        _both(client, "risk_profiles", 100)
+
+
+@pytest.mark.parametrize(
+    ("column", "sql_value"),
+    [("contact_id", "x'00ff'"), ("archived_at", "9e999"), ("last_active_at", "-9e999")],
+)
+def test_a_row_no_json_can_carry_fails_both_paths_alike(
+    tmp_path: Path, column: str, sql_value: str
+) -> None:
+    path = tmp_path / "bad.db"
+    with LocalBackend(path) as store:
+        for n in range(5):
+            store.conversations.create({"contact_id": f"ct_{n}"})
+        bad = store.conversations.create({"contact_id": "ct_bad"})["id"]
+        store.conversations.create({"contact_id": "ct_after"})
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(f"UPDATE conversations SET {column} = {sql_value} WHERE id = ?", (bad,))
+    conn.close()
+    with LocalBackend(path) as store:
+        messages = []
+        for pages in (store.conversations.list, store.conversations.list_json):
+            with pytest.raises(ServiceError) as caught:
+                pages(limit=100)
+            messages.append(caught.value.message)
+        assert messages[0] == messages[1]
+        assert bad in messages[0] and "cannot be read back" in messages[0]
+
+
+@pytest.mark.parametrize(
+    "details_text",
+    [
+        "NaN",
+        '{"a":NaN}',
+        '{"a":Infinity}',
+        '{"a":1e999}',
+        "[1]",
+        "{not json",
+        '"text"',
+        '{"k":' * 64 + "{}" + "}" * 64,
+    ],
+    ids=["nan", "nan-inside", "infinity", "overflow", "array", "not-json", "string", "65-deep"],
+)
+def test_details_no_json_object_can_carry_fail_both_paths_alike(
+    tmp_path: Path, details_text: str
+) -> None:
+    path = tmp_path / "bad.db"
+    body = {"customer_id": "c", "profile_type": "t", "score": 1, "details": {}}
+    with LocalBackend(path) as store:
+        bad = store.risk_profiles.create(body)["id"]
+        store.risk_profiles.create(body)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE risk_profiles SET details = ? WHERE id = ?", (details_text, bad))
+    conn.close()
+    with LocalBackend(path) as store:
+        messages = []
+        for pages in (store.risk_profiles.list, store.risk_profiles.list_json):
+            with pytest.raises(ServiceError) as caught:
+                pages(limit=100)
+            messages.append(caught.value.message)
+        assert messages[0] == messages[1]
+        assert bad in messages[0]
