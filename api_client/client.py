@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import builtins
+from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Generic, TypedDict, TypeVar
 
-from .errors import InvalidRequestError, ServiceError
+from .errors import ConvriskError, InvalidRequestError, ServiceError
 from .params import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -16,6 +17,10 @@ from .params import (
     RiskProfileCreateParams,
     RiskProfileFilters,
     RiskProfileUpdateParams,
+    check_conversation_create,
+    check_conversation_update,
+    check_risk_profile_create,
+    check_risk_profile_update,
 )
 from .protocol import Backend, ResourceBackend
 from .records import Conversation, Deleted, JsonPage, Page, Record, RiskProfile
@@ -85,13 +90,24 @@ P = TypeVar("P", bound=_AnyPage)
 
 
 class ResourceClient(Generic[M, C, U, F]):
-    """The five verbs of one resource, plus iteration across pages."""
+    """The five verbs of one resource, plus iteration across pages and bulk creation.
+
+    `check_create` and `check_update` are the interface's input rules for this resource's
+    bodies (api_client.params), for checking a body without sending it (a dry run).
+    """
 
     def __init__(
-        self, backend: ResourceBackend[M, C, U, F], *, page_size: int = DEFAULT_PAGE_SIZE
+        self,
+        backend: ResourceBackend[M, C, U, F],
+        *,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        check_create: Callable[[object], C],
+        check_update: Callable[[object], U],
     ) -> None:
         self._backend = backend
         self._page_size = check_page_size(page_size)
+        self.check_create = check_create
+        self.check_update = check_update
 
     def list(
         self,
@@ -112,6 +128,7 @@ class ResourceClient(Generic[M, C, U, F]):
         *,
         limit: int | None = None,
         starting_after: str | None = None,
+        ending_before: str | None = None,
         page_size: int | None = None,
     ) -> Iterator[Page[M]]:
         """Pages until `limit` items in all (None: every page), fetched lazily.
@@ -119,15 +136,38 @@ class ResourceClient(Generic[M, C, U, F]):
         Each request asks for `page_size` items (default: the client's), fewer for the last.
         The last page's `has_more` says whether more items exist than were yielded. A service
         that hands back a cursor already seen raises ServiceError instead of looping.
+
+        With `ending_before` the walk goes backwards, towards the newest: each page holds the
+        items just newer than the last one yielded, and its items are yielded oldest first
+        (the reverse of the list order), so that the last item yielded is always the cursor
+        that continues the walk.
         """
         per_page, limit = self._check_iteration(limit, page_size)
+        if starting_after is not None and ending_before is not None:
+            raise InvalidRequestError(
+                "Give at most one of starting_after and ending_before.", param="ending_before"
+            )
 
         def fetch(size: int, cursor: str | None) -> Page[M]:
             return self._backend.list(filters, limit=size, starting_after=cursor)
 
+        def fetch_backwards(size: int, cursor: str | None) -> Page[M]:
+            page = self._backend.list(filters, limit=size, ending_before=cursor)
+            page["data"].reverse()  # newest first -> oldest first, the walk's order
+            return page
+
         def cut(page: Page[M], size: int) -> None:
             page["data"] = page["data"][:size]
 
+        if ending_before is not None:
+            return _paginate(
+                fetch_backwards,
+                lambda page: page["data"][-1]["id"],
+                cut,
+                limit,
+                ending_before,
+                per_page,
+            )
         return _paginate(
             fetch, lambda page: page["data"][-1]["id"], cut, limit, starting_after, per_page
         )
@@ -171,17 +211,29 @@ class ResourceClient(Generic[M, C, U, F]):
         *,
         limit: int | None = None,
         starting_after: str | None = None,
+        ending_before: str | None = None,
         page_size: int | None = None,
     ) -> Iterator[M]:
         """Every item across pages, up to `limit` (None: all), in flat memory."""
         pages = self.iter_pages(
-            filters, limit=limit, starting_after=starting_after, page_size=page_size
+            filters,
+            limit=limit,
+            starting_after=starting_after,
+            ending_before=ending_before,
+            page_size=page_size,
         )
         return (item for page in pages for item in page["data"])
 
     def create(self, params: C, *, idempotency_key: str | None = None) -> M:
         """Create an object."""
         return self._backend.create(params, idempotency_key=idempotency_key)
+
+    def create_many(
+        self, items: Sequence[tuple[C, str | None]], *, stop_on_error: bool = False
+    ) -> builtins.list[M | ConvriskError]:
+        """Create several objects, each `(params, idempotency_key)`; one result per item, in
+        order: the object or the error of that item (see ResourceBackend.create_many)."""
+        return self._backend.create_many(items, stop_on_error=stop_on_error)
 
     def retrieve(self, id: str) -> M:
         """The object with this id."""
@@ -201,15 +253,17 @@ def _paginate(
     last_id: Callable[[P], str],
     cut: Callable[[P, int], None],
     limit: int | None,
-    starting_after: str | None,
+    start: str | None,
     per_page: int,
 ) -> Iterator[P]:
-    """Pages from `fetch(size, cursor)` until `limit` items (None: all), guarded against loops."""
+    """Pages from `fetch(size, cursor)` until `limit` items (None: all), guarded against loops.
+
+    `start` is the first cursor (starting_after, or ending_before for a backward walk)."""
     remaining = limit
-    cursor = starting_after
+    cursor = start
     guard = CursorGuard()
-    if starting_after is not None:
-        guard.repeated(starting_after)
+    if start is not None:
+        guard.repeated(start)
     while remaining is None or remaining > 0:
         size = per_page if remaining is None else min(per_page, remaining)
         page = fetch(size, cursor)
@@ -247,10 +301,16 @@ class Client:
     def __init__(self, backend: Backend, *, page_size: int = DEFAULT_PAGE_SIZE) -> None:
         self.backend = backend
         self.conversations: ConversationsClient = ResourceClient(
-            backend.conversations, page_size=page_size
+            backend.conversations,
+            page_size=page_size,
+            check_create=check_conversation_create,
+            check_update=check_conversation_update,
         )
         self.risk_profiles: RiskProfilesClient = ResourceClient(
-            backend.risk_profiles, page_size=page_size
+            backend.risk_profiles,
+            page_size=page_size,
+            check_create=check_risk_profile_create,
+            check_update=check_risk_profile_update,
         )
 
     def close(self) -> None:

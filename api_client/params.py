@@ -130,18 +130,17 @@ def _number(value: object, key: str) -> int | float:
 
 def exceeds_depth(value: object, limit: int) -> bool:
     """Whether objects and arrays nest more than `limit` levels deep in `value` (no recursion)."""
+    containers = (Mapping, list, tuple)
+    if not isinstance(value, containers):
+        return False
     stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, Mapping):
-            children: Any = item.values()
-        elif isinstance(item, list | tuple):
-            children = item
-        else:
-            continue
         if depth > limit:
             return True
-        stack.extend((child, depth + 1) for child in children)
+        children: Any = item.values() if isinstance(item, Mapping) else item
+        # Only containers go on the stack: a flat object costs one pass over its values.
+        stack.extend((child, depth + 1) for child in children if isinstance(child, containers))
     return False
 
 
@@ -186,7 +185,7 @@ def check_idempotency_key(key: object) -> str | None:
     if (
         not isinstance(key, str)
         or not 1 <= len(key) <= MAX_IDEMPOTENCY_KEY_LENGTH
-        or not all(" " <= ch <= "~" for ch in key)
+        or not (key.isascii() and key.isprintable())  # " " to "~"
         or key != key.strip(" ")
     ):
         raise InvalidRequestError(

@@ -6,8 +6,11 @@ backends.
 
 from __future__ import annotations
 
+import builtins
+from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
+from .errors import ConvriskError
 from .params import (
     DEFAULT_LIMIT,
     ConversationCreateParams,
@@ -55,6 +58,20 @@ class ResourceBackend(Protocol[M, C_contra, U_contra, F_contra]):
 
     def create(self, params: C_contra, *, idempotency_key: str | None = None) -> M:
         """Create an object; a repeated idempotency key replays the first answer."""
+        ...
+
+    def create_many(
+        self,
+        items: Sequence[tuple[C_contra, str | None]],
+        *,
+        stop_on_error: bool = False,
+    ) -> builtins.list[M | ConvriskError]:
+        """Create several objects, each `(params, idempotency_key)`: one result per item, in order.
+
+        A result is the object, or the error that refused or failed that item alone (the others
+        go on). With `stop_on_error` nothing after the first error is attempted and the list
+        ends there. An error that fails the whole batch before any item is done is raised.
+        """
         ...
 
     def retrieve(self, id: str) -> M:

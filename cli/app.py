@@ -16,7 +16,15 @@ from typer.models import CommandInfo, TyperInfo
 
 from . import complete
 from .context import AppContext, app_context, describe_failure
-from .errors import Failures, JqFailed, NotConfirmed, NotSet, StdoutClosed, UsageProblem
+from .errors import (
+    Failures,
+    JqFailed,
+    NotConfirmed,
+    NotSet,
+    RecordsFailed,
+    StdoutClosed,
+    UsageProblem,
+)
 from .output import ErrorInfo
 from .settings import Flags
 
@@ -68,6 +76,7 @@ class LazyGroup(TyperGroup):
             "conv": functools.partial(_sub_group, "conv", "conv"),
             "risk": functools.partial(_sub_group, "risk", "risk"),
             "config": functools.partial(_sub_group, "config", "config_cmd"),
+            "status": _status_command,
         }
         lazy = LazyCommands(builders)
         for name, registered in self.commands.items():  # none today; kept if any are added
@@ -99,6 +108,18 @@ def _serve_command() -> Command:
 
     return typer.main.get_command_from_info(
         CommandInfo(name="serve", callback=serve, cls=Command),
+        pretty_exceptions_short=app.pretty_exceptions_short,
+        rich_markup_mode=app.rich_markup_mode,
+    )
+
+
+def _status_command() -> Command:
+    """`status`, built as `app.command("status")(status)` would build it."""
+    from .commands import Command
+    from .status import status
+
+    return typer.main.get_command_from_info(
+        CommandInfo(name="status", callback=status, cls=Command),
         pretty_exceptions_short=app.pretty_exceptions_short,
         rich_markup_mode=app.rich_markup_mode,
     )
@@ -185,6 +206,8 @@ def exit_code(exc: BaseException) -> int:
     """The exit code of an exception (DESIGN section 3)."""
     from click.exceptions import ClickException
 
+    if isinstance(exc, RecordsFailed):
+        return FAILED
     if isinstance(exc, Failures):
         return exit_code(exc.first)
     if isinstance(exc, UsageProblem | ClickException):

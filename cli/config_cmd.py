@@ -8,10 +8,11 @@ from typing import Annotated, Any
 import typer
 
 from . import complete
+from . import options as opt
 from .context import AppContext, app_context
 from .errors import NotSet, UsageProblem
 from .options import read_secret
-from .output import Printer
+from .output import PROFILES, Printer
 from .settings import (
     DEFAULT_PROFILE,
     KEYS,
@@ -24,6 +25,7 @@ from .settings import (
     mask_token,
     parse_value,
     save_config,
+    shown_url,
 )
 
 app = typer.Typer(
@@ -63,10 +65,20 @@ Key = Annotated[
 ]
 
 
-def _target(ctx: typer.Context, profile: str | None) -> tuple[AppContext, str, Path]:
+def _target(
+    ctx: typer.Context, profile: str | None, *, warn: bool = True
+) -> tuple[AppContext, str, Path]:
+    """The run, the profile to work on (--profile, else the active one) and the file."""
     run = app_context(ctx)
-    name = check_profile_name(profile) if profile else active_profile(run.flags, run.env)[0]
-    return run, name, config_path(run.env)
+    path = config_path(run.env)
+    if profile:
+        return run, check_profile_name(profile), path
+    return run, active_profile(run.flags, run.env, run.config_file(path, warn=warn))[0], path
+
+
+def _save(run: AppContext, path: Path, config: Config) -> None:
+    """Write the profiles back, keeping the file's default_profile."""
+    save_config(path, config, run.config_file(path, warn=False).default_profile)
 
 
 def _existing(config: Config, name: str, path: Path) -> dict[str, Any]:
@@ -115,7 +127,7 @@ def set_(
       convrisk config set token                # asks for it, not shown as typed
       printf '%s' "$TOKEN" | convrisk config set token -
     """
-    run, name, path = _target(ctx, profile)
+    run, name, path = _target(ctx, profile, warn=False)
     check_key(key)
     printer = run.plain_printer()
     text = _value(printer, key, value)
@@ -124,7 +136,7 @@ def set_(
         parsed = str(Path(parsed).expanduser().resolve())
     config = _editable(run, path)
     config.setdefault(name, {})[key] = parsed
-    save_config(path, config)
+    _save(run, path, config)
     printer.hint(f"Set {key} = {_shown(key, parsed)} in profile {name!r} ({path}).")
     if key == "token" and value not in (None, "-"):
         printer.hint(
@@ -190,7 +202,7 @@ def unset(ctx: typer.Context, key: Key, profile: Profile = None) -> None:
     Example:
       convrisk config unset base_url
     """
-    run, name, path = _target(ctx, profile)
+    run, name, path = _target(ctx, profile, warn=False)
     check_key(key)
     config = _editable(run, path)
     printer = run.plain_printer()
@@ -198,7 +210,7 @@ def unset(ctx: typer.Context, key: Key, profile: Profile = None) -> None:
         printer.hint(f"{key} was not set in profile {name!r} ({path}).")
         return
     del config[name][key]
-    save_config(path, config)
+    _save(run, path, config)
     printer.hint(f"Unset {key} in profile {name!r} ({path}).")
 
 
@@ -217,7 +229,8 @@ def show(ctx: typer.Context, profile: Profile = None) -> None:
         flags = dataclasses.replace(flags, profile=name, profile_flag="config show --profile")
     settings = run.resolve(flags)
     backend = f"remote {settings.base_url}" if settings.is_remote else f"local {settings.db}"
-    rows = [("profile", name, ""), ("file", str(path), ""), ("backend", backend, "")]
+    origin = "" if profile else settings.profile_source
+    rows = [("profile", name, origin), ("file", str(path), ""), ("backend", backend, "")]
     values: dict[str, Any] = {
         "base_url": settings.base_url,
         "token": settings.token,
@@ -252,3 +265,79 @@ def path(ctx: typer.Context) -> None:
     """
     run = app_context(ctx)
     run.plain_printer().line(str(config_path(run.env)))
+
+
+@app.command("profiles")
+def profiles(ctx: typer.Context, output: opt.Output = None) -> None:
+    """List the profiles of the config file; the active one is marked with *.
+
+    The active profile is --profile, else CONVRISK_PROFILE, else the file's default (config
+    use), else default.
+
+    \b
+    Example:
+      convrisk config profiles
+      convrisk config profiles -o json
+    """
+    run = app_context(ctx)
+    path = config_path(run.env)
+    config = run.config_file(path)
+    active, source = active_profile(run.flags, run.env, config)
+    names = list(config.profiles)
+    if DEFAULT_PROFILE not in names:
+        names.insert(0, DEFAULT_PROFILE)  # always there, even when the file has no [default]
+    rows = [profile_row(name, config.profiles.get(name, {}), name == active) for name in names]
+    printer = run.printer(output)
+    with printer.records(PROFILES, many=True) as sink:
+        sink.write(rows)
+    if active not in names:
+        raise UsageProblem(f"No profile {active!r} in {path} (from {source}).", param="--profile")
+    if printer.fmt == "table" and printer.stdout_is_terminal():
+        printer.hint(f"Active: {active} (from {source}).")
+
+
+def profile_row(name: str, table: dict[str, Any], active: bool) -> dict[str, Any]:
+    """What `config profiles` shows of a profile: never its token, only whether it has one."""
+    base_url = table.get("base_url")
+    db = table.get("db")
+    return {
+        "name": name,
+        "active": active,
+        "base_url": shown_url(base_url) if isinstance(base_url, str) else None,
+        "db": str(db) if db is not None else None,
+        "token": "token" in table,
+    }
+
+
+@app.command("use")
+def use(
+    ctx: typer.Context,
+    profile: Annotated[str, typer.Argument(metavar="P", help="The profile to make the default.")],
+) -> None:
+    """Make profile P the default: commands use it when neither --profile nor CONVRISK_PROFILE
+    chooses one (the file's top-level key default_profile).
+
+    \b
+    Example:
+      convrisk config use staging
+      convrisk config use default
+    """
+    run = app_context(ctx)
+    name = check_profile_name(profile)
+    path = config_path(run.env)
+    config = _editable(run, path)
+    if name not in config and name != DEFAULT_PROFILE:
+        known = ", ".join(config) or "none"
+        raise UsageProblem(
+            f"No profile {name!r} in {path} (profiles: {known}). Create it first: "
+            f"convrisk config set --profile {name} KEY VALUE",
+            param="P",
+        )
+    # `default` is what applies without the key, so choosing it removes the key.
+    save_config(path, config, None if name == DEFAULT_PROFILE else name)
+    printer = run.plain_printer()
+    printer.hint(f"Profile {name!r} is now the default ({path}).")
+    overrides = run.flags.profile or run.env.get("CONVRISK_PROFILE")
+    if overrides and overrides != name:
+        where = "--profile" if run.flags.profile else "CONVRISK_PROFILE"
+        printer.warning(f"{where} chooses {overrides!r} here, and wins over the default.")

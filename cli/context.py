@@ -13,7 +13,7 @@ import typer
 
 from .errors import Failures, NotConfirmed, UsageProblem
 from .options import IdList
-from .output import DELETIONS, ErrorInfo, Kind, Printer
+from .output import DELETIONS, ErrorInfo, Kind, Printer, plan_kind, planned
 from .settings import (
     OUTPUT_FORMATS,
     ConfigFile,
@@ -239,7 +239,8 @@ def app_context(ctx: typer.Context) -> AppContext:
 
 
 # Errors that would fail the same way for every remaining id, so the loop stops.
-def _stops_the_loop(exc: BaseException) -> bool:
+def stops_the_loop(exc: BaseException) -> bool:
+    """Whether an error would fail every remaining operation alike (unreachable, token)."""
     errors = sys.modules.get("api_client.errors")  # not loaded: exc cannot be one of its errors
     return errors is not None and isinstance(
         exc, errors.APIConnectionError | errors.AuthenticationError
@@ -270,7 +271,7 @@ def describe_failure(
     """
     from .output import describe_error
 
-    if _stops_the_loop(exc):
+    if stops_the_loop(exc):
         id = None
     info = describe_error(exc, remote=remote, id=id)
     errors = sys.modules.get("api_client.errors")
@@ -287,18 +288,28 @@ def print_list(
     *,
     limit: int | None,
     starting_after: str | None,
+    ending_before: str | None = None,
     output: str | None,
     hint_more: bool,
 ) -> None:
-    """Print a list page by page; compact JSON comes as JSON text (the local export path)."""
+    """Print a list page by page; compact JSON comes as JSON text (the local export path).
+
+    `ending_before` walks towards the newest (oldest first), as records: the export path only
+    walks forwards.
+    """
+    from .options import cursor_option
+
     printer = run.printer(output)
     target = resource(run.client())
-    if printer.takes_json_text():
+    going_on = cursor_option(ending_before)
+    if printer.takes_json_text() and ending_before is None:
         texts = target.iter_json_pages(filters, limit=limit, starting_after=starting_after)
-        printer.json_pages(kind, texts, hint_more=hint_more)
+        printer.json_pages(kind, texts, hint_more=hint_more, cursor_option=going_on)
     else:
-        pages = target.iter_pages(filters, limit=limit, starting_after=starting_after)
-        printer.pages(kind, pages, hint_more=hint_more)
+        pages = target.iter_pages(
+            filters, limit=limit, starting_after=starting_after, ending_before=ending_before
+        )
+        printer.pages(kind, pages, hint_more=hint_more, cursor_option=going_on)
 
 
 def for_each_id(
@@ -328,7 +339,7 @@ def for_each_id(
                 printer.error(describe_failure(run, exc, remote=printer.remote, id=id))
                 first = first or exc
                 failed += 1
-                if _stops_the_loop(exc):
+                if stops_the_loop(exc):
                     break
                 continue
             sink.write([row])
@@ -337,18 +348,59 @@ def for_each_id(
         raise Failures(first, failed)
 
 
+Resource = Callable[["Client"], "ResourceClient[Any, Any, Any, Any]"]
+
+
+def plan_create(
+    run: AppContext, kind: Kind, body: Mapping[str, Any], resource: Resource, output: str | None
+) -> None:
+    """--dry-run of a create: the body checked by the interface's rules, printed, not sent."""
+    checked = resource(run.client()).check_create(body)
+    sent = {key: value for key, value in checked.items() if value is not None}
+    run.printer(output).one(plan_kind(kind), planned("create", None, sent))
+
+
+def plan_each_id(
+    run: AppContext,
+    kind: Kind,
+    ids: IdList,
+    operation: str,
+    body: Mapping[str, Any],
+    resource: Resource,
+    output: str | None,
+) -> None:
+    """--dry-run of an update or delete: each id retrieved (read-only), the operation printed.
+
+    A missing id is reported like any failure of several ids (exit 3); nothing is written.
+    """
+    target = resource(run.client())
+    checked = target.check_update(body) if operation == "update" else body
+
+    def check(id: str) -> dict[str, Any]:
+        target.retrieve(id)
+        return planned(operation, id, checked)
+
+    for_each_id(run, plan_kind(kind), ids, check, output=output)
+
+
 def delete_each(
     run: AppContext,
     kind: Kind,
     ids: IdList,
     yes: bool,
     output: str | None,
-    resource: Callable[[Client], ResourceClient[Any, Any, Any, Any]],
+    resource: Resource,
+    *,
+    dry_run: bool = False,
 ) -> None:
     """Delete each id after a confirmation on a terminal (or --yes); refuse without either.
 
-    Prints `{"id": ..., "deleted": true}` per id whatever the service answered.
+    Prints `{"id": ..., "deleted": true}` per id whatever the service answered. A dry run asks
+    nothing: it checks that each id exists and prints the deletions it would make.
     """
+    if dry_run:
+        plan_each_id(run, kind, ids, "delete", {}, resource, output)
+        return
     printer = run.printer(output)
     if not yes:
         # Ids from stdin leave stdin busy: the question goes to the controlling terminal.

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from . import options as opt
-from .context import app_context, delete_each, for_each_id, print_list
+from .context import app_context, delete_each, for_each_id, plan_create, plan_each_id, print_list
 from .output import CONVERSATIONS
 
 if TYPE_CHECKING:
@@ -42,6 +42,7 @@ def list_(
     limit: opt.Limit = None,
     all_items: opt.All = False,
     starting_after: opt.StartingAfter = None,
+    ending_before: opt.EndingBefore = None,
     output: opt.Output = None,
     fields: opt.ConvFields = None,
     jq: opt.Jq = None,
@@ -52,10 +53,11 @@ def list_(
     Example:
       convrisk conv list --muted --not-archived --limit 50
       convrisk conv list --all -o jsonl --jq 'select(.group_id) | .id'
+      convrisk conv list --ending-before conv_01HV... --limit 20
     """
     run = app_context(ctx)
     total = opt.total_wanted(limit, all_items)
-    cursor = opt.nonempty(starting_after, "--starting-after")
+    after, before = opt.cursors(starting_after, ending_before)
     group = opt.nonempty(group_id, "--group-id")
     filters: ConversationFilters = {
         "muted": muted,
@@ -69,7 +71,8 @@ def list_(
         lambda client: client.conversations,
         filters,
         limit=total,
-        starting_after=cursor,
+        starting_after=after,
+        ending_before=before,
         output=output,
         hint_more=not all_items,
     )
@@ -82,6 +85,7 @@ def create(
         str | None, typer.Option("--contact-id", metavar="C", help="The contact's id.")
     ] = None,
     group_id: GroupId = None,
+    dry_run: opt.DryRun = False,
     output: opt.Output = None,
     fields: opt.ConvFields = None,
     jq: opt.Jq = None,
@@ -92,9 +96,12 @@ def create(
     Example:
       convrisk conv create --contact-id c_1
       convrisk conv create --group-id g_7 -o id
+      convrisk conv create --contact-id c_1 --dry-run -o json
     """
     run = app_context(ctx)
     params = opt.conversation_party(contact_id, group_id)
+    if dry_run:
+        return plan_create(run, CONVERSATIONS, params, lambda c: c.conversations, output)
     printer = run.printer(output)
     printer.one(CONVERSATIONS, run.client().conversations.create(params))
 
@@ -154,6 +161,7 @@ def update(
     clear_pinned_message: Annotated[
         bool, typer.Option("--clear-pinned-message", help="Unpin the pinned message.")
     ] = False,
+    dry_run: opt.DryRun = False,
     output: opt.Output = None,
     fields: opt.ConvFields = None,
     jq: opt.Jq = None,
@@ -165,12 +173,16 @@ def update(
       convrisk conv update conv_01HV... --mute --archive
       convrisk conv update conv_01HV... --archived-at 2024-05-01T12:00:00Z
       convrisk conv list --muted -o id | convrisk conv update - --unmute
+      convrisk conv list --muted --all -o id | convrisk conv update - --unmute --dry-run
     """
     run = app_context(ctx)
     id_list = opt.id_list(ids)
     changes = opt.conversation_changes(
         pin, mute, archive, archived_at, pinned_message_id, clear_pinned_message
     )
+    if dry_run:
+        resource = lambda c: c.conversations  # noqa: E731
+        return plan_each_id(run, CONVERSATIONS, id_list, "update", changes, resource, output)
     client = run.client()
     for_each_id(
         run,
@@ -186,6 +198,7 @@ def delete(
     ctx: typer.Context,
     ids: opt.Ids,
     yes: opt.Yes = False,
+    dry_run: opt.DryRun = False,
     output: opt.Output = None,
     fields: opt.DeletionFields = None,
     jq: opt.Jq = None,
@@ -198,6 +211,46 @@ def delete(
     Example:
       convrisk conv delete conv_01HV...
       convrisk conv list --archived --all -o id | convrisk conv delete - --yes
+      convrisk conv list --muted --all -o id | convrisk conv delete - --dry-run
     """
     run = app_context(ctx)
-    delete_each(run, CONVERSATIONS, opt.id_list(ids), yes, output, lambda c: c.conversations)
+    id_list = opt.id_list(ids)
+    resource = lambda c: c.conversations  # noqa: E731
+    delete_each(run, CONVERSATIONS, id_list, yes, output, resource, dry_run=dry_run)
+
+
+@app.command("import")
+def import_(
+    ctx: typer.Context,
+    file: opt.ImportFile,
+    file_format: opt.ImportFormat = None,
+    dry_run: opt.DryRun = False,
+    stop_on_error: opt.StopOnError = False,
+    output: opt.Output = None,
+) -> None:
+    """Create or update conversations from a file: one record per JSON line or CSV row.
+
+    A record without id is a create (contact_id or group_id); with id, an update of the fields
+    it carries (pinned_message_id, is_pinned, is_muted, archived_at). One result per record
+    (JSON lines when piped); each failure is reported with its line and the rest go on. Run it
+    again after an interruption: records already created are not created twice.
+
+    \b
+    Example:
+      convrisk conv import conversations.jsonl > results.jsonl
+      convrisk conv import changes.csv --dry-run
+      convrisk conv list --muted --all -o jsonl | jq -c '{id, is_muted: false}' \\
+        | convrisk conv import - --stop-on-error
+    """
+    from .importer import CONVERSATION_IMPORT, import_file
+
+    run = app_context(ctx)
+    import_file(
+        run,
+        CONVERSATION_IMPORT,
+        file,
+        file_format,
+        dry_run=dry_run,
+        stop_on_error=stop_on_error,
+        output=output,
+    )

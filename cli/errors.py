@@ -44,3 +44,11 @@ class Failures(Exception):
         super().__init__(f"{count} failed")
         self.first = first
         self.count = count
+
+
+class RecordsFailed(Failures):
+    """Some records of an import failed; each was reported with its line. Exit 1."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Exception(message), 0)
+        self.message = message

@@ -121,8 +121,47 @@ StartingAfter = Annotated[
         autocompletion=complete.ids,
     ),
 ]
+EndingBefore = Annotated[
+    str | None,
+    typer.Option(
+        "--ending-before",
+        metavar="ID",
+        help="Walk back towards the newest: the items just newer than this id, oldest first.",
+    ),
+]
 Yes = Annotated[
     bool, typer.Option("--yes", "-y", help="Delete without asking (needed without a terminal).")
+]
+DryRun = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run",
+        help="Check the input and every id (read-only), print what would be done, change nothing.",
+    ),
+]
+ImportFile = Annotated[
+    str,
+    typer.Argument(
+        metavar="FILE",
+        help="JSON lines (one object per line) or CSV with a header row; - reads stdin.",
+    ),
+]
+ImportFormat = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        metavar="jsonl|csv",
+        help="The file's format (default: by its extension, else JSON lines when it starts "
+        "with {, else CSV).",
+        show_default=False,
+    ),
+]
+StopOnError = Annotated[
+    bool,
+    typer.Option(
+        "--stop-on-error",
+        help="Stop at the first record that fails (default: report it and go on).",
+    ),
 ]
 Ids = Annotated[
     list[str],
@@ -177,6 +216,20 @@ def whole_number(text: str, option: str, low: int | None = None, high: int | Non
     return number
 
 
+def cursors(starting_after: str | None, ending_before: str | None) -> tuple[str | None, str | None]:
+    """--starting-after or --ending-before (not both), neither of them empty."""
+    if starting_after is not None and ending_before is not None:
+        raise UsageProblem(
+            "Give --starting-after or --ending-before, not both.", param="--ending-before"
+        )
+    return nonempty(starting_after, "--starting-after"), nonempty(ending_before, "--ending-before")
+
+
+def cursor_option(ending_before: str | None) -> str:
+    """The option that continues a listing after its last item printed."""
+    return "--starting-after" if ending_before is None else "--ending-before"
+
+
 def nonempty(value: str | None, option: str) -> str | None:
     """The value, with an error for an empty string (which would match nothing)."""
     if value is not None and not value.strip():
@@ -193,13 +246,16 @@ def parse_score(text: str) -> int | float:
 
     Only ASCII digits, no `_` or `+`; an integer must fit in 64 bits (what the store keeps).
     """
+    return parse_number(text, "--score")
+
+
+def parse_number(text: str, name: str) -> int | float:
+    """`parse_score`'s rules for any number; `name` (an option or a column) names the problem."""
     value = text.strip()
     if not _JSON_NUMBER.fullmatch(value):
         if value.lower().lstrip("+-") in ("nan", "inf", "infinity"):
-            raise UsageProblem(f"--score must be a finite number, not {text!r}.", param="--score")
-        raise UsageProblem(
-            f"--score must be a number like 72 or 72.5, not {text!r}.", param="--score"
-        )
+            raise UsageProblem(f"{name} must be a finite number, not {text!r}.", param=name)
+        raise UsageProblem(f"{name} must be a number like 72 or 72.5, not {text!r}.", param=name)
     number: int | float
     try:
         number = int(value)
@@ -207,12 +263,12 @@ def parse_score(text: str) -> int | float:
         number = float(value)
     if isinstance(number, int) and not INT64_MIN <= number <= INT64_MAX:
         raise UsageProblem(
-            f"--score {value} is out of range: a whole number must be from {INT64_MIN} "
+            f"{name} {value} is out of range: a whole number must be from {INT64_MIN} "
             f"to {INT64_MAX}.",
-            param="--score",
+            param=name,
         )
     if isinstance(number, float) and not math.isfinite(number):
-        raise UsageProblem(f"--score must be a finite number, not {text!r}.", param="--score")
+        raise UsageProblem(f"{name} must be a finite number, not {text!r}.", param=name)
     return number
 
 
@@ -255,17 +311,18 @@ def parse_details(spec: str) -> dict[str, Any]:
             raise UsageProblem(f"--details: {path} is not UTF-8 text.", param="--details") from None
     else:
         text, source = spec, "the argument"
+    return parse_json_object(text, "--details", source)
+
+
+def parse_json_object(text: str, name: str, source: str = "the value") -> dict[str, Any]:
+    """A JSON object from text (JSON's NaN and Infinity refused); `name` names the problem."""
     try:
         value = json.loads(text, parse_constant=_no_constants)
-    except ValueError as exc:
-        raise UsageProblem(
-            f"--details: {source} is not valid JSON: {exc}.", param="--details"
-        ) from None
+    except (ValueError, RecursionError) as exc:
+        raise UsageProblem(f"{name}: {source} is not valid JSON: {exc}.", param=name) from None
     if not isinstance(value, dict):
         kind = _JSON_KINDS.get(type(value), "a number")
-        raise UsageProblem(
-            f'--details must be a JSON object like {{"k": 1}}, not {kind}.', param="--details"
-        )
+        raise UsageProblem(f'{name} must be a JSON object like {{"k": 1}}, not {kind}.', param=name)
     return value
 
 
@@ -292,11 +349,11 @@ TIME_FORMS = (
 )
 
 
-def _time_problem(problem: str) -> UsageProblem:
-    return UsageProblem(f"--archived-at: {problem}", param="--archived-at")
+def _time_problem(problem: str, option: str = "--archived-at") -> UsageProblem:
+    return UsageProblem(f"{option}: {problem}", param=option)
 
 
-def _ambiguous(digits: str) -> UsageProblem:
+def _ambiguous(digits: str, option: str) -> UsageProblem:
     """The error for a bare number shaped like a basic-form date: how to write either meaning."""
     if len(digits) == 4:
         date = f"{digits}-01-01"
@@ -313,11 +370,13 @@ def _ambiguous(digits: str) -> UsageProblem:
         return _time_problem(
             f"{digits} has the shape of a basic-form ISO date ({_BASIC_SHAPES[len(digits)]}) "
             "but is not a valid one. Write a date as 2024-05-01 or 2024-05-01T12:00:00Z, or "
-            f"Unix seconds as @{digits}."
+            f"Unix seconds as @{digits}.",
+            option,
         )
     return _time_problem(
         f"{digits} could be {meaning} or Unix seconds. Write {advice}, or @{digits} for Unix "
-        "seconds."
+        "seconds.",
+        option,
     )
 
 
@@ -352,11 +411,11 @@ def _iso_seconds(text: str) -> int | float | None:
     return whole
 
 
-def parse_time(text: str) -> int | float:
+def parse_time(text: str, option: str = "--archived-at") -> int | float:
     """Unix seconds from TIME: ISO 8601 (no zone means UTC), Unix seconds, `@SECONDS`, or `now`.
 
     A bare whole number of 4, 8, 12 or 14 digits has the shape of a basic-form date and is a
-    usage error that shows how to write either meaning.
+    usage error that shows how to write either meaning. `option` names the problem.
     """
     value = text.strip()
     if value.lower() == "now":
@@ -366,16 +425,17 @@ def parse_time(text: str) -> int | float:
     number = value[1:] if forced else value
     if _SECONDS.fullmatch(number):
         if not forced and number.isdigit() and len(number) in _BASIC_SHAPES:
-            raise _ambiguous(number)
+            raise _ambiguous(number, option)
         seconds = float(number)
     else:
         seconds = None if forced else _iso_seconds(value)
         if seconds is None:
-            raise _time_problem(f"{value!r} is not a time. Give {TIME_FORMS}.")
+            raise _time_problem(f"{value!r} is not a time. Give {TIME_FORMS}.", option)
     if not math.isfinite(seconds) or not 0 <= seconds <= MAX_TIME:
         raise _time_problem(
             f"{value!r} is out of range: give a time from 1970 to the end of 9999 "
             f"(Unix seconds 0 to {MAX_TIME}).",
+            option,
         )
     return int(seconds) if seconds == int(seconds) else seconds
 

@@ -74,6 +74,12 @@ class Kind:
     # its own name. On a narrow screen `narrowing` is applied in order, as far as needed.
     terminal_columns: tuple[Column, ...]
     narrowing: tuple[Narrowing, ...] = ()
+    # The field printed by `-o id` (a row without it is left out).
+    id_key: str = "id"
+    # When set, the table format (on a terminal and piped alike) is one readable line per row
+    # made by this function, instead of columns.
+    line: Callable[[Row], str] | None = None
+
     # --fields: only these fields of each record, in this order (None: all of them).
     fields: tuple[str, ...] | None = None
 
@@ -170,6 +176,120 @@ RISK_PROFILES = Kind(
 )
 _DELETION_COLUMNS = (Column("id", "ID"), Column("deleted", "DELETED", "bool"))
 DELETIONS = Kind("deletion", "deletions", _DELETION_COLUMNS, _DELETION_COLUMNS)
+
+
+_PLAN_COLUMNS = (
+    Column("dry_run", "DRY RUN", "bool"),
+    Column("operation", "OPERATION"),
+    Column("id", "ID"),
+    Column("body", "BODY", "json"),
+)
+
+
+def planned(operation: str, id: str | None, body: Mapping[str, Any]) -> dict[str, Any]:
+    """One operation a dry run would perform, in the shape of every format (DESIGN 4.4)."""
+    return {"dry_run": True, "operation": operation, "id": id, "body": dict(body)}
+
+
+def plan_kind(target: Kind) -> Kind:
+    """The kind of the planned operations on `target`: readable lines in the table format."""
+
+    def line(row: Row) -> str:
+        body = format_cell(row.get("body") or {}, "json")
+        if row.get("operation") == "create":
+            return f"would create a {target.noun}: {body}"
+        if row.get("operation") == "update":
+            return f"would update {row.get('id')}: {body}"
+        return f"would {row.get('operation')} {row.get('id')}"
+
+    return Kind(
+        f"planned {target.noun} operation",
+        f"planned {target.noun} operations",
+        _PLAN_COLUMNS,
+        _PLAN_COLUMNS,
+        line=line,
+    )
+
+
+def _error_message(row: Row) -> str:
+    error = row.get("error")
+    return str(error.get("message", "")) if isinstance(error, Mapping) else ""
+
+
+_RESULT_COLUMNS = (
+    Column("line", "LINE", "number"),
+    Column("status", "STATUS"),
+    Column("id", "ID"),
+    Column("error", "ERROR", value=_error_message),
+)
+IMPORT_RESULTS = Kind("import result", "import results", _RESULT_COLUMNS, _RESULT_COLUMNS)
+
+
+_PROFILE_COLUMNS = (
+    Column("name", "NAME"),
+    Column("active", "ACTIVE", "bool"),
+    Column("base_url", "BASE URL"),
+    Column("db", "DB"),
+    Column("token", "TOKEN", "bool"),
+)
+PROFILES = Kind(
+    "profile",
+    "profiles",
+    _PROFILE_COLUMNS,
+    (
+        Column("active", "", value=lambda row: "*" if row.get("active") else ""),
+        Column("name", "PROFILE"),
+        Column(
+            "backend",
+            "BACKEND",
+            value=lambda row: row.get("base_url") or row.get("db") or "local (default database)",
+        ),
+        Column("token", "TOKEN", value=lambda row: "set" if row.get("token") else ""),
+    ),
+    id_key="name",
+)
+
+
+def _status_lines(row: Row) -> str:
+    """The status of `convrisk status` as aligned lines (joined by the sink)."""
+    if row.get("backend") == "remote":
+        backend = f"remote {row.get('base_url')}"
+        token = f"from {row['token_source']}" if row.get("token_source") else "not set"
+    else:
+        backend = f"local {row.get('db')}"
+        token = "not needed (local database)"
+    if row.get("ok"):
+        service = f"ok ({row.get('ms')} ms for a list of one conversation)"
+    else:
+        error = row.get("error") or {}
+        service = f"failed, exit code {row.get('exit_code')}: {error.get('message', '')}"
+        if error.get("status") is not None and f"HTTP {error['status']}" not in service:
+            service += f" (HTTP {error['status']})"
+    lines = [
+        ("profile", f"{row.get('profile')} (from {row.get('profile_source')})"),
+        ("backend", backend),
+        ("token", token),
+        ("service", service),
+    ]
+    return "\n".join(f"{key:<8} {value}" for key, value in lines)
+
+
+_STATUS_COLUMNS = tuple(
+    Column(key, key.upper(), "json" if key == "error" else "text")
+    for key in (
+        "profile",
+        "profile_source",
+        "backend",
+        "base_url",
+        "db",
+        "token_source",
+        "ok",
+        "ms",
+        "exit_code",
+        "error",
+    )
+)
+STATUS = Kind("status", "statuses", _STATUS_COLUMNS, _STATUS_COLUMNS, line=_status_lines)
 
 
 def format_timestamp(value: object) -> str:
@@ -314,19 +434,32 @@ class ErrorInfo:
     param: str | None = None
     status: int | None = None
     id: str | None = None
+    line_number: int | None = None  # the line of an import file the error is about
 
     def line(self) -> str:
-        """`<id>: <message> (HTTP <status>)`, each part only when it applies and adds something."""
+        """`line <n>: <id>: <message> (HTTP <status>)`, each part only when it applies and adds
+        something."""
         text = self.message
-        if self.id and self.id not in text:
+        about_the_line = self.line_number is not None and text.startswith(
+            f"line {self.line_number}"
+        )
+        if self.id and self.id not in text and not about_the_line:
             text = f"{self.id}: {text}"
+        if self.line_number is not None and not about_the_line:
+            text = f"line {self.line_number}: {text}"
         if self.status is not None and f"HTTP {self.status}" not in text:
             text = f"{text} (HTTP {self.status})"
         return text
 
+    def fields(self) -> dict[str, Any]:
+        """type, message and the fields that apply (param, status, id, line)."""
+        return self.body()["error"]  # type: ignore[no-any-return]
+
     def body(self) -> dict[str, Any]:
         """`{"error": {...}}` with only the fields that apply."""
         fields: dict[str, Any] = {"type": self.type, "message": self.message}
+        if self.line_number is not None:
+            fields["line"] = self.line_number
         for key in ("param", "status", "id"):
             value = getattr(self, key)
             if value is not None:
@@ -568,9 +701,27 @@ class Printer:
             return CsvSink(self, kind, many)
         if self.fmt == "id":
             return IdSink(self, kind, many)
+        if kind.line is not None:
+            return LineSink(self, kind, many)
         if self.stdout_is_terminal():
             return TerminalTableSink(self, kind, many) if many else DetailSink(self, kind, many)
         return TsvSink(self, kind, many)
+
+    @contextmanager
+    def import_report(
+        self, kind: Kind, name: str, size: int | None, position: Callable[[], int]
+    ) -> Iterator[ImportReport]:
+        """The report of an import (see ImportReport); finished even after an error, saying
+        then how to go on."""
+        report = ImportReport(self, kind, name, size, position)
+        try:
+            yield report
+        except StdoutClosed:
+            raise
+        except BaseException:
+            report.close(finished=False)
+            raise
+        report.close(finished=True)
 
     def one(self, kind: Kind, row: Row) -> None:
         """A single object (create, or get/update with one id)."""
@@ -583,13 +734,32 @@ class Printer:
             return False  # --fields and --jq work on records
         return self.fmt == "jsonl" or (self.fmt == "json" and not self.stdout_is_terminal())
 
-    def pages(self, kind: Kind, pages: Iterable[Page[R]], *, hint_more: bool) -> None:
-        """Every page of a list as it arrives; a hint on stderr when more items exist."""
-        self._pages(kind, pages, hint_more=hint_more, text=False)
+    def pages(
+        self,
+        kind: Kind,
+        pages: Iterable[Page[R]],
+        *,
+        hint_more: bool,
+        cursor_option: str = "--starting-after",
+    ) -> None:
+        """Every page of a list as it arrives; a hint on stderr when more items exist.
 
-    def json_pages(self, kind: Kind, pages: Iterable[JsonPage], *, hint_more: bool) -> None:
+        `cursor_option` is the option that continues after the last item printed (the walk of
+        `--ending-before` goes on with `--ending-before`). A listing that fails after printing
+        something says on stderr how to go on from the last item printed, then fails as it would.
+        """
+        self._pages(kind, pages, hint_more=hint_more, text=False, cursor_option=cursor_option)
+
+    def json_pages(
+        self,
+        kind: Kind,
+        pages: Iterable[JsonPage],
+        *,
+        hint_more: bool,
+        cursor_option: str = "--starting-after",
+    ) -> None:
         """`pages` for pages of JSON text, written as they are (when `takes_json_text()`)."""
-        self._pages(kind, pages, hint_more=hint_more, text=True)
+        self._pages(kind, pages, hint_more=hint_more, text=True, cursor_option=cursor_option)
 
     def _pages(
         self,
@@ -598,34 +768,157 @@ class Printer:
         *,
         hint_more: bool,
         text: bool,
+        cursor_option: str,
     ) -> None:
         count = 0
         has_more = False
         last_id: str | None = None
         jq = self.shape is not None and self.shape.jq is not None
-        with self.records(kind, many=True) as sink:
-            for page in pages:
-                if text:
-                    text_page = cast("JsonPage", page)
-                    sink.write_json(text_page["data"])
-                    ids = text_page["ids"]
-                else:
-                    records = cast("Page[R]", page)["data"]
-                    sink.write(records)
-                    ids = [record["id"] for record in records[-1:]]
-                last_id = ids[-1] if ids else last_id
-                count += len(page["data"])
-                has_more = page["has_more"]
-                if has_more:
-                    self.progress(f"{count} {kind.noun if count == 1 else kind.plural}...")
+        try:
+            with self.records(kind, many=True) as sink:
+                for page in pages:
+                    if text:
+                        text_page = cast("JsonPage", page)
+                        sink.write_json(text_page["data"])
+                        ids = text_page["ids"]
+                    else:
+                        records = cast("Page[R]", page)["data"]
+                        sink.write(records)
+                        ids = [record["id"] for record in records[-1:]]
+                    last_id = ids[-1] if ids else last_id
+                    count += len(page["data"])
+                    has_more = page["has_more"]
+                    if has_more:
+                        self.progress(f"{count} {kind.noun if count == 1 else kind.plural}...")
+        except StdoutClosed:
+            raise
+        except BaseException:
+            if last_id is not None:
+                noun = kind.noun if count == 1 else kind.plural
+                self.hint(
+                    f"Stopped after {count} {noun}. To go on from there, run the same command "
+                    f"with {cursor_option} {last_id}."
+                )
+            raise
         self._clear_progress()
         if has_more and hint_more and last_id is not None:
             self.hint(
                 f"More {kind.plural} exist: use --all, or --limit N, or "
-                f"--starting-after {last_id} to see them."
+                f"{cursor_option} {last_id} to see them."
             )
         elif count == 0 and self.fmt == "table" and self.stdout_is_terminal() and not jq:
             self.hint(f"No {kind.plural}.")
+
+
+class ImportReport:
+    """The results of an import as they come, in file order: one row per record on stdout (JSON
+    lines when the table format is piped), each failure on stderr naming its line, a progress
+    bar while stderr is a terminal, and at the end the counts on stderr and, on a terminal in
+    the table format, a summary on stdout instead of the rows.
+
+    `size` is the file's size in bytes when known and `position` how much of it has been read,
+    for the bar.
+    """
+
+    _STATUSES = ("created", "updated", "failed")
+
+    def __init__(
+        self,
+        printer: Printer,
+        kind: Kind,
+        name: str,
+        size: int | None,
+        position: Callable[[], int],
+    ) -> None:
+        self.printer = printer
+        self.kind = kind
+        self.name = name
+        self.size = size
+        self.position = position
+        self.counts = dict.fromkeys(self._STATUSES, 0)
+        self.last_line = 0
+        self._summary = printer.fmt == "table" and printer.stdout_is_terminal()
+        self._sink: Sink | None = None
+        if not self._summary:
+            if printer.fmt == "table":
+                self._sink = JsonlSink(printer, IMPORT_RESULTS, True)
+            else:
+                self._sink = printer._sink(IMPORT_RESULTS, True)
+        self._started = _monotonic()
+        self._drawn = 0.0
+
+    @property
+    def total(self) -> int:
+        """Records reported so far."""
+        return sum(self.counts.values())
+
+    def add(self, rows: Sequence[Row]) -> None:
+        """Report these results (in file order): failures on stderr, rows on stdout."""
+        if not rows:
+            return
+        for row in rows:
+            self.counts[row["status"]] += 1
+            self.last_line = row["line"]
+            if row["status"] == "failed":
+                error = dict(row.get("error") or {})
+                self.printer.error(
+                    ErrorInfo(
+                        str(error.get("type", "api_error")),
+                        str(error.get("message", "")),
+                        param=error.get("param"),
+                        status=error.get("status"),
+                        id=row.get("id"),
+                        line_number=row["line"],
+                    )
+                )
+        if self._sink is not None:
+            self._sink.write(rows)
+        self._draw()
+
+    def _draw(self, force: bool = False) -> None:
+        now = _monotonic()
+        if not force and now - self._drawn < 0.1:
+            return
+        self._drawn = now
+        counts = ", ".join(f"{self.counts[s]:,} {s}" for s in self._STATUSES if self.counts[s])
+        text = f"{self.total:,} records" + (f" ({counts})" if counts else "")
+        if self.size:
+            done = min(self.position() / self.size, 1.0)
+            filled = int(done * 30)
+            text = f"[{'#' * filled}{'-' * (30 - filled)}] {done:4.0%}  {text}"
+        self.printer.progress(text)
+
+    def close(self, *, finished: bool) -> None:
+        """End the output; the counts on stderr (and the summary on a terminal). When not
+        `finished` (interrupted, or stopped by an error that is not one record's), say how to
+        finish."""
+        if self._sink is not None:
+            self._sink.close()
+        self.printer._clear_progress()
+        seconds = _monotonic() - self._started
+        counts = ", ".join(f"{self.counts[s]:,} {s}" for s in self._STATUSES)
+        if self._summary and finished:
+            rate = f", {self.total / seconds:,.0f} records/s" if seconds > 0 and self.total else ""
+            self.printer.line(
+                f"Imported {self.name}: {self.total:,} records in {seconds:.1f} s{rate}"
+            )
+            width = max(len(f"{n:,}") for n in self.counts.values())
+            for status in self._STATUSES:
+                self.printer.line(f"  {status:<8} {self.counts[status]:>{width},}")
+        self.printer.notice(f"{self.total:,} records: {counts}.")
+        if not finished:
+            after = f" after line {self.last_line}" if self.last_line else ""
+            self.printer.hint(
+                f"The import stopped{after}. Run the same command again to finish: records "
+                "already created are not created twice (within the 24 hours the service keeps "
+                "their idempotency keys)."
+            )
+
+
+def _monotonic() -> float:
+    import time
+
+    return time.monotonic()
 
 
 class Sink:
@@ -761,8 +1054,23 @@ class IdSink(Sink):
     """Ids only, one per line."""
 
     def render(self, rows: Sequence[Row]) -> str:
-        """One id per line (control characters escaped, so one id is one line)."""
-        return "".join(shown(str(row["id"])) + "\n" for row in rows)
+        """One id per line (control characters escaped, so one id is one line); rows without
+        one (a planned create, a failed import record) are left out."""
+        key = self.kind.id_key
+        return "".join(shown(str(row[key])) + "\n" for row in rows if row.get(key) is not None)
+
+
+class LineSink(Sink):
+    """Readable lines per row, made by the kind's `line` function; each line is escaped for a
+    terminal (a line break the function puts in stays, one from data does not)."""
+
+    def render(self, rows: Sequence[Row]) -> str:
+        """The lines of each row."""
+        line = self.kind.line
+        assert line is not None
+        return "".join(
+            "".join(shown(part) + "\n" for part in line(row).split("\n")) for row in rows
+        )
 
 
 # A --jq program's results are written in pieces of about this many characters (a program may

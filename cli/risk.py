@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from . import options as opt
-from .context import app_context, delete_each, for_each_id, print_list
+from .context import app_context, delete_each, for_each_id, plan_create, plan_each_id, print_list
 from .output import RISK_PROFILES
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ def list_(
     limit: opt.Limit = None,
     all_items: opt.All = False,
     starting_after: opt.StartingAfter = None,
+    ending_before: opt.EndingBefore = None,
     output: opt.Output = None,
     fields: opt.RiskFields = None,
     jq: opt.Jq = None,
@@ -51,10 +52,11 @@ def list_(
     Example:
       convrisk risk list --profile-type aggressive --limit 100
       convrisk risk list --all -o csv > risk-profiles.csv
+      convrisk risk list --customer-id cus_1 --ending-before rp_01HV... --all
     """
     run = app_context(ctx)
     total = opt.total_wanted(limit, all_items)
-    cursor = opt.nonempty(starting_after, "--starting-after")
+    after, before = opt.cursors(starting_after, ending_before)
     filters: RiskProfileFilters = {
         "customer_id": opt.nonempty(customer_id, "--customer-id"),
         "profile_type": opt.nonempty(profile_type, "--profile-type"),
@@ -65,7 +67,8 @@ def list_(
         lambda client: client.risk_profiles,
         filters,
         limit=total,
-        starting_after=cursor,
+        starting_after=after,
+        ending_before=before,
         output=output,
         hint_more=not all_items,
     )
@@ -89,6 +92,7 @@ def create(
         str, typer.Option("--score", metavar="X", help="A finite number, e.g. 72 or 72.5.")
     ],
     details: opt.Details = None,
+    dry_run: opt.DryRun = False,
     output: opt.Output = None,
     fields: opt.RiskFields = None,
     jq: opt.Jq = None,
@@ -102,9 +106,12 @@ def create(
         --details '{"horizon_years": 10}'
       convrisk risk create --customer-id cus_3 --profile-type conservative --score 20 \\
         --details @details.json
+      convrisk risk create --customer-id cus_1 --profile-type moderate --score 72 --dry-run
     """
     run = app_context(ctx)
     params = opt.risk_profile_fields(customer_id, profile_type, score, details)
+    if dry_run:
+        return plan_create(run, RISK_PROFILES, params, lambda c: c.risk_profiles, output)
     printer = run.printer(output)
     printer.one(RISK_PROFILES, run.client().risk_profiles.create(params))
 
@@ -143,6 +150,7 @@ def update(
     profile_type: ProfileType = None,
     score: opt.Score = None,
     details: opt.Details = None,
+    dry_run: opt.DryRun = False,
     output: opt.Output = None,
     fields: opt.RiskFields = None,
     jq: opt.Jq = None,
@@ -153,11 +161,15 @@ def update(
     Example:
       convrisk risk update rp_01HV... --score 80
       echo '{"reviewed": true}' | convrisk risk update rp_01HV... --details -
+      convrisk risk list --customer-id cus_1 -o id | convrisk risk update - --score 0 --dry-run
     """
     run = app_context(ctx)
     id_list = opt.id_list(ids)
     opt.check_one_stdin(id_list, details)
     changes = opt.risk_profile_changes(profile_type, score, details)
+    if dry_run:
+        resource = lambda c: c.risk_profiles  # noqa: E731
+        return plan_each_id(run, RISK_PROFILES, id_list, "update", changes, resource, output)
     client = run.client()
     for_each_id(
         run,
@@ -173,6 +185,7 @@ def delete(
     ctx: typer.Context,
     ids: opt.Ids,
     yes: opt.Yes = False,
+    dry_run: opt.DryRun = False,
     output: opt.Output = None,
     fields: opt.DeletionFields = None,
     jq: opt.Jq = None,
@@ -183,6 +196,46 @@ def delete(
     Example:
       convrisk risk delete rp_01HV...
       convrisk risk list --customer-id cus_1 --all -o id | convrisk risk delete - --yes
+      convrisk risk delete rp_01HV... rp_01HW... --dry-run -o json
     """
     run = app_context(ctx)
-    delete_each(run, RISK_PROFILES, opt.id_list(ids), yes, output, lambda c: c.risk_profiles)
+    id_list = opt.id_list(ids)
+    resource = lambda c: c.risk_profiles  # noqa: E731
+    delete_each(run, RISK_PROFILES, id_list, yes, output, resource, dry_run=dry_run)
+
+
+@app.command("import")
+def import_(
+    ctx: typer.Context,
+    file: opt.ImportFile,
+    file_format: opt.ImportFormat = None,
+    dry_run: opt.DryRun = False,
+    stop_on_error: opt.StopOnError = False,
+    output: opt.Output = None,
+) -> None:
+    """Create or update risk profiles from a file: one record per JSON line or CSV row.
+
+    A record without id is a create (customer_id, profile_type, score, details; details default
+    to {}); with id, an update of the fields it carries (profile_type, score, details). One
+    result per record (JSON lines when piped); each failure is reported with its line and the
+    rest go on. Run it again after an interruption: records already created are not created
+    twice.
+
+    \b
+    Example:
+      convrisk risk import profiles.csv
+      convrisk risk import profiles.jsonl --dry-run -o json
+      convrisk risk import - --format csv --stop-on-error < profiles.csv
+    """
+    from .importer import RISK_PROFILE_IMPORT, import_file
+
+    run = app_context(ctx)
+    import_file(
+        run,
+        RISK_PROFILE_IMPORT,
+        file,
+        file_format,
+        dry_run=dry_run,
+        stop_on_error=stop_on_error,
+        output=output,
+    )

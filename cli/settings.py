@@ -1,8 +1,9 @@
 """Settings, highest first: flags > environment > config-file profile > defaults.
 
-The config file is TOML with one table per profile (`[default]`, `[staging]`, ...), read with
-tomllib and written with tomli-w atomically (temp file + rename) with mode 0600; a symlinked
-config file is written through to its target, so the link stays a link.
+The config file is TOML with one table per profile (`[default]`, `[staging]`, ...) and at most
+one key outside them, `default_profile = "P"` (set by `config use P`), read with tomllib and
+written with tomli-w atomically (temp file + rename) with mode 0600; a symlinked config file is
+written through to its target, so the link stays a link.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ DEFAULTS: Final[dict[str, Any]] = {
     "max_response_mb": 256,
 }
 DEFAULT_PROFILE: Final = "default"
+# The one top-level key of the config file: the profile used when none is chosen.
+DEFAULT_PROFILE_KEY: Final = "default_profile"
 MAX_PAGE_SIZE: Final = 100
 MAX_RETRIES: Final = 10
 # A config file is a few lines; more than this is the wrong file (and is not read whole).
@@ -104,10 +107,16 @@ def check_key(key: str) -> str:
 
 
 def check_profile_name(name: str) -> str:
-    """A profile name: letters, digits, `_` and `-`."""
+    """A profile name: letters, digits, `_` and `-`; not `default_profile` (a key of the file)."""
     if not _PROFILE_NAME.fullmatch(name):
         raise UsageProblem(
             f"Invalid profile name {name!r}: use letters, digits, '_' and '-'.", param="--profile"
+        )
+    if name == DEFAULT_PROFILE_KEY:
+        raise UsageProblem(
+            f"{name!r} cannot be a profile name: it is the config file's key for the default "
+            "profile (convrisk config use P).",
+            param="--profile",
         )
     return name
 
@@ -233,6 +242,8 @@ class ConfigFile:
     path: Path
     profiles: Config
     mode: int | None = None
+    # `default_profile = "P"` at the top of the file (`config use P`), if any.
+    default_profile: str | None = None
 
     def exposed_token_warning(self) -> str | None:
         """The warning for a file that holds a token and that group or others may read (as ssh)."""
@@ -292,11 +303,19 @@ def read_config(path: Path) -> ConfigFile:
         raise problem("holds a number too long to read") from None
     except RecursionError:
         raise problem("nests arrays or tables too deeply to read") from None
+    default = data.pop(DEFAULT_PROFILE_KEY, None)
+    if default is not None and (
+        not isinstance(default, str) or not _PROFILE_NAME.fullmatch(default)
+    ):
+        raise problem(
+            f"has {DEFAULT_PROFILE_KEY} = {default!r}: it must be a profile name "
+            "(set it with convrisk config use P)"
+        )
     for name, table in data.items():
         if not isinstance(table, dict):
             raise problem(f"has {name!r} outside a profile: put it under a table like [default]")
     mode = stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else None
-    return ConfigFile(path, data, mode)
+    return ConfigFile(path, data, mode, default)
 
 
 def _read_at_most(fd: int, size: int) -> bytes:
@@ -315,8 +334,9 @@ def _reason(exc: BaseException) -> str:
     return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
 
 
-def save_config(path: Path, config: Config) -> None:
-    """Write the config atomically (temp file in the same folder, then rename), mode 0600.
+def save_config(path: Path, config: Config, default_profile: str | None = None) -> None:
+    """Write the config atomically (temp file in the same folder, then rename), mode 0600;
+    `default_profile` goes at the top (none: the key is left out).
 
     A symlink is followed to its target, which is the file replaced: the link stays a link.
     """
@@ -325,7 +345,11 @@ def save_config(path: Path, config: Config) -> None:
     import tomli_w
 
     shown = str(path)
-    text = tomli_w.dumps({name: table for name, table in config.items() if table})
+    document: dict[str, Any] = {}
+    if default_profile is not None:
+        document[DEFAULT_PROFILE_KEY] = default_profile
+    document.update((name, table) for name, table in config.items() if table)
+    text = tomli_w.dumps(document)
     try:
         target = path.resolve()
     except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python 3.11, 3.12)
@@ -374,6 +398,8 @@ class Settings:
     page_size: int
     max_response_mb: int
     sources: dict[str, str] = field(default_factory=dict)
+    # Where the profile's name came from: a flag, CONVRISK_PROFILE, default_profile, default.
+    profile_source: str = "default"
 
     @property
     def is_remote(self) -> bool:
@@ -381,12 +407,17 @@ class Settings:
         return self.base_url is not None
 
 
-def active_profile(flags: Flags, env: Mapping[str, str]) -> tuple[str, str]:
-    """The profile name and where it came from: --profile, CONVRISK_PROFILE, or the default."""
+def active_profile(
+    flags: Flags, env: Mapping[str, str], config: ConfigFile | None = None
+) -> tuple[str, str]:
+    """The profile name and where it came from: --profile, CONVRISK_PROFILE, the config file's
+    `default_profile` (`config use`), or `default`."""
     if flags.profile:
         return check_profile_name(flags.profile), flags.profile_flag
     if env.get("CONVRISK_PROFILE"):
         return check_profile_name(env["CONVRISK_PROFILE"]), "CONVRISK_PROFILE"
+    if config is not None and config.default_profile is not None:
+        return config.default_profile, f"{DEFAULT_PROFILE_KEY} in {config.path}"
     return DEFAULT_PROFILE, "default"
 
 
@@ -395,9 +426,10 @@ def resolve(flags: Flags, env: Mapping[str, str], config: ConfigFile | None = No
 
     `config` is the config file already read (`read_config(config_path(env))`), else it is read.
     """
-    profile, profile_source = active_profile(flags, env)
     path = config_path(env)
-    profiles = (config if config is not None else read_config(path)).profiles
+    config = config if config is not None else read_config(path)
+    profile, profile_source = active_profile(flags, env, config)
+    profiles = config.profiles
     # `default` need not exist: settings may come from the environment and defaults alone.
     if profile not in profiles and profile != DEFAULT_PROFILE:
         raise UsageProblem(
@@ -456,6 +488,7 @@ def resolve(flags: Flags, env: Mapping[str, str], config: ConfigFile | None = No
         page_size=values["page_size"],
         max_response_mb=values["max_response_mb"],
         sources=sources,
+        profile_source=profile_source,
     )
 
 

@@ -15,11 +15,11 @@ import hashlib
 import json
 import math
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
-from api_client.errors import InvalidRequestError, NotFoundError, ServiceError
+from api_client.errors import ConvriskError, InvalidRequestError, NotFoundError, ServiceError
 from api_client.params import (
     DEFAULT_LIMIT,
     MAX_DETAILS_DEPTH,
@@ -45,6 +45,8 @@ Row = tuple[Any, ...]
 Columns = dict[str, Any]
 
 IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60
+# Values bound in one `IN (...)` (SQLite allows 32766 parameters since 3.32; older ones 999).
+_IN_CHUNK = 500
 _INT64 = (-(2**63), 2**63 - 1)
 
 
@@ -202,48 +204,209 @@ class TableResource(Generic[M, C, U, F]):
 
     def create(self, params: C, *, idempotency_key: str | None = None) -> M:
         """Create an object; a repeated idempotency key replays the first answer."""
-        spec = self._spec
-        values = spec.create_values(params)
-        key = check_idempotency_key(idempotency_key)
-        fingerprint = self._fingerprint(values) if key is not None else ""
+        values, key, fingerprint = self._checked_create(params, idempotency_key)
 
         def work(conn: sqlite3.Connection) -> M:
             moment = self._clock()
-            now = int(moment)
             if key is not None:
-                conn.execute(
-                    "DELETE FROM idempotency_keys WHERE created_at <= ?",
-                    (now - IDEMPOTENCY_TTL_SECONDS,),
-                )
-                stored = conn.execute(
-                    "SELECT resource, fingerprint, response FROM idempotency_keys WHERE key = ?",
-                    (key,),
-                ).fetchone()
-                if stored is not None:
-                    return self._replay(key, fingerprint, stored)
-            object_id = self._issue_ids(conn, [int(moment * 1000)])[0]
+                self._purge_keys(conn, int(moment))
+            return self._insert(conn, values, key, fingerprint, moment)
+
+        return self._db.write(work)
+
+    def create_many(
+        self,
+        items: Sequence[tuple[C, str | None]],
+        *,
+        stop_on_error: bool = False,
+    ) -> builtins.list[M | ConvriskError]:
+        """Create several objects in one transaction; one result per item, in order.
+
+        Each item is checked alone: a refused item (bad input, an idempotency key used with
+        other parameters) is its error and the others are still created. With `stop_on_error`
+        the list ends at the first error and nothing after it is written. A failure of the
+        database itself rolls the whole batch back and is raised.
+        """
+        checked: builtins.list[tuple[Columns, str | None, str] | ConvriskError] = []
+        for params, idempotency_key in items:
+            try:
+                checked.append(self._checked_create(params, idempotency_key))
+            except ConvriskError as exc:
+                checked.append(exc)
+                if stop_on_error:
+                    break
+
+        return self._db.write(lambda conn: self._create_batch(conn, checked, stop_on_error))
+
+    def _create_batch(
+        self,
+        conn: sqlite3.Connection,
+        checked: builtins.list[tuple[Columns, str | None, str] | ConvriskError],
+        stop_on_error: bool,
+    ) -> builtins.list[M | ConvriskError]:
+        """The inside of create_many's transaction, in a few statements per batch: the keys
+        looked up at once, the ids issued at once, the rows inserted and read back at once."""
+        moment = self._clock()
+        self._purge_keys(conn, int(moment))
+        stored = self._stored_answers(
+            conn, [item[1] for item in checked if not isinstance(item, ConvriskError)]
+        )
+        results: builtins.list[M | ConvriskError | int] = []
+        fresh: builtins.list[tuple[int, Columns, str | None, str]] = []
+        first_of_key: dict[str, tuple[int, str]] = {}  # a key new in this batch: its item
+        for item in checked:
+            position = len(results)
+            if isinstance(item, ConvriskError):
+                results.append(item)
+                if stop_on_error:
+                    break
+                continue
+            values, key, fingerprint = item
+            if key is not None and key in stored:
+                try:
+                    results.append(self._replay(key, fingerprint, stored[key]))
+                except InvalidRequestError as exc:
+                    results.append(exc)
+                    if stop_on_error:
+                        break
+                continue
+            if key is not None and key in first_of_key:
+                earlier, earlier_fingerprint = first_of_key[key]
+                if earlier_fingerprint != fingerprint:
+                    results.append(self._key_reused(key))
+                    if stop_on_error:
+                        break
+                    continue
+                results.append(earlier)  # the same request twice: the first one's answer
+                continue
+            if key is not None:
+                first_of_key[key] = (position, fingerprint)
+            fresh.append((position, values, key, fingerprint))
+            results.append(position)
+        if fresh:
+            made = self._insert_rows(conn, fresh, moment)
+            for (position, _, _, _), obj in zip(fresh, made, strict=True):
+                results[position] = obj
+        out: builtins.list[M | ConvriskError] = []
+        for result in results:
+            if isinstance(result, int):
+                answer = results[result]
+                assert not isinstance(answer, int)
+                out.append(answer)
+            else:
+                out.append(result)
+        return out
+
+    def _stored_answers(
+        self, conn: sqlite3.Connection, keys: builtins.list[str | None]
+    ) -> dict[str, Row]:
+        """The stored (resource, fingerprint, response) of each of these keys that has one."""
+        wanted = sorted({key for key in keys if key is not None})
+        stored: dict[str, Row] = {}
+        for start in range(0, len(wanted), _IN_CHUNK):
+            chunk = wanted[start : start + _IN_CHUNK]
+            marks = ", ".join("?" for _ in chunk)
+            for key, *answer in conn.execute(
+                "SELECT key, resource, fingerprint, response FROM idempotency_keys"
+                f" WHERE key IN ({marks})",
+                chunk,
+            ):
+                stored[key] = tuple(answer)
+        return stored
+
+    def _insert_rows(
+        self,
+        conn: sqlite3.Connection,
+        fresh: builtins.list[tuple[int, Columns, str | None, str]],
+        moment: float,
+    ) -> builtins.list[M]:
+        """Insert new objects (ids issued in order), store their keys' answers; the objects."""
+        spec = self._spec
+        now = int(moment)
+        issued = self._issue_ids(conn, [int(moment * 1000)] * len(fresh))
+        rows: builtins.list[dict[str, Any]] = []
+        for object_id, (_, values, _, _) in zip(issued, fresh, strict=True):
             row = {"id": object_id, **values, "created_at": now}
             if spec.has_updated_at:
                 row["updated_at"] = now
-            names = ", ".join(row)
-            marks = ", ".join("?" for _ in row)
-            conn.execute(
-                f"INSERT INTO {spec.table} ({names}) VALUES ({marks})", tuple(row.values())
-            )
-            obj = self._fetch(conn, object_id)
+            rows.append(row)
+        names = tuple(rows[0])
+        if any(tuple(row) != names for row in rows):
+            raise ServiceError(f"The {spec.noun}s of one batch do not set the same columns.")
+        marks = ", ".join("?" * len(names))
+        conn.executemany(
+            f"INSERT INTO {spec.table} ({', '.join(names)}) VALUES ({marks})",
+            [tuple(row.values()) for row in rows],
+        )
+        by_id: dict[str, Row] = {}
+        for start in range(0, len(issued), _IN_CHUNK):
+            chunk = issued[start : start + _IN_CHUNK]
+            marks = ", ".join("?" for _ in chunk)
+            for row in conn.execute(f"{self._select} WHERE id IN ({marks})", chunk):
+                by_id[row[0]] = row
+        made: builtins.list[M] = []
+        answers: builtins.list[tuple[str, str, str, str, int]] = []
+        for object_id, (_, _, key, fingerprint) in zip(issued, fresh, strict=True):
+            obj = self._record(by_id[object_id])
+            made.append(obj)
             if key is not None:
-                try:
-                    response = json.dumps(obj)
-                except (ValueError, RecursionError) as exc:
-                    raise self._unreadable(object_id, exc) from exc
-                conn.execute(
-                    "INSERT INTO idempotency_keys"
-                    " (key, resource, fingerprint, response, created_at) VALUES (?, ?, ?, ?, ?)",
-                    (key, spec.name, fingerprint, response, now),
-                )
-            return obj
+                answers.append((key, spec.name, fingerprint, self._response(object_id, obj), now))
+        if answers:
+            conn.executemany(
+                "INSERT INTO idempotency_keys"
+                " (key, resource, fingerprint, response, created_at) VALUES (?, ?, ?, ?, ?)",
+                answers,
+            )
+        return made
 
-        return self._db.write(work)
+    def _checked_create(
+        self, params: object, idempotency_key: str | None
+    ) -> tuple[Columns, str | None, str]:
+        """The column values of a create, its checked key and the fingerprint of its parameters."""
+        values = self._spec.create_values(params)
+        key = check_idempotency_key(idempotency_key)
+        fingerprint = self._fingerprint(values) if key is not None else ""
+        return values, key, fingerprint
+
+    @staticmethod
+    def _purge_keys(conn: sqlite3.Connection, now: int) -> None:
+        conn.execute(
+            "DELETE FROM idempotency_keys WHERE created_at <= ?", (now - IDEMPOTENCY_TTL_SECONDS,)
+        )
+
+    def _insert(
+        self,
+        conn: sqlite3.Connection,
+        values: Columns,
+        key: str | None,
+        fingerprint: str,
+        moment: float,
+    ) -> M:
+        """Insert one object (or replay the answer stored for its key), inside a transaction."""
+        spec = self._spec
+        now = int(moment)
+        if key is not None:
+            stored = conn.execute(
+                "SELECT resource, fingerprint, response FROM idempotency_keys WHERE key = ?",
+                (key,),
+            ).fetchone()
+            if stored is not None:
+                return self._replay(key, fingerprint, stored)
+        object_id = self._issue_ids(conn, [int(moment * 1000)])[0]
+        row = {"id": object_id, **values, "created_at": now}
+        if spec.has_updated_at:
+            row["updated_at"] = now
+        names = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        conn.execute(f"INSERT INTO {spec.table} ({names}) VALUES ({marks})", tuple(row.values()))
+        obj = self._fetch(conn, object_id)
+        if key is not None:
+            conn.execute(
+                "INSERT INTO idempotency_keys"
+                " (key, resource, fingerprint, response, created_at) VALUES (?, ?, ?, ?, ?)",
+                (key, spec.name, fingerprint, self._response(object_id, obj), now),
+            )
+        return obj
 
     def retrieve(self, id: str) -> M:
         """The object with this id, or NotFoundError."""
@@ -327,6 +490,20 @@ class TableResource(Generic[M, C, U, F]):
             # Bad JSON text in a column is a ValueError too.
             raise self._unreadable(row[0], exc) from exc
 
+    def _response(self, object_id: str, data: Mapping[str, Any]) -> str:
+        """The answer stored for an idempotency key: the object's JSON."""
+        try:
+            return json.dumps(data, separators=(",", ":"))
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise self._unreadable(object_id, exc) from exc
+
+    def _key_reused(self, key: str) -> InvalidRequestError:
+        return InvalidRequestError(
+            f"The idempotency key {key!r} was already used with a different request in the "
+            "last 24 hours; use a new key for a new request.",
+            param="idempotency_key",
+        )
+
     def _unreadable(self, object_id: object, exc: BaseException) -> ServiceError:
         return ServiceError(
             f"The stored {self._spec.noun} {object_id} cannot be read back: {_first_line(exc)}. "
@@ -378,11 +555,7 @@ class TableResource(Generic[M, C, U, F]):
     def _replay(self, key: str, fingerprint: str, stored: Row) -> M:
         resource, stored_fingerprint, response = stored
         if resource != self._spec.name or stored_fingerprint != fingerprint:
-            raise InvalidRequestError(
-                f"The idempotency key {key!r} was already used with a different request in the "
-                "last 24 hours; use a new key for a new request.",
-                param="idempotency_key",
-            )
+            raise self._key_reused(key)
         try:
             replayed: M = check_record(json.loads(response))  # type: ignore[assignment]
         except (ValueError, RecursionError) as exc:

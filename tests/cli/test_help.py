@@ -18,10 +18,11 @@ def walk(cmd: Command, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, 
 
 def test_the_command_tree_is_the_designed_one() -> None:
     paths = {" ".join(path) for path, _ in walk(command())}
-    verbs = ("list", "create", "get", "update", "delete")
-    expected = {"", "conv", "risk", "config", "serve"}
+    verbs = ("list", "create", "get", "update", "delete", "import")
+    expected = {"", "conv", "risk", "config", "serve", "status"}
     expected |= {f"{group} {verb}" for group in ("conv", "risk") for verb in verbs}
-    expected |= {f"config {verb}" for verb in ("set", "get", "unset", "show", "path")}
+    config_verbs = ("set", "get", "unset", "show", "path", "profiles", "use")
+    expected |= {f"config {verb}" for verb in config_verbs}
     assert paths == expected
 
 
