@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TextIO, TypeVar, cast
 
-from .errors import CliError, StdoutClosed
+from .errors import CliError, JqFailed, StdoutClosed
 
 if TYPE_CHECKING:
     import logging
@@ -790,7 +790,8 @@ class Printer:
                     has_more = page["has_more"]
                     if has_more:
                         self.progress(f"{count} {kind.noun if count == 1 else kind.plural}...")
-        except StdoutClosed:
+        except (StdoutClosed, JqFailed):
+            # The reader left, or the --jq program failed: going on would fail the same way.
             raise
         except BaseException:
             if last_id is not None:
