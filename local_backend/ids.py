@@ -7,8 +7,6 @@ so ids of one resource compare as strings exactly as they do as numbers: by crea
 
 from __future__ import annotations
 
-import secrets
-
 ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 BODY_LENGTH = 26
 RANDOM_BITS = 80
@@ -43,6 +41,8 @@ def decode(body: str) -> int | None:
 def number_at(millis: int, randomness: int | None = None) -> int:
     """The id number for a time in milliseconds and 80 random bits (drawn when not given)."""
     if randomness is None:
+        import secrets  # here: reads make no ids, and secrets loads OpenSSL's hashlib
+
         randomness = secrets.randbits(RANDOM_BITS)
     return (max(millis, 0) << RANDOM_BITS) | randomness
 
