@@ -44,10 +44,11 @@ def _machine() -> str:
     )
 
 
-def summary(targets: list[common.Target]) -> str:
+def summary(targets: list[common.Target], *, tiny: bool = False) -> str:
     """The figures that have a target, each with its verdict, as a Markdown table."""
     lines = [
         "## Targets\n",
+        *(["(`--tiny`: sizes too small for the verdicts to mean anything.)\n"] if tiny else []),
         "| figure | target | measured | met? |",
         "|---|---|---|---|",
     ]
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             text = sections.SECTIONS[name](ws)
             print(text, flush=True)
             parts.append(text)
-        print(summary(ws.targets), flush=True)
+        print(summary(ws.targets, tiny=args.tiny), flush=True)
     took = time.perf_counter() - started
     print(f"(bench took {took:.0f} s)", file=sys.stderr)
 
@@ -99,7 +100,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         notes = (ROOT / "bench" / "notes.md").read_text()
         REPORT.write_text(
-            header + "\n" + summary(ws.targets) + "\n" + "\n".join(parts) + "\n" + notes
+            header
+            + "\n"
+            + summary(ws.targets, tiny=args.tiny)
+            + "\n"
+            + "\n".join(parts)
+            + "\n"
+            + notes
         )
         print(f"wrote {REPORT.relative_to(ROOT)}", file=sys.stderr)
     return 0
