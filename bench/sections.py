@@ -303,7 +303,7 @@ def cold_start(ws: Workspace) -> str:
             ws.target(
                 f"cold {case.label}, ratio to `python -I -c pass`",
                 f"<= {case.target:g}x",
-                f"{med / base:.1f}x",
+                f"{med / base:.2f}x",
                 met,
             )
         h = ""
