@@ -44,6 +44,21 @@ def _machine() -> str:
     )
 
 
+def summary(targets: list[common.Target], *, tiny: bool = False) -> str:
+    """The figures that have a target, each with its verdict, as a Markdown table."""
+    lines = [
+        "## Targets\n",
+        *(["(`--tiny`: sizes too small for the verdicts to mean anything.)\n"] if tiny else []),
+        "| figure | target | measured | met? |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {t.figure} | {t.target} | {t.measured} | {'yes' if t.met else '**no**'} |"
+        for t in targets
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the chosen sections and print (and optionally write) the report."""
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
@@ -69,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             text = sections.SECTIONS[name](ws)
             print(text, flush=True)
             parts.append(text)
+        print(summary(ws.targets, tiny=args.tiny), flush=True)
     took = time.perf_counter() - started
     print(f"(bench took {took:.0f} s)", file=sys.stderr)
 
@@ -83,7 +99,15 @@ def main(argv: list[str] | None = None) -> int:
             "everything at a tiny size (CI does, without writing this page).\n"
         )
         notes = (ROOT / "bench" / "notes.md").read_text()
-        REPORT.write_text(header + "\n" + "\n".join(parts) + "\n" + notes)
+        REPORT.write_text(
+            header
+            + "\n"
+            + summary(ws.targets, tiny=args.tiny)
+            + "\n"
+            + "\n".join(parts)
+            + "\n"
+            + notes
+        )
         print(f"wrote {REPORT.relative_to(ROOT)}", file=sys.stderr)
     return 0
 

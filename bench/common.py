@@ -133,11 +133,25 @@ def median_cpu(runs: Sequence[Run]) -> float:
     return statistics.median(r.cpu_seconds for r in runs)
 
 
+@dataclass
+class Target:
+    """One figure with a target: what, the target, the measured value, and whether it is met."""
+
+    figure: str
+    target: str
+    measured: str
+    met: bool
+
+
 class Workspace:
-    """A temporary HOME with XDG folders, so the CLI runs isolated, plus the sizes to use."""
+    """A temporary HOME with XDG folders, so the CLI runs isolated, plus the sizes to use.
+
+    Sections record each figure that has a target with `target()`; the report lists them.
+    """
 
     def __init__(self, *, tiny: bool) -> None:
         self.tiny = tiny
+        self.targets: list[Target] = []
         self._tmp = tempfile.TemporaryDirectory(prefix="convrisk-bench-")
         self.dir = Path(self._tmp.name)
         self.cache = self.dir / "cache" if tiny else CACHE
@@ -152,6 +166,10 @@ class Workspace:
         tb: TracebackType | None,
     ) -> None:
         self._tmp.cleanup()
+
+    def target(self, figure: str, target: str, measured: str, met: bool) -> None:
+        """Record a figure that has a target, for the report's summary."""
+        self.targets.append(Target(figure, target, measured, met))
 
     def installed(self) -> Path:
         """The bin folder of a regular (non-editable) install of this checkout, made once.

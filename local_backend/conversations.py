@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterator
 from typing import cast
 
@@ -101,6 +100,8 @@ def sample_rows(n: int, *, start: int, end: int, seed: int = 0) -> Iterator[Colu
     `grp_busy`); 20% are muted, 10% pinned (half of them with a pinned message), 10% archived.
     So each filter keeps about a tenth to a fifth of the rows, at every size.
     """
+    import random  # here: only the benchmark's and tests' fills use it
+
     rng = random.Random(seed)
     step = (end - start) / max(n, 1)
     for index in range(n):

@@ -9,7 +9,6 @@ timeout plus a retry loop ride out other processes holding the lock.
 from __future__ import annotations
 
 import os
-import random
 import sqlite3
 import threading
 import time
@@ -216,6 +215,8 @@ class Database:
             except sqlite3.Error as exc:
                 if _is_busy(exc) and time.monotonic() < deadline:
                     attempt += 1
+                    import random  # here: only a busy write retries (random loads hashlib)
+
                     time.sleep(min(0.002 * 2**attempt, 0.1) * random.uniform(0.5, 1.0))
                     continue
                 raise self.error(exc) from exc

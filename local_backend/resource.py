@@ -11,7 +11,6 @@ for the record `list` returns; a row SQLite cannot render exactly so goes the ge
 from __future__ import annotations
 
 import builtins
-import hashlib
 import json
 import math
 import sqlite3
@@ -577,6 +576,8 @@ class TableResource(Generic[M, C, U, F]):
                     separators=(",", ":"),
                 )
         text = json.dumps([self._spec.name, canonical], sort_keys=True, separators=(",", ":"))
+        import hashlib  # here: only writes with an idempotency key need it (it loads OpenSSL)
+
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

@@ -311,6 +311,8 @@ def test_serve_prints_its_token_once_and_stops_on_sigterm(
 
 _BACKEND = {"local_backend", "api_client", "httpx", "rich", "jq"}
 _OTHER_COMMANDS = {"cli.risk", "cli.config_cmd", "cli.serve"}
+# What only an idempotency key (fingerprint) or a busy retry (jitter) needs.
+_READ_ONLY_ABSENT = {"hashlib", "random", "secrets"}
 
 
 @pytest.mark.parametrize(
@@ -332,8 +334,14 @@ _OTHER_COMMANDS = {"cli.risk", "cli.config_cmd", "cli.serve"}
         ),
         (["conv", "list"], {"httpx", "rich", "jq", *_OTHER_COMMANDS}),  # piped: TSV, no rich table
         # records are plain dicts inside (DESIGN 4.1): pydantic only for a remote answer
-        (["conv", "list", "-o", "json"], {"pydantic", "importlib.metadata"}),
-        (["conv", "create", "--contact-id", "c", "-o", "id"], {"pydantic", "httpx", "rich"}),
+        # and a read draws no random numbers and hashes nothing: no hashlib (OpenSSL), no random
+        (["conv", "list", "-o", "json"], {"pydantic", "importlib.metadata", *_READ_ONLY_ABSENT}),
+        (["conv", "list", "--all", "-o", "jsonl"], _READ_ONLY_ABSENT),
+        # a new id's 80 random bits come from os.urandom: no secrets, hence no OpenSSL hashlib
+        (
+            ["conv", "create", "--contact-id", "c", "-o", "id"],
+            {"pydantic", "httpx", "rich", *_READ_ONLY_ABSENT},
+        ),
         # jq (libjq) only for --jq, not for --fields
         (["conv", "list", "--fields", "id", "-o", "jsonl"], {"httpx", "rich", "jq"}),
     ],

@@ -42,3 +42,13 @@ def test_foreign_strings_are_not_ids() -> None:
     assert ids.parse("conv_", "conv_short") is None
     assert ids.parse("conv_", "conv_" + "U" * 26) is None  # U is not in the alphabet
     assert ids.parse("conv_", "conv_" + "0" * 25 + "1") == 1
+
+
+def test_ids_made_in_one_millisecond_carry_80_fresh_random_bits() -> None:
+    numbers = [ids.number_at(1_700_000_000_000) for _ in range(200)]
+    randomness = [n & (2**80 - 1) for n in numbers]
+    assert all(ids.time_of(n) == 1_700_000_000_000 for n in numbers)
+    assert len(set(randomness)) == 200
+    # all 80 bits are drawn: the chance that 200 draws all miss the top bit is 2**-200
+    assert max(randomness) >= 2**79
+    assert min(randomness) < 2**79
