@@ -19,6 +19,10 @@ from types import TracebackType
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "bench" / "out"
 GNU_TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else ""
+# The running venv's own convrisk (editable in a checkout), for throughput figures of seconds
+# that compare convrisk with itself (jq, import): its ~15 ms import finder is noise there. Cold
+# starts use `Workspace.installed()`, a regular install, since there that constant would not be.
+CONVRISK = str(Path(sys.executable).parent / "convrisk")
 
 
 def have(program: str) -> bool:

@@ -25,7 +25,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import CONVRISK, Run, Workspace, run
+from bench.common import CONVRISK, Run, Workspace, peak_rss_kib, run
 
 TARGET = 2.0
 
@@ -49,6 +49,7 @@ class Figure:
     argv: list[str]
     runs: list[Run]
     cpu: list[float]
+    peak_kib: int = 0  # from a separate run under GNU time (bench.common.peak_rss_kib)
 
     @property
     def seconds(self) -> float:
@@ -59,11 +60,6 @@ class Figure:
     def cpu_seconds(self) -> float:
         """Median CPU time (user + system) of the process."""
         return statistics.median(self.cpu)
-
-    @property
-    def peak_kib(self) -> int:
-        """The highest peak resident memory of the runs."""
-        return max(r.max_rss_kib for r in self.runs)
 
 
 def check_same_output(rows: int, env: dict[str, str]) -> None:
@@ -93,6 +89,8 @@ def measure(db: Path, env: dict[str, str], rows: int, runs: int) -> list[Figure]
             figure.runs.append(run(figure.argv, env=env))
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             figure.cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    for figure in figures:
+        figure.peak_kib = peak_rss_kib(figure.argv, env=env)
     return figures
 
 

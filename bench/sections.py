@@ -637,6 +637,16 @@ def jq(ws: Workspace) -> str:
     return jq_bench.section(ws)
 
 
+# -- 7. import -------------------------------------------------------------------------------------
+
+
+def bulk_import(ws: Workspace) -> str:
+    """`risk import` local (100,000) and remote over serve (10,000) (bench/import_bench.py)."""
+    from bench import import_bench
+
+    return import_bench.import_section(ws)
+
+
 SECTIONS: dict[str, Callable[[Workspace], str]] = {
     "cold_start": cold_start,
     "page_cost": page_cost,
@@ -644,4 +654,5 @@ SECTIONS: dict[str, Callable[[Workspace], str]] = {
     "writers": writers,
     "remote": remote,
     "jq": jq,
+    "import": bulk_import,
 }
