@@ -123,7 +123,15 @@ def serving(convrisk: str, workdir: Path) -> Iterator[str]:
 def _wrk(url: str, lua: Path, clients: int, seconds: float, keep_alive: bool) -> dict[str, Any]:
     """One wrk run; its figures (requests/s, p50/p99 ms, errors)."""
     path = "/v1/conversations?limit=10" if "GET" in lua.read_text() else "/v1/conversations"
-    argv = ["wrk", "-t", str(min(clients, 2)), "-c", str(clients), "-d", f"{max(1, round(seconds))}s"]
+    argv = [
+        "wrk",
+        "-t",
+        str(min(clients, 2)),
+        "-c",
+        str(clients),
+        "-d",
+        f"{max(1, round(seconds))}s",
+    ]
     argv += ["--timeout", "10s", "-s", str(lua)]
     if not keep_alive:
         argv += ["-H", "Connection: close"]
@@ -234,9 +242,7 @@ def measure(convrisk: str, label: str, seconds: float, tiny: bool) -> dict[str, 
             for keep_alive in (True, False):
                 for clients in CLIENTS[:1] if tiny else CLIENTS:
                     figures = _wrk(url, scripts[op], clients, seconds, keep_alive)
-                    rows.append(
-                        {"op": op, "clients": clients, "keep_alive": keep_alive, **figures}
-                    )
+                    rows.append({"op": op, "clients": clients, "keep_alive": keep_alive, **figures})
                     print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
         ab = _ab_keep_alive(url, 20 if tiny else 200)
         idle_figures = _idle(url, idle, 5 if tiny else IDLE_PROBES)

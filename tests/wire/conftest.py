@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from local_backend.server import ConvriskHTTPServer, make_server
+from local_backend.server import ConvriskServer, make_server
 from local_backend.store import LocalBackend
 
 TOKEN = "wire-test-token-5f2c"
@@ -23,7 +23,7 @@ TLS = ssl.create_default_context()
 class Served:
     """A running server, its database file and the access-log lines it wrote."""
 
-    server: ConvriskHTTPServer
+    server: ConvriskServer
     db_path: Path
     logs: list[str] = field(default_factory=list)
 
