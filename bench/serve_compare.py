@@ -258,6 +258,85 @@ def measure(convrisk: str, label: str, seconds: float, tiny: bool) -> dict[str, 
     }
 
 
+def compare(
+    old: str, new: str, labels: tuple[str, str], seconds: float, rounds: int
+) -> dict[str, Any]:
+    """Both builds side by side: each row run on old then new, `rounds` times, medians kept.
+
+    Interleaving row by row keeps a change in the machine's background load from favouring
+    one build (the machine is shared); the median of the rounds drops the odd disturbed run.
+    """
+    for tool in ("wrk", "ab"):
+        if shutil.which(tool) is None:
+            raise SystemExit(f"{tool} is not installed (Debian: apt-get install wrk apache2-utils)")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < IDLE_CONNECTIONS + 64:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, IDLE_CONNECTIONS + 256), hard))
+    builds = {"old": old, "new": new}
+    runs: dict[str, list[dict[str, Any]]] = {"old": [], "new": []}
+    extra: dict[str, dict[str, Any]] = {}
+    with ExitStack() as stack:
+        urls = {}
+        scripts = {}
+        for name, exe in builds.items():
+            workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="serve-cmp-")))
+            urls[name] = stack.enter_context(serving(exe, workdir))
+        for op, method, body in (("list", "GET", ""), ("create", "POST", _CREATE_BODY)):
+            scripts[op] = Path(stack.enter_context(tempfile.TemporaryDirectory())) / f"{op}.lua"
+            scripts[op].write_text(_LUA.format(method=method, token=TOKEN, body=body))
+        for name in builds:
+            _wrk(urls[name], scripts["create"], 2, 2, True)
+            _wrk(urls[name], scripts["list"], 2, 2, True)
+        for op in ("list", "create"):
+            for keep_alive in (True, False):
+                for clients in CLIENTS:
+                    samples: dict[str, list[dict[str, Any]]] = {"old": [], "new": []}
+                    for _ in range(rounds):
+                        for name in builds:
+                            samples[name].append(
+                                _wrk(urls[name], scripts[op], clients, seconds, keep_alive)
+                            )
+                    for name in builds:
+                        row = {
+                            "op": op,
+                            "clients": clients,
+                            "keep_alive": keep_alive,
+                            "rps": statistics.median(x["rps"] for x in samples[name]),
+                            "p99_ms": statistics.median(x["p99_ms"] for x in samples[name]),
+                            "p50_ms": statistics.median(x["p50_ms"] for x in samples[name]),
+                            "errors": sum(x["errors"] for x in samples[name]),
+                            "samples": samples[name],
+                        }
+                        runs[name].append(row)
+                        print(
+                            name,
+                            json.dumps({k: v for k, v in row.items() if k != "samples"}),
+                            file=sys.stderr,
+                            flush=True,
+                        )
+        for name in builds:
+            extra[name] = {
+                "ab_keep_alive": _ab_keep_alive(urls[name], 200),
+                "idle": _idle(urls[name], IDLE_CONNECTIONS, IDLE_PROBES),
+            }
+    common = {
+        "date": dt.date.today().isoformat(),
+        "machine": machine(),
+        "seconds": seconds,
+        "rounds": rounds,
+    }
+    return {
+        name: {
+            "label": label,
+            "convrisk": builds[name],
+            **common,
+            "rows": runs[name],
+            **extra[name],
+        }
+        for name, label in zip(builds, labels, strict=True)
+    }
+
+
 def machine() -> str:
     """Cores, CPU model, Python and kernel."""
     cpu = platform.machine()
@@ -372,6 +451,17 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--seconds", type=int, default=5, help="seconds per row (default 5)")
     run.add_argument("--tiny", action="store_true", help="a few short rows: proves the script")
     run.add_argument("--out", type=Path, required=True, help="where to write the figures (JSON)")
+    both = sub.add_parser("compare", help="measure two builds, interleaved row by row")
+    both.add_argument("--old", required=True, help="the old build's convrisk executable")
+    both.add_argument(
+        "--new",
+        default=str(Path(sys.executable).with_name("convrisk")),
+        help="the new build's convrisk executable (default: this environment's)",
+    )
+    both.add_argument("--labels", nargs=2, default=("old", "new"), metavar=("OLD", "NEW"))
+    both.add_argument("--seconds", type=int, default=5, help="seconds per run (default 5)")
+    both.add_argument("--rounds", type=int, default=3, help="runs per row and build (default 3)")
+    both.add_argument("--out", type=Path, required=True, help="prefix: OUT.old.json, OUT.new.json")
     show = sub.add_parser("table", help="render two measurements and write the section")
     show.add_argument("old", type=Path)
     show.add_argument("new", type=Path)
@@ -384,6 +474,13 @@ def main(argv: list[str] | None = None) -> int:
         data = measure(args.convrisk, args.label, seconds, args.tiny)
         args.out.write_text(json.dumps(data, indent=2) + "\n")
         print(json.dumps({k: data[k] for k in ("ab_keep_alive", "idle")}))
+        return 0
+    if args.command == "compare":
+        if not 1 <= args.seconds <= 60 or not 1 <= args.rounds <= 9:
+            parser.error("--seconds must be from 1 to 60 and --rounds from 1 to 9")
+        data = compare(args.old, args.new, tuple(args.labels), args.seconds, args.rounds)
+        for name, figures in data.items():
+            Path(f"{args.out}.{name}.json").write_text(json.dumps(figures, indent=2) + "\n")
         return 0
     text = table(json.loads(args.old.read_text()), json.loads(args.new.read_text()))
     print(text)

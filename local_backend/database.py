@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TypeVar
 
@@ -104,6 +105,29 @@ def _is_busy(exc: sqlite3.Error) -> bool:
     return _primary_code(exc) in _BUSY_CODES or "database is locked" in str(exc)
 
 
+# Set by `never_wait()`: operations in this context fail with WouldWait instead of waiting.
+_NEVER_WAIT: ContextVar[bool] = ContextVar("convrisk_never_wait", default=False)
+
+
+class WouldWait(Exception):
+    """Under `never_wait()`, the file was locked by another connection; nothing was done."""
+
+
+@contextmanager
+def never_wait() -> Iterator[None]:
+    """Run operations without waiting for a lock: a busy file raises WouldWait at once.
+
+    For a caller that must not block (an event loop): it runs the operation again where waiting
+    is harmless. A write that meets the lock fails at `BEGIN IMMEDIATE`, or rolls back whole, so
+    running it again is safe.
+    """
+    token = _NEVER_WAIT.set(True)
+    try:
+        yield
+    finally:
+        _NEVER_WAIT.reset(token)
+
+
 class Database:
     """One SQLite file shared by threads (a pool of connections) and by processes (WAL)."""
 
@@ -161,6 +185,8 @@ class Database:
             try:
                 return step()
             except sqlite3.Error as exc:
+                if _is_busy(exc) and _NEVER_WAIT.get():
+                    raise WouldWait(str(exc)) from exc
                 if _is_busy(exc) and time.monotonic() < deadline:
                     attempt += 1
                     time.sleep(min(0.002 * 2**attempt, 0.1) * random.uniform(0.5, 1.0))
@@ -173,7 +199,11 @@ class Database:
     def _connection(self) -> Iterator[sqlite3.Connection]:
         conn = self._acquire()
         healthy = False
+        never_wait = _NEVER_WAIT.get()
         try:
+            if never_wait:
+                # SQLite's own busy handler would sleep inside the call: off for this operation.
+                conn.execute("PRAGMA busy_timeout = 0")
             yield conn
             healthy = True
         except sqlite3.Error:
@@ -183,6 +213,11 @@ class Database:
             healthy = not conn.in_transaction
             raise
         finally:
+            if never_wait and healthy:
+                try:
+                    conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+                except sqlite3.Error:
+                    healthy = False
             self._release(conn, healthy=healthy)
 
     def _acquire(self) -> sqlite3.Connection:

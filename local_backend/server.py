@@ -39,6 +39,7 @@ from api_client.errors import ConvriskError, InvalidRequestError, ServiceError
 from api_client.protocol import Backend
 from api_client.text import printable
 
+from .database import WouldWait, never_wait
 from .wire import OPENAPI_PATH, Answer, Call, Wire, error_answer, json_answer, too_large
 
 # The head of a request (request line and headers) must arrive within this many seconds of the
@@ -427,17 +428,19 @@ class ServeApp:
             self.log.error(method, path, answer.internal)
 
     async def _run(self, call: Call, body: bytes) -> Answer:
-        """Run the operation: a read right here, a write on the one writer thread.
+        """Run the operation right here, or on the writer thread when it would have to wait.
 
-        A read takes a fraction of a millisecond and never waits for a lock (WAL), so the hop
-        to a thread would cost more than it saves. A write may wait for another process's
-        write lock, so it leaves the event loop; one thread, because SQLite takes one writer
-        at a time anyway and writers of one process would only queue on its lock.
+        An operation takes a fraction of a millisecond, less than the hop to a thread and back,
+        so it runs on the event loop, told never to wait for a lock. When another process holds
+        the file's write lock, it stops before changing anything and runs again on the one
+        writer thread, where waiting (the busy timeout) stalls nobody else.
         """
-        if call.method == "GET":
-            return self.wire.finish(call, body)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.writer, self.wire.finish, call, body)
+        try:
+            with never_wait():
+                return self.wire.finish(call, body)
+        except WouldWait:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self.writer, self.wire.finish, call, body)
 
     async def _drop(self, client: Any) -> None:
         self.connections.abort(client)
@@ -555,6 +558,9 @@ class ConvriskServer:
     ) -> None:
         self.backend = backend
         self.wire = Wire(backend, token)
+        # Open (and migrate) the database now: a bad file fails here, not on the first request,
+        # and no request on the event loop ever waits for a migration.
+        backend.conversations.list(limit=1)
         self.log = AccessLog(log, log_format, token)
         self.connections = _Connections()
         self.app = ServeApp(self.wire, self.log, chaos, self.connections)
@@ -680,8 +686,6 @@ def run_server(
     backend = LocalBackend(db_path)
     previous: dict[signal.Signals, Any] = {}
     try:
-        # Open (and migrate) the file now: a bad --db fails at start, not on the first request.
-        backend.conversations.list(limit=1)
         try:
             server = make_server(
                 backend,

@@ -29,6 +29,8 @@ from api_client.params import DEFAULT_LIMIT, MAX_LIMIT
 from api_client.protocol import Backend, ResourceBackend
 from api_client.text import printable
 
+from .database import WouldWait
+
 MAX_BODY_BYTES = 1024 * 1024
 OPENAPI_PATH = "/openapi.json"
 MAX_QUERY_FIELDS = 50
@@ -204,6 +206,8 @@ class Wire:
             return error_answer(reply.error, reply.headers)
         except APIError as exc:
             return error_answer(exc)
+        except WouldWait:
+            raise  # the caller runs it again where waiting is harmless (see database.never_wait)
         except Exception:
             return error_answer(ServiceError(SERVER_FAILED), internal=traceback.format_exc())
 
