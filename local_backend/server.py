@@ -316,7 +316,9 @@ class _FastProtocol(_Timed, HttpToolsProtocol):
 
     def _hand_over(self, data: bytes) -> None:
         self._disarm()
-        self._unset_keepalive_if_required()
+        if self.timeout_keep_alive_task is not None:
+            self.timeout_keep_alive_task.cancel()
+            self.timeout_keep_alive_task = None
         self.connections.discard(self)
         slow = self.slow(
             config=self.config,
@@ -518,7 +520,8 @@ def _connection_limit() -> int:
 def _listen(host: str, port: int) -> socket.socket:
     """A listening TCP socket (IPv6 when the host is an IPv6 address)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
