@@ -142,7 +142,7 @@ class AccessLog:
             target = path + ("?" + query if query else "")
             shown = "-" if status is None else str(status)
             line = (
-                f"{_now()} {client} {printable(method)} {printable(target)} {shown} "
+                f"{_now()} {client} {_shown(method)} {_shown(target)} {shown} "
                 f"{seconds * 1000:.1f}ms" + (f" fault={fault}" if fault else "")
             )
         self._emit(line)
@@ -157,7 +157,7 @@ class AccessLog:
             )
         else:
             body = "\n".join("    " + printable(part) for part in detail.rstrip().splitlines())
-            line = f"{_now()} convrisk serve: error in {printable(method)} {printable(path)}:\n"
+            line = f"{_now()} convrisk serve: error in {_shown(method)} {_shown(path)}:\n"
             line += body
         self._emit(line)
 
@@ -176,6 +176,12 @@ class AccessLog:
             line = line.replace(self._token, "***")
         assert self._sink is not None
         self._sink(line)
+
+
+def _shown(text: str) -> str:
+    """Request data for a text log line: control characters escaped, and a backslash doubled
+    so that a literal `\\x1b` sent by a client never reads like an escaped ESC."""
+    return printable(text, escape_backslash=True)
 
 
 def _now() -> str:

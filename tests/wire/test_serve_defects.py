@@ -323,3 +323,10 @@ def test_a_write_that_must_wait_for_another_process_does_not_stall_other_request
     writer.join(timeout=30)
     assert result["response"].status_code == 200
     assert [c["contact_id"] for c in http.get(CONV).json()["data"]] == ["ct_waited"]
+
+
+def test_a_literal_backslash_in_a_path_cannot_pass_for_an_escape_in_the_log(
+    served: Served, http: httpx.Client
+) -> None:
+    http.get(CONV + "/conv_\\x1b")
+    assert served.logs[-1].split(" ")[3] == CONV + "/conv_\\\\x1b"
