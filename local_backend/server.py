@@ -401,13 +401,15 @@ class ServeApp:
             delay, fault = self._dice.roll()
             if delay:
                 await asyncio.sleep(delay)
+            # Each line is logged before the answer goes out (or the connection is dropped),
+            # so a client that has its answer finds the line.
             if fault == "drop":
-                await self._drop(client)
-                return done(None, fault)
+                done(None, fault)
+                return await self._drop(client)
             if fault in ("500", "503", "429"):
                 answer = _injected(int(fault))
-                await self._send(scope, receive, send, answer, close=_body_pending(headers))
-                return done(answer.status, fault)
+                done(answer.status, fault)
+                return await self._send(scope, receive, send, answer, close=_body_pending(headers))
 
         call = self.wire.start(method, path, query, headers)
         close = False
@@ -428,12 +430,12 @@ class ServeApp:
             else:
                 answer = await self._run(call, body)
         if fault == "drop-after":
-            await self._drop(client)
-            return done(answer.status, fault)
-        await self._send(scope, receive, send, answer, close=close)
+            done(answer.status, fault)
+            return await self._drop(client)
         done(answer.status)
         if answer.internal is not None:
             self.log.error(method, path, answer.internal)
+        await self._send(scope, receive, send, answer, close=close)
 
     async def _run(self, call: Call, body: bytes) -> Answer:
         """Run the operation right here, or on the writer thread when it would have to wait.
@@ -585,6 +587,8 @@ class ConvriskServer:
             loop="auto",
             log_config=None,
             access_log=False,
+            # X-Forwarded-For from loopback would otherwise replace the client in the log.
+            proxy_headers=False,
             server_header=False,
             headers=[("server", f"convrisk/{__version__}")],
             limit_concurrency=_connection_limit(),

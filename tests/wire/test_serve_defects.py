@@ -330,3 +330,10 @@ def test_a_literal_backslash_in_a_path_cannot_pass_for_an_escape_in_the_log(
 ) -> None:
     http.get(CONV + "/conv_\\x1b")
     assert served.logs[-1].split(" ")[3] == CONV + "/conv_\\\\x1b"
+
+
+def test_a_forwarded_for_header_does_not_change_the_client_in_the_log(
+    served: Served, http: httpx.Client
+) -> None:
+    http.get(CONV, headers={"X-Forwarded-For": "203.0.113.9"})
+    assert served.logs[-1].split(" ")[1].startswith("127.0.0.1:")
