@@ -1,17 +1,18 @@
 """`convrisk serve` under load, one build against another: requests/s and p99, side by side.
 
-    python bench/serve_compare.py measure --convrisk PATH --label old --out old.json
-    python bench/serve_compare.py measure --label new --out new.json   # this checkout's convrisk
-    python bench/serve_compare.py table old.json new.json              # writes the section
-    python bench/serve_compare.py measure --tiny --out /tmp/t.json     # proves it runs (CI)
+    python bench/serve_compare.py compare --old OLD/bin/convrisk --out /tmp/cmp  # both builds
+    python bench/serve_compare.py table /tmp/cmp.old.json /tmp/cmp.new.json     # the section
+    python bench/serve_compare.py measure --out new.json                         # one build
+    python bench/serve_compare.py measure --tiny --out /tmp/t.json               # CI: it runs
 
-`measure` starts `PATH serve --port 0` on 127.0.0.1 over a fresh SQLite file (PATH is a
-`convrisk` executable: another build lives in its own virtualenv, see docs/performance.md for
-how the old one was built) and drives it with wrk (keep-alive, and `Connection: close` for a new
-connection per request) for GET list (limit 10) and POST create at 1, 4 and 16 connections;
-`ab -k` (HTTP/1.0 keep-alive) must complete; and a request is timed while 1,000 idle TCP
-connections are open. `table` renders two measurements as one markdown table and writes it to
-bench/serve_compare.md and into docs/performance.md (`python -m bench` keeps it).
+A build is a `convrisk` executable (another build lives in a virtualenv of its own; the table's
+Reproduce lines say how the old one was made). Each is started as `convrisk serve --port 0` on
+127.0.0.1 over a fresh SQLite file and driven with wrk (keep-alive, and `Connection: close` for
+a new connection per request) for GET list (limit 10) and POST create at 1, 4 and 16
+connections; `ab -k` (HTTP/1.0 keep-alive) must complete; and a request is timed while 1,000
+idle TCP connections are open. `compare` runs both servers at once and interleaves them row by
+row, `--rounds` times, keeping medians. `table` renders the two as one markdown section and
+writes it to bench/serve_compare.md and into docs/performance.md (`python -m bench` keeps it).
 Loopback only; every run is bounded in time. Needs `wrk` and `ab` (Debian: wrk, apache2-utils).
 """
 
@@ -46,8 +47,8 @@ CLIENTS = (1, 4, 16)
 IDLE_CONNECTIONS = 1000
 IDLE_PROBES = 50
 _LISTENING = re.compile(r"listening on (http://\S+)")
-_MARK_BEGIN = "<!-- serve-compare: begin (bench/serve_compare.py writes this section) -->"
-_MARK_END = "<!-- serve-compare: end -->"
+MARK_BEGIN = "<!-- serve-compare: begin (bench/serve_compare.py writes this section) -->"
+MARK_END = "<!-- serve-compare: end -->"
 
 _LUA = """
 wrk.method = "{method}"
@@ -358,11 +359,18 @@ def table(old: dict[str, Any], new: dict[str, Any]) -> str:
     lines = [
         "## 6. `convrisk serve`: the http.server build against the uvicorn build",
         "",
-        f"Measured on {new['date']} on {new['machine']}, with wrk {seconds_note(new)} per row "
-        "against `convrisk serve --port 0` on 127.0.0.1 over a fresh database (its access log "
-        "on, read by the harness). Old: "
-        f"`{old['label']}`; new: `{new['label']}`. requests/s higher is better, p99 lower is "
-        "better; `keep-alive: no` sends `Connection: close` (a new TCP connection per request).",
+        f"Measured on {new['date']} on {new['machine']}, with wrk against `convrisk serve "
+        "--port 0` on 127.0.0.1 over a fresh database (its access log on, read by the harness). "
+        + (
+            f"Each row ran {new['rounds']} times {new['seconds']:g} s on each build, interleaved "
+            "(old, new, old, new...), and the median of the runs is shown: the machine is "
+            "shared, and interleaving keeps a change in its load from favouring one build. "
+            if new.get("rounds")
+            else f"Each row ran {new['seconds']:g} s. "
+        )
+        + f"Old: `{old['label']}`; new: `{new['label']}`. requests/s higher is better, p99 "
+        "lower is better; `keep-alive: no` sends `Connection: close` (a new TCP connection per "
+        "request). POST create makes a conversation (no Idempotency-Key).",
         "",
         "| request | clients | keep-alive | old req/s | new req/s | old p99 ms | new p99 ms "
         "| old errors | new errors | new >= old |",
@@ -406,28 +414,26 @@ def table(old: dict[str, Any], new: dict[str, Any]) -> str:
         "Reproduce (from the repository root, wrk and ab installed):",
         "",
         "```sh",
-        f"python bench/serve_compare.py measure --convrisk {old['convrisk']} "
-        f"--label '{old['label']}' --out old.json",
-        f"python bench/serve_compare.py measure --label '{new['label']}' --out new.json",
-        "python bench/serve_compare.py table old.json new.json",
+        "# the old build: the main branch before this change, in a virtualenv of its own",
+        "mkdir -p /tmp/old/src && git archive 02ab829 | tar -x -C /tmp/old/src",
+        "python3 -m venv /tmp/old/.venv && /tmp/old/.venv/bin/pip install /tmp/old/src",
+        f"python bench/serve_compare.py compare --old {old['convrisk']} "
+        f"--labels '{old['label']}' '{new['label']}' --seconds {new['seconds']:g} "
+        f"--rounds {new.get('rounds', 1)} --out /tmp/cmp",
+        "python bench/serve_compare.py table /tmp/cmp.old.json /tmp/cmp.new.json",
         "```",
     ]
     return "\n".join(lines) + "\n"
-
-
-def seconds_note(data: dict[str, Any]) -> str:
-    """How long each wrk row ran."""
-    return f"{data['seconds']:g} s"
 
 
 def write_section(text: str) -> None:
     """Write the section file, and put it into docs/performance.md between its markers."""
     SECTION.write_text(text)
     report = REPORT.read_text()
-    block = f"{_MARK_BEGIN}\n{text}{_MARK_END}\n"
-    if _MARK_BEGIN in report and _MARK_END in report:
-        head, _, rest = report.partition(_MARK_BEGIN)
-        _, _, tail = rest.partition(_MARK_END + "\n")
+    block = f"{MARK_BEGIN}\n{text}{MARK_END}\n"
+    if MARK_BEGIN in report and MARK_END in report:
+        head, _, rest = report.partition(MARK_BEGIN)
+        _, _, tail = rest.partition(MARK_END + "\n")
         report = head + block + tail
     else:
         head, sep, notes = report.partition("## Notes")
