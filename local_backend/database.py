@@ -139,6 +139,9 @@ class Database:
         self._prepare_lock = threading.Lock()
         self._idle: list[sqlite3.Connection] = []
         self._busy: set[sqlite3.Connection] = set()
+        # Connections whose SQLite busy timeout is 0 (last used under never_wait()); switched
+        # only when a connection changes side, not on every operation.
+        self._not_waiting: set[sqlite3.Connection] = set()
         self._prepared = False
         self._closed = False
 
@@ -199,11 +202,8 @@ class Database:
     def _connection(self) -> Iterator[sqlite3.Connection]:
         conn = self._acquire()
         healthy = False
-        never_wait = _NEVER_WAIT.get()
         try:
-            if never_wait:
-                # SQLite's own busy handler would sleep inside the call: off for this operation.
-                conn.execute("PRAGMA busy_timeout = 0")
+            self._set_waiting(conn, not _NEVER_WAIT.get())
             yield conn
             healthy = True
         except sqlite3.Error:
@@ -213,12 +213,18 @@ class Database:
             healthy = not conn.in_transaction
             raise
         finally:
-            if never_wait and healthy:
-                try:
-                    conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-                except sqlite3.Error:
-                    healthy = False
             self._release(conn, healthy=healthy)
+
+    def _set_waiting(self, conn: sqlite3.Connection, waiting: bool) -> None:
+        """SQLite's own busy handler on (the busy timeout) or off (0, under never_wait)."""
+        if waiting == (conn not in self._not_waiting):
+            return
+        milliseconds = int(self.busy_timeout * 1000) if waiting else 0
+        conn.execute(f"PRAGMA busy_timeout = {milliseconds}")
+        if waiting:
+            self._not_waiting.discard(conn)
+        else:
+            self._not_waiting.add(conn)
 
     def _acquire(self) -> sqlite3.Connection:
         with self._lock:
@@ -247,6 +253,7 @@ class Database:
             if healthy and not self._closed and len(self._idle) < _IDLE_CONNECTIONS:
                 self._idle.append(conn)
                 return
+            self._not_waiting.discard(conn)
         conn.close()
 
     def _open(self) -> sqlite3.Connection:
@@ -353,6 +360,7 @@ class Database:
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
+            self._not_waiting.difference_update(idle)
         for conn in idle:
             conn.close()
 
