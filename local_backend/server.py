@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import uvicorn
 from starlette.responses import Response
@@ -223,6 +223,44 @@ class _Connections:
 _FAST_METHODS = (b"GET", b"POST", b"PUT", b"DELETE")
 
 
+class _OneWrite:
+    """A transport that sends an answer's head together with its body, in one write.
+
+    uvicorn writes the head when the response starts and the body next; on its own that is two
+    send calls and two TCP segments per answer (the client woken twice). A head is held until
+    the next write, or until the event loop turns (a head with no body write after it).
+    """
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self.transport = transport
+        self._loop = loop
+        self._held: bytes | None = None
+
+    def write(self, data: bytes) -> None:
+        """Send `data`, or hold it when it is an answer's head."""
+        if self._held is not None:
+            data, self._held = self._held + data, None
+        elif data.startswith(b"HTTP/1.1 ") and data.endswith(b"\r\n\r\n"):
+            self._held = data
+            self._loop.call_soon(self.flush)
+            return
+        self.transport.write(data)
+
+    def flush(self) -> None:
+        """Send a head still held."""
+        if self._held is not None:
+            data, self._held = self._held, None
+            self.transport.write(data)
+
+    def close(self) -> None:
+        """Send what is held, then close."""
+        self.flush()
+        self.transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.transport, name)
+
+
 class _Timed:
     """What uvicorn's HTTP protocols lack, mixed into both: a deadline for each request head,
     a registry of connections (for an injected drop), and a JSON body on a 400 for bad HTTP."""
@@ -238,6 +276,9 @@ class _Timed:
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         """Register the connection and give it HEAD_SECONDS to send a request."""
+        if not isinstance(transport, _OneWrite):  # (a connection handed over has one)
+            one = _OneWrite(cast(asyncio.Transport, transport), asyncio.get_running_loop())
+            transport = cast(asyncio.BaseTransport, one)
         super().connection_made(transport)  # type: ignore[misc]
         if not self._handed_over:
             self.registry.accepted += 1

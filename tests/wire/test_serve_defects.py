@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import socket
@@ -337,3 +338,33 @@ def test_a_forwarded_for_header_does_not_change_the_client_in_the_log(
 ) -> None:
     http.get(CONV, headers={"X-Forwarded-For": "203.0.113.9"})
     assert served.logs[-1].split(" ")[1].startswith("127.0.0.1:")
+
+
+def test_an_answer_head_and_body_go_out_in_one_write() -> None:
+    class Recorder:
+        def __init__(self) -> None:
+            self.writes: list[bytes] = []
+            self.closed = False
+
+        def write(self, data: bytes) -> None:
+            self.writes.append(data)
+
+        def close(self) -> None:
+            self.closed = True
+
+    loop = asyncio.new_event_loop()
+    try:
+        recorder = Recorder()
+        one = server_module._OneWrite(recorder, loop)  # type: ignore[arg-type]
+        one.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n")
+        one.write(b"{}")
+        assert recorder.writes == [b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"]
+        one.write(b"HTTP/1.1 405 Method Not Allowed\r\ncontent-length: 0\r\n\r\n")
+        assert len(recorder.writes) == 1  # held until the loop turns (a HEAD has no body)
+        loop.run_until_complete(asyncio.sleep(0))
+        assert recorder.writes[1].startswith(b"HTTP/1.1 405")
+        one.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        one.close()
+        assert recorder.writes[2] == b"HTTP/1.1 100 Continue\r\n\r\n" and recorder.closed
+    finally:
+        loop.close()
