@@ -373,8 +373,8 @@ def table(old: dict[str, Any], new: dict[str, Any]) -> str:
         "request). POST create makes a conversation (no Idempotency-Key).",
         "",
         "| request | clients | keep-alive | old req/s | new req/s | old p99 ms | new p99 ms "
-        "| old errors | new errors | new >= old |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| old errors | new errors | req/s >= old | p99 <= old |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     olds = {(r["op"], r["clients"], r["keep_alive"]): r for r in old["rows"]}
     for row in new["rows"]:
@@ -383,12 +383,14 @@ def table(old: dict[str, Any], new: dict[str, Any]) -> str:
         if before is None:
             continue
         request = "GET list (limit 10)" if row["op"] == "list" else "POST create"
-        met = row["rps"] >= before["rps"] and row["p99_ms"] <= before["p99_ms"]
+        faster = row["rps"] >= before["rps"]
+        steadier = row["p99_ms"] <= before["p99_ms"]
         lines.append(
             f"| {request} | {row['clients']} | {'yes' if row['keep_alive'] else 'no'} "
             f"| {before['rps']:,.0f} | {row['rps']:,.0f} "
             f"| {before['p99_ms']:.1f} | {row['p99_ms']:.1f} "
-            f"| {before['errors']} | {row['errors']} | {'yes' if met else 'NO'} |"
+            f"| {before['errors']} | {row['errors']} "
+            f"| {'yes' if faster else 'NO'} | {'yes' if steadier else 'NO'} |"
         )
     oa, na = old["ab_keep_alive"], new["ab_keep_alive"]
     oi, ni = old["idle"], new["idle"]
@@ -417,7 +419,7 @@ def table(old: dict[str, Any], new: dict[str, Any]) -> str:
         "# the old build: the main branch before this change, in a virtualenv of its own",
         "mkdir -p /tmp/old/src && git archive 02ab829 | tar -x -C /tmp/old/src",
         "python3 -m venv /tmp/old/.venv && /tmp/old/.venv/bin/pip install /tmp/old/src",
-        f"python bench/serve_compare.py compare --old {old['convrisk']} "
+        "python bench/serve_compare.py compare --old /tmp/old/.venv/bin/convrisk "
         f"--labels '{old['label']}' '{new['label']}' --seconds {new['seconds']:g} "
         f"--rounds {new.get('rounds', 1)} --out /tmp/cmp",
         "python bench/serve_compare.py table /tmp/cmp.old.json /tmp/cmp.new.json",
