@@ -105,6 +105,7 @@ STATUS_TABLE: dict[int, tuple[type[APIError], str]] = {
     415: (InvalidRequestError, "unsupported_media_type"),
     429: (ServiceError, "rate_limited"),
     500: (ServiceError, "internal_error"),
+    503: (ServiceError, "service_unavailable"),
 }
 
 _BY_TYPE: dict[str, type[APIError]] = {

@@ -52,6 +52,7 @@ from .params import (
     check_risk_profile_create,
     check_risk_profile_update,
     check_text,
+    token_problem,
 )
 from .protocol import ConversationsBackend, RiskProfilesBackend
 from .records import (
@@ -135,11 +136,9 @@ def _check_token(token: str | None) -> str | None:
         return None
     # A token that is not a plain header value would make httpx fail with the value in its
     # message; refuse it here without ever echoing it.
-    if not all(33 <= ord(ch) <= 126 for ch in token):
-        raise InvalidRequestError(
-            "The token contains spaces or characters that cannot be sent in an HTTP header.",
-            param="token",
-        )
+    problem = token_problem(token)
+    if problem is not None:
+        raise InvalidRequestError(problem, param="token")
     return token
 
 

@@ -196,6 +196,19 @@ def check_idempotency_key(key: object) -> str | None:
     return key
 
 
+def token_problem(token: str) -> str | None:
+    """Why `token` cannot be a bearer token, or None when it can (the one rule, client and serve).
+
+    A token travels in an HTTP header: one or more visible ASCII characters, no space. The
+    message never repeats the token.
+    """
+    if not token:
+        return "The token is empty."
+    if not all(33 <= ord(ch) <= 126 for ch in token):
+        return "The token contains spaces or characters that cannot be sent in an HTTP header."
+    return None
+
+
 def check_conversation_create(body: object) -> ConversationCreateParams:
     """Check a create-conversation body; returns exactly one party."""
     data = _check_object(body)

@@ -99,6 +99,13 @@ def main(argv: list[str] | None = None) -> int:
             "everything at a tiny size (CI does, without writing this page).\n"
         )
         notes = (ROOT / "bench" / "notes.md").read_text()
+        # The serve comparison is measured by bench/serve_compare.py (it needs wrk, ab and the
+        # old build); a rewrite of this page keeps its last section.
+        serve = ROOT / "bench" / "serve_compare.md"
+        if serve.exists():
+            from bench.serve_compare import MARK_BEGIN, MARK_END
+
+            parts.append(f"{MARK_BEGIN}\n{serve.read_text()}{MARK_END}\n")
         REPORT.write_text(
             header
             + "\n"

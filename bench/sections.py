@@ -9,7 +9,6 @@ import os
 import shlex
 import shutil
 import signal
-import socket
 import sqlite3
 import statistics
 import subprocess
@@ -20,7 +19,6 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from bench import common
 from bench.common import (
@@ -571,34 +569,21 @@ def remote(ws: Workspace) -> str:
     shutil.copy(ws.db(n), db)
     token = "bench-token"
     requests: list[str] = []
-    connections = 0
-    lock = threading.Lock()
-
     backend = LocalBackend(db)
     server = make_server(backend, token=token, log=requests.append)
-    original = server.get_request
-
-    def counting_get_request() -> tuple[socket.socket, Any]:
-        nonlocal connections
-        with lock:
-            connections += 1
-        return original()
-
-    server.get_request = counting_get_request  # type: ignore[method-assign]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     try:
-        env = ws.env(CONVRISK_BASE_URL=server.url, CONVRISK_TOKEN=token)
-        out = ws.dir / "remote.jsonl"
-        with out.open("wb") as fh:
-            convrisk = str(ws.installed() / "convrisk")
-            result = run(
-                [convrisk, "conv", "list", "--all", "-o", "jsonl"], env=env, stdout=fh.fileno()
-            )
-        lines = sum(1 for _ in out.open("rb"))
+        with server.running():
+            env = ws.env(CONVRISK_BASE_URL=server.url, CONVRISK_TOKEN=token)
+            out = ws.dir / "remote.jsonl"
+            with out.open("wb") as fh:
+                convrisk = str(ws.installed() / "convrisk")
+                result = run(
+                    [convrisk, "conv", "list", "--all", "-o", "jsonl"], env=env, stdout=fh.fileno()
+                )
+            lines = sum(1 for _ in out.open("rb"))
+            # Counted where the server accepts them (uvicorn's protocol, once per connection).
+            connections = server.connections.accepted
     finally:
-        server.shutdown()
-        server.server_close()
         backend.close()
     if lines != n:
         raise RuntimeError(f"remote export of {n} rows printed {lines} lines")

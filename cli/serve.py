@@ -1,13 +1,23 @@
 """`convrisk serve`: the service over HTTP on a local SQLite file, until SIGINT or SIGTERM."""
 
+from __future__ import annotations
+
 import dataclasses
+import math
+import shlex
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from .context import app_context, database_path
+from .errors import UsageProblem
 from .options import whole_number
+
+if TYPE_CHECKING:
+    from local_backend.server import Chaos
+
+_LOG_FORMATS = ("text", "json")
 
 
 def serve(
@@ -31,48 +41,179 @@ def serve(
         typer.Option(
             "--token",
             metavar="T",
-            help="The bearer token clients must send (env CONVRISK_SERVE_TOKEN; "
-            "none: one is generated and printed once).",
+            help="The bearer token clients must send (env CONVRISK_SERVE_TOKEN; none: the one "
+            "kept in <db>.token, made on the first start).",
             show_default=False,
         ),
     ] = None,
+    latency: Annotated[
+        str | None,
+        typer.Option(
+            "--latency",
+            metavar="MS|MIN-MAX",
+            help="Delay every API answer by MS milliseconds, or a random MIN to MAX.",
+            show_default=False,
+        ),
+    ] = None,
+    faults: Annotated[
+        str,
+        typer.Option(
+            "--faults",
+            metavar="RATE",
+            help="Answer this fraction (0 to 1) of API requests with an injected fault: 500, "
+            "503 or 429 with Retry-After, a dropped connection, or a drop after the operation.",
+        ),
+    ] = "0",
+    seed: Annotated[
+        str | None,
+        typer.Option(
+            "--seed",
+            metavar="N",
+            help="Seed of --faults and --latency: the same requests get the same faults "
+            "(default: a random seed, printed at start).",
+            show_default=False,
+        ),
+    ] = None,
+    log_format: Annotated[
+        str,
+        typer.Option(
+            "--log-format", metavar="text|json", help="Access log on stderr: text or json."
+        ),
+    ] = "text",
 ) -> None:
     """Serve the conversations and risk-profiles service over HTTP on a local database.
 
-    Stops cleanly on Ctrl-C (SIGINT) or SIGTERM. The access log goes to stderr.
+    Prints a ready-to-paste `export CONVRISK_BASE_URL=... CONVRISK_TOKEN=...` line, then one
+    log line per request on stderr. GET /openapi.json describes the interface. Stops cleanly on
+    Ctrl-C (SIGINT) or SIGTERM.
 
     \b
     Example:
       convrisk serve --port 8000
-      CONVRISK_SERVE_TOKEN=s3cret convrisk serve --port 0 --db /tmp/demo.db
-      convrisk --base-url http://127.0.0.1:8000 conv list   # with CONVRISK_TOKEN=s3cret
+      convrisk serve --port 0 --db /tmp/demo.db --faults 0.2 --latency 5-50 --seed 7
+      CONVRISK_SERVE_TOKEN=s3cret convrisk serve --log-format json
     """
     import secrets
 
-    from local_backend.server import run_server
+    from local_backend.server import Chaos, is_loopback, run_server
 
     port_number = whole_number(port, "--port", 0, 65535)
     run = app_context(ctx)
+    if log_format not in _LOG_FORMATS:
+        raise UsageProblem(
+            f"--log-format must be text or json, not {log_format!r}.", param="--log-format"
+        )
+    fault_rate = _fault_rate(faults)
+    chaos = Chaos(
+        latency_ms=_latency(latency),
+        fault_rate=fault_rate,
+        seed=secrets.randbelow(2**31) if seed is None else whole_number(seed, "--seed", 0),
+    )
+    given = token if token is not None else run.env.get("CONVRISK_SERVE_TOKEN")
+    source = "--token" if token is not None else "CONVRISK_SERVE_TOKEN"
+    if given is not None:
+        problem = _token_problem(given)
+        if problem is not None:
+            raise UsageProblem(f"{source}: {problem}", param="--token")
     env = {k: v for k, v in run.env.items() if k != "CONVRISK_BASE_URL"}
     flags = dataclasses.replace(run.flags, base_url=None, db=db or run.flags.db)
-    db_path = database_path(run.resolve(flags, env))
+    db_path = Path(database_path(run.resolve(flags, env)))
     printer = run.plain_printer()
-    secret = token or run.env.get("CONVRISK_SERVE_TOKEN") or ""
-    generated = not secret
-    if generated:
-        secret = secrets.token_urlsafe(32)
+    stored = None
+    if given is None:
+        from local_backend.serve_token import load_or_create
+
+        stored = load_or_create(db_path)
+    secret = given if given is not None else stored.token if stored is not None else ""
 
     def ready(url: str) -> None:
-        """Listening: only now is a generated token worth printing (a failed start shows none)."""
-        if generated:
-            printer.notice(f"convrisk serve: token: {secret}")
+        """Listening: only now is the token worth printing (a failed start shows none)."""
         printer.notice(f"convrisk serve: listening on {url}")
+        printer.notice(f"convrisk serve: database {db_path}")
+        if not is_loopback(host):
+            printer.warning(
+                f"{host} is not a loopback address: anyone who can reach this machine can "
+                "reach the service (with the token). Use --host 127.0.0.1 unless you mean it."
+            )
+        if chaos.active:
+            printer.notice(f"convrisk serve: {_chaos_text(chaos)}")
+        base = "export CONVRISK_BASE_URL=" + shlex.quote(_client_url(url))
+        if stored is not None:
+            state = "made now" if stored.created else "kept from an earlier start"
+            printer.notice(f"convrisk serve: token in {stored.path} ({state})")
+            if stored.readable_by_others:
+                printer.warning(f"{stored.path} can be read by other users; chmod 600 it.")
+            printer.notice(f"{base} CONVRISK_TOKEN={shlex.quote(stored.token)}")
+        elif source == "CONVRISK_SERVE_TOKEN":
+            printer.notice(f'{base} CONVRISK_TOKEN="$CONVRISK_SERVE_TOKEN"')
+        else:
+            printer.notice(f"{base}  # and CONVRISK_TOKEN=<the --token value>")
 
     run_server(
         host=host,
         port=port_number,
-        db_path=Path(db_path),
+        db_path=db_path,
         token=secret,
         on_ready=ready,
         log=printer.notice,
+        log_format=log_format,
+        chaos=chaos,
     )
+
+
+def _token_problem(token: str) -> str | None:
+    from api_client.params import token_problem
+
+    return token_problem(token)
+
+
+def _fault_rate(text: str) -> float:
+    """--faults: a finite number from 0 to 1; a usage error otherwise."""
+    try:
+        rate = float(text.strip())
+    except ValueError:
+        rate = math.nan
+    if not math.isfinite(rate) or not 0.0 <= rate <= 1.0:
+        raise UsageProblem(
+            f"--faults must be a number from 0 to 1, not {text!r}.", param="--faults"
+        )
+    return rate
+
+
+def _latency(text: str | None) -> tuple[int, int]:
+    """`MS` or `MIN-MAX` (whole milliseconds) as (low, high); a usage error otherwise."""
+    from local_backend.server import MAX_LATENCY_MS
+
+    if text is None:
+        return (0, 0)
+    low, sep, high = text.strip().partition("-")
+    parts = (low, high) if sep else (low, low)
+    if not all(part.strip().isdigit() for part in parts):
+        raise UsageProblem(
+            f"--latency must be milliseconds (50) or a range (10-200), not {text!r}.",
+            param="--latency",
+        )
+    values = (int(parts[0]), int(parts[1]))
+    if values[0] > values[1] or values[1] > MAX_LATENCY_MS:
+        raise UsageProblem(
+            f"--latency: MIN must not exceed MAX, and MAX must be at most {MAX_LATENCY_MS} ms "
+            f"(got {text!r}).",
+            param="--latency",
+        )
+    return values
+
+
+def _chaos_text(chaos: Chaos) -> str:
+    """What is injected, and the seed that repeats it."""
+    parts = []
+    low, high = chaos.latency_ms
+    if high:
+        parts.append(f"latency {low} ms" if low == high else f"latency {low}-{high} ms")
+    if chaos.fault_rate:
+        parts.append(f"faults {chaos.fault_rate:.0%} of API requests")
+    return ", ".join(parts) + f" (--seed {chaos.seed} repeats them)"
+
+
+def _client_url(url: str) -> str:
+    """The URL a client on this machine uses: a wildcard address becomes loopback."""
+    return url.replace("//0.0.0.0:", "//127.0.0.1:").replace("//[::]:", "//[::1]:")

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TypeVar
 
@@ -136,6 +137,29 @@ def _is_busy(exc: sqlite3.Error) -> bool:
     return _primary_code(exc) in _BUSY_CODES or "database is locked" in str(exc)
 
 
+# Set by `never_wait()`: operations in this context fail with WouldWait instead of waiting.
+_NEVER_WAIT: ContextVar[bool] = ContextVar("convrisk_never_wait", default=False)
+
+
+class WouldWait(Exception):
+    """Under `never_wait()`, the file was locked by another connection; nothing was done."""
+
+
+@contextmanager
+def never_wait() -> Iterator[None]:
+    """Run operations without waiting for a lock: a busy file raises WouldWait at once.
+
+    For a caller that must not block (an event loop): it runs the operation again where waiting
+    is harmless. A write that meets the lock fails at `BEGIN IMMEDIATE`, or rolls back whole, so
+    running it again is safe.
+    """
+    token = _NEVER_WAIT.set(True)
+    try:
+        yield
+    finally:
+        _NEVER_WAIT.reset(token)
+
+
 class Database:
     """One SQLite file shared by threads (a pool of connections) and by processes (WAL)."""
 
@@ -155,6 +179,9 @@ class Database:
         self._prepare_lock = threading.Lock()
         self._idle: list[sqlite3.Connection] = []
         self._busy: set[sqlite3.Connection] = set()
+        # Connections whose SQLite busy timeout is 0 (last used under never_wait()); switched
+        # only when a connection changes side, not on every operation.
+        self._not_waiting: set[sqlite3.Connection] = set()
         self._prepared = False
         self._closed = False
 
@@ -213,6 +240,8 @@ class Database:
             try:
                 return step()
             except sqlite3.Error as exc:
+                if _is_busy(exc) and _NEVER_WAIT.get():
+                    raise WouldWait(str(exc)) from exc
                 if _is_busy(exc) and time.monotonic() < deadline:
                     attempt += 1
                     import random  # here: only a busy write retries (random loads hashlib)
@@ -228,6 +257,7 @@ class Database:
         conn = self._acquire()
         healthy = False
         try:
+            self._set_waiting(conn, not _NEVER_WAIT.get())
             yield conn
             healthy = True
         except sqlite3.Error:
@@ -238,6 +268,17 @@ class Database:
             raise
         finally:
             self._release(conn, healthy=healthy)
+
+    def _set_waiting(self, conn: sqlite3.Connection, waiting: bool) -> None:
+        """SQLite's own busy handler on (the busy timeout) or off (0, under never_wait)."""
+        if waiting == (conn not in self._not_waiting):
+            return
+        milliseconds = int(self.busy_timeout * 1000) if waiting else 0
+        conn.execute(f"PRAGMA busy_timeout = {milliseconds}")
+        if waiting:
+            self._not_waiting.discard(conn)
+        else:
+            self._not_waiting.add(conn)
 
     def _acquire(self) -> sqlite3.Connection:
         with self._lock:
@@ -266,6 +307,7 @@ class Database:
             if healthy and not self._closed and len(self._idle) < _IDLE_CONNECTIONS:
                 self._idle.append(conn)
                 return
+            self._not_waiting.discard(conn)
         conn.close()
 
     def _open(self) -> sqlite3.Connection:
@@ -375,6 +417,7 @@ class Database:
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
+            self._not_waiting.difference_update(idle)
         for conn in idle:
             conn.close()
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import gc
 import json
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -41,16 +40,13 @@ def client(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Client]:
             yield c
         return
     server = make_server(local, token="facade-token", log=lambda line: None)
-    # Served here rather than with server.running() for a short shutdown poll (fast teardown).
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01})
-    thread.start()
     try:
-        with Client(HTTPBackend(server.url, "facade-token"), page_size=PAGE_SIZE) as c:
+        with (
+            server.running(),
+            Client(HTTPBackend(server.url, "facade-token"), page_size=PAGE_SIZE) as c,
+        ):
             yield c
     finally:
-        server.shutdown()
-        thread.join()
-        server.server_close()
         local.close()
 
 

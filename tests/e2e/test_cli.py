@@ -7,6 +7,7 @@ import json
 import os
 import pty
 import select
+import shlex
 import signal
 import subprocess
 import sys
@@ -275,7 +276,7 @@ def test_a_terminal_gets_a_table(env: dict[str, str], store: Any) -> None:
     assert "\t" not in shown and "\x1b[" in shown  # colour on a terminal
 
 
-def test_serve_prints_its_token_once_and_stops_on_sigterm(
+def test_serve_prints_a_ready_to_paste_export_line_once_and_stops_on_sigterm(
     env: dict[str, str], tmp_path: Path
 ) -> None:
     child = subprocess.Popen(
@@ -287,14 +288,19 @@ def test_serve_prints_its_token_once_and_stops_on_sigterm(
         text=True,
     )
     assert child.stderr is not None
-    token_line = child.stderr.readline()
-    ready_line = child.stderr.readline()
-    assert token_line.startswith("convrisk serve: token: ")
-    assert ready_line.startswith("convrisk serve: listening on http://127.0.0.1:")
-    token = token_line.split(": ", 2)[2].strip()
-    url = ready_line.rsplit(" ", 1)[1].strip()
+    banner = [child.stderr.readline()]
+    while not banner[-1].startswith("export ") and banner[-1] and len(banner) < 10:
+        banner.append(child.stderr.readline())
+    assert banner[0].startswith("convrisk serve: listening on http://127.0.0.1:")
+    words = shlex.split(banner[-1])
+    assert words[0] == "export"
+    exported = dict(word.split("=", 1) for word in words[1:])
+    assert set(exported) == {"CONVRISK_BASE_URL", "CONVRISK_TOKEN"}
+    token = exported["CONVRISK_TOKEN"]
+    assert exported["CONVRISK_BASE_URL"] == banner[0].rsplit(" ", 1)[1].strip()
+    assert sum(token in line for line in banner) == 1
     try:
-        client_env = {**env, "CONVRISK_TOKEN": token, "CONVRISK_BASE_URL": url}
+        client_env = {**env, **exported}
         created = run(client_env, "conv", "create", "--contact-id", "c_remote", "-o", "json")
         assert created.returncode == 0, created.stderr
         listed = run(client_env, "conv", "list", "-o", "json")
@@ -305,7 +311,7 @@ def test_serve_prints_its_token_once_and_stops_on_sigterm(
         child.send_signal(signal.SIGTERM)
         out, err = child.communicate(timeout=SAFETY_TIMEOUT)
     assert child.returncode == 0
-    assert token not in out + err  # printed once, before
+    assert token not in out + err  # printed once, in the banner
     assert (tmp_path / "served.db").is_file()
 
 
@@ -313,6 +319,8 @@ _BACKEND = {"local_backend", "api_client", "httpx", "rich", "jq"}
 _OTHER_COMMANDS = {"cli.risk", "cli.config_cmd", "cli.serve"}
 # What only an idempotency key (fingerprint) or a busy retry (jitter) needs.
 _READ_ONLY_ABSENT = {"hashlib", "random", "secrets"}
+# What only `serve` needs: never loaded by another command.
+_SERVE_STACK = {"uvicorn", "starlette", "h11", "httptools", "uvloop"}
 
 
 @pytest.mark.parametrize(
@@ -321,18 +329,23 @@ _READ_ONLY_ABSENT = {"hashlib", "random", "secrets"}
         (
             ["--version"],  # api_client.__version__ without the models, hence without pydantic
             {"local_backend", "api_client.client", "pydantic", "httpx", "rich"}
-            | {"importlib.metadata", "tomllib", "logging", "cli.conv", *_OTHER_COMMANDS},
+            | {"importlib.metadata", "tomllib", "logging", "cli.conv", *_OTHER_COMMANDS}
+            | _SERVE_STACK,
         ),
-        (["--help"], {*_BACKEND, "pydantic", "importlib.metadata"}),
-        (["config", "path"], {*_BACKEND, "pydantic", "cli.conv", "cli.risk", "cli.serve"}),
+        (["--help"], {*_BACKEND, "pydantic", "importlib.metadata", *_SERVE_STACK}),
+        (
+            ["config", "path"],
+            {*_BACKEND, "pydantic", "cli.conv", "cli.risk", "cli.serve", *_SERVE_STACK},
+        ),
         # typer's click line converts arguments without pydantic (typer 0.29 loads it for any)
         (["config", "set", "output", "json"], {*_BACKEND, "pydantic", "cli.conv", "cli.risk"}),
         (["conv", "list", "--help"], {"local_backend", "pydantic", "httpx", "rich", "jq"}),
         (
             ["conv", "list", "-o", "json"],
-            {"httpx", "rich", "tomllib", "logging", "jq", *_OTHER_COMMANDS},
+            {"httpx", "rich", "tomllib", "logging", "jq", *_OTHER_COMMANDS, *_SERVE_STACK},
         ),
-        (["conv", "list"], {"httpx", "rich", "jq", *_OTHER_COMMANDS}),  # piped: TSV, no rich table
+        # piped: TSV, no rich table
+        (["conv", "list"], {"httpx", "rich", "jq", *_OTHER_COMMANDS, *_SERVE_STACK}),
         # records are plain dicts inside (DESIGN 4.1): pydantic only for a remote answer
         # and a read draws no random numbers and hashes nothing: no hashlib (OpenSSL), no random
         (["conv", "list", "-o", "json"], {"pydantic", "importlib.metadata", *_READ_ONLY_ABSENT}),
@@ -340,7 +353,7 @@ _READ_ONLY_ABSENT = {"hashlib", "random", "secrets"}
         # a new id's 80 random bits come from os.urandom: no secrets, hence no OpenSSL hashlib
         (
             ["conv", "create", "--contact-id", "c", "-o", "id"],
-            {"pydantic", "httpx", "rich", *_READ_ONLY_ABSENT},
+            {"pydantic", "httpx", "rich", *_READ_ONLY_ABSENT, *_SERVE_STACK},
         ),
         # jq (libjq) only for --jq, not for --fields
         (["conv", "list", "--fields", "id", "-o", "jsonl"], {"httpx", "rich", "jq"}),

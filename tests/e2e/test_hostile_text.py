@@ -240,7 +240,10 @@ def test_the_serve_log_shows_a_hostile_path_escaped(env: dict[str, str], tmp_pat
     encoded = b"GET /v1/conversations/%1b]0;pwned%07 HTTP/1.1\r\nHost: x\r\n\r\n"
     log = serve_log_of(tmp_path, env, [raw, encoded])
     assert_no_raw_control(log)
-    assert f"GET /v1/conversations/{SHOWN}\\x9b 401" in log
+    # uvicorn's parser refuses raw control bytes in a request line (a 4xx, checked above) before
+    # any route sees them: the log says so, and shows none of them.
+    assert "pwned" not in log.split("%1b]0;pwned%07")[0]
+    assert "Invalid HTTP request received." in log
     assert "GET /v1/conversations/%1b]0;pwned%07 401" in log
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -68,11 +69,14 @@ def start_serve(home: Path, *extra: str, token: str | None = TOKEN) -> Serve:
     )
     assert proc.stderr is not None
     banner: list[str] = []
+    url = None
     for line in proc.stderr:
         banner.append(line.rstrip("\n"))
         match = _LISTENING.match(banner[-1])
-        if match:
-            return Serve(proc, match.group(1), db_path, banner)
+        url = match.group(1) if match else url
+        # The banner ends with the ready-to-paste `export ...` line.
+        if url is not None and banner[-1].startswith("export "):
+            return Serve(proc, url, db_path, banner)
     proc.wait(timeout=10)
     raise AssertionError(f"convrisk serve did not start: {banner}")
 
@@ -262,7 +266,10 @@ def test_a_signal_stops_serve_cleanly_with_the_database_intact(tmp_path: Path, s
     assert code == 0, err
     assert "Traceback" not in err
     # Each request left one access-log line, and the token none.
-    assert len(re.findall(r"^POST /v1/conversations 200 [0-9.]+ms$", err, re.M)) == 3
+    assert (
+        len(re.findall(r"^\S+Z 127\.0\.0\.1:\d+ POST /v1/conversations 200 [0-9.]+ms$", err, re.M))
+        == 3
+    )
     assert TOKEN not in err and TOKEN not in "\n".join(served.banner)
     # The WAL was checkpointed and the file is whole: every acknowledged row is there.
     assert (
@@ -273,16 +280,33 @@ def test_a_signal_stops_serve_cleanly_with_the_database_intact(tmp_path: Path, s
         assert [c["id"] for c in client.conversations.iterate()] == made[::-1]
 
 
-def test_serve_without_a_token_generates_one_and_prints_it_once(tmp_path: Path) -> None:
-    served = start_serve(tmp_path, token=None)
-    try:
-        lines = [line for line in served.banner if "token" in line.lower()]
-        assert len(lines) == 1
-        token = lines[0].split()[-1]
-        assert len(token) >= 32
-        assert Remote(tmp_path, served.url, token).json("conv", "list") == []
-        assert Remote(tmp_path, served.url, token + "x").run("conv", "list").returncode == 4
-    finally:
-        code, err = served.stop()
-    assert code == 0
-    assert token not in err
+def test_serve_without_a_token_keeps_one_beside_the_database_across_restarts(
+    tmp_path: Path,
+) -> None:
+    tokens = []
+    for _ in range(2):
+        served = start_serve(tmp_path, token=None)
+        try:
+            export = _export_line(served)
+            token = export["CONVRISK_TOKEN"]
+            assert len(token) >= 32
+            assert export["CONVRISK_BASE_URL"] == served.url
+            assert Remote(tmp_path, served.url, token).json("conv", "list") == []
+            assert Remote(tmp_path, served.url, token + "x").run("conv", "list").returncode == 4
+        finally:
+            code, err = served.stop()
+        assert code == 0
+        assert token not in err
+        tokens.append(token)
+    assert tokens[0] == tokens[1]
+    kept = Path(f"{served.db_path}.token")
+    assert kept.read_text().strip() == tokens[0]
+    assert kept.stat().st_mode & 0o777 == 0o600
+
+
+def _export_line(served: Serve) -> dict[str, str]:
+    """The `export NAME=VALUE ...` line of the banner, as a dict (read as a shell would)."""
+    lines = [line for line in served.banner if line.startswith("export ")]
+    assert len(lines) == 1, served.banner
+    words = shlex.split(lines[0])
+    return dict(word.split("=", 1) for word in words[1:])

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import itertools
 import ssl
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
-from local_backend.server import ConvriskHTTPServer, make_server
+from local_backend.server import ConvriskServer, make_server
 from local_backend.store import LocalBackend
 
 TOKEN = "wire-test-token-5f2c"
@@ -23,7 +26,7 @@ TLS = ssl.create_default_context()
 class Served:
     """A running server, its database file and the access-log lines it wrote."""
 
-    server: ConvriskHTTPServer
+    server: ConvriskServer
     db_path: Path
     logs: list[str] = field(default_factory=list)
 
@@ -45,6 +48,27 @@ def served(tmp_path: Path) -> Iterator[Served]:
             yield Served(server, db_path, logs)
     finally:
         backend.close()
+
+
+ServeWith = Callable[..., Served]
+
+
+@pytest.fixture
+def serve_with(tmp_path: Path) -> Iterator[ServeWith]:
+    """Start servers with other options (chaos, log format); each over its own fresh database."""
+    numbers = itertools.count()
+    with ExitStack() as stack:
+
+        def start(**options: Any) -> Served:
+            db_path = tmp_path / f"wire-{next(numbers)}.db"
+            backend = LocalBackend(db_path)
+            stack.callback(backend.close)
+            logs: list[str] = []
+            server = make_server(backend, token=TOKEN, log=logs.append, **options)
+            stack.enter_context(server.running())
+            return Served(server, db_path, logs)
+
+        yield start
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import sqlite3
@@ -106,7 +107,7 @@ def test_run_server_serves_until_sigterm_then_closes_the_database(tmp_path: Path
     )
     assert len(seen) == 1 and seen[0].startswith("http://127.0.0.1:")
     assert signal.getsignal(signal.SIGTERM) is before
-    assert logs and logs[0].startswith("POST /v1/conversations 200 ")
+    assert logs and re.fullmatch(r"\S+Z 127\.0\.0\.1:\d+ POST /v1/conversations 200 \S+ms", logs[0])
     # Stopped: nothing listens any more.
     with pytest.raises(httpx.ConnectError):
         httpx.get(seen[0] + "/v1/conversations", verify=TLS)

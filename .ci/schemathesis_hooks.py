@@ -1,0 +1,28 @@
+"""schemathesis hooks for the CI run against `convrisk serve` (SCHEMATHESIS_HOOKS=...).
+
+An Idempotency-Key names one logical request (DESIGN 1): the same key with another body is a
+400, and a repeat replays the first answer, even for an object deleted since. Generated values
+repeat ("0", "a"...), so each request that carries a valid key gets a fresh one, as a real
+client's uuid4 would be. Keys that are invalid on purpose (negative tests) are left alone.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+import schemathesis
+
+_VALID_KEY = re.compile(r"[!-~]([ -~]{0,253}[!-~])?")
+
+
+@schemathesis.hook
+def before_call(context: Any, case: Any, **kwargs: Any) -> None:
+    """Give every request with a valid Idempotency-Key a key of its own."""
+    headers = case.headers or {}
+    for name in list(headers):
+        # Spaces around a value are not part of it (HTTP strips them).
+        key = str(headers[name]).strip(" ")
+        if name.lower() == "idempotency-key" and _VALID_KEY.fullmatch(key):
+            headers[name] = str(uuid.uuid4())

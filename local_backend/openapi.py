@@ -1,0 +1,397 @@
+"""The OpenAPI 3.1 document of the interface as `convrisk serve` serves it (`GET /openapi.json`).
+
+Built from what the server runs on: the route table and limits of `local_backend.wire`, the
+constants of the input rules (`api_client.params`), the error table (`api_client.errors`) and
+the TypedDicts of the answers (`api_client.records`, read with `typing`: no pydantic here).
+Request bodies are written out here as JSON Schema, rule by rule from `api_client.params`;
+tests/wire/test_openapi.py holds the two together.
+"""
+
+from __future__ import annotations
+
+import copy
+import types
+import typing
+from functools import cache
+from typing import Any
+
+from api_client import __version__
+from api_client.errors import STATUS_TABLE
+from api_client.params import (
+    DEFAULT_LIMIT,
+    MAX_DETAILS_DEPTH,
+    MAX_IDEMPOTENCY_KEY_LENGTH,
+    MAX_LIMIT,
+)
+from api_client.records import Conversation, Deleted, RiskProfile
+
+from .wire import BOOLEANS, MAX_BODY_BYTES, ROUTES, Route
+
+_REF = "#/components/schemas/{model}"
+_INT64 = {"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1}
+# A number the store keeps exactly: an integer within 64 bits, or any finite non-integer.
+_NUMBER = {"anyOf": [_INT64, {"type": "number", "not": {"type": "integer"}}]}
+# Not blank: Python's str.strip() and the pattern's \s agree on what blank means.
+_TEXT = {"type": "string", "pattern": r"\S"}
+_NON_EMPTY = {"type": "string", "minLength": 1}
+
+
+def _any_case(word: str) -> str:
+    """A regex matching `word` in any letter case (JSON Schema patterns have no flags)."""
+    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else c for c in word)
+
+
+def _boolean_query() -> dict[str, Any]:
+    return {
+        "type": "string",
+        "pattern": "^(" + "|".join(_any_case(word) for word in BOOLEANS) + ")$",
+        "description": "true or false (also 1 or 0), in any letter case.",
+    }
+
+
+def _error_schema() -> dict[str, Any]:
+    types = sorted({cls.type for cls, _ in STATUS_TABLE.values()})
+    return {
+        "type": "object",
+        "required": ["error"],
+        "additionalProperties": False,
+        "properties": {
+            "error": {
+                "type": "object",
+                "required": ["type", "code", "message", "param"],
+                "additionalProperties": False,
+                "properties": {
+                    "type": {"type": "string", "enum": types},
+                    "code": {"type": "string", "minLength": 1},
+                    "message": {"type": "string", "minLength": 1},
+                    "param": {"type": ["string", "null"]},
+                },
+            }
+        },
+    }
+
+
+_SCALARS: dict[Any, dict[str, Any]] = {
+    str: {"type": "string"},
+    bool: {"type": "boolean"},
+    int: {"type": "integer"},
+    float: {"type": "number"},
+    type(None): {"type": "null"},
+}
+
+
+def _type_schema(hint: Any) -> dict[str, Any]:
+    """The JSON Schema of one TypedDict field's type (the few types records use)."""
+    if hint is Any:
+        return {}
+    if hint in _SCALARS:
+        return dict(_SCALARS[hint])
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return {"anyOf": [_type_schema(arg) for arg in args]}
+    if origin is dict:
+        return {"type": "object", "additionalProperties": _type_schema(args[1])}
+    raise TypeError(f"no JSON Schema for {hint!r}")
+
+
+def _model_schema(model: Any) -> dict[str, Any]:
+    """The record's JSON Schema as served: every field is always sent, extra fields allowed."""
+    hints = typing.get_type_hints(model)
+    return {
+        "title": model.__name__,
+        "description": (model.__doc__ or "").strip(),
+        "type": "object",
+        "properties": {name: _type_schema(hint) for name, hint in hints.items()},
+        "required": list(hints),
+        "additionalProperties": True,
+    }
+
+
+def _page_schema(model: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "required": ["has_more", "data"],
+        "properties": {
+            "has_more": {"type": "boolean"},
+            "data": {"type": "array", "items": {"$ref": _REF.format(model=model)}},
+        },
+    }
+
+
+_BODIES: dict[str, dict[str, Any]] = {
+    "ConversationCreate": {
+        "description": "Exactly one of contact_id or group_id, not empty (an empty string counts "
+        "as absent).",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "contact_id": {"type": ["string", "null"]},
+            "group_id": {"type": ["string", "null"]},
+        },
+        "oneOf": [
+            {"required": ["contact_id"], "properties": {"contact_id": _NON_EMPTY}},
+            {"required": ["group_id"], "properties": {"group_id": _NON_EMPTY}},
+        ],
+    },
+    "ConversationUpdate": {
+        "description": "Only the attributes given change; an empty object changes nothing.",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "pinned_message_id": {
+                "anyOf": [_NON_EMPTY, {"type": "null"}],
+                "description": "null unpins the message.",
+            },
+            "is_pinned": {"type": "boolean"},
+            "is_muted": {"type": "boolean"},
+            "archived_at": {
+                "description": "Unix seconds; null unarchives.",
+                "anyOf": [
+                    {**_INT64, "minimum": 0},
+                    {"type": "number", "minimum": 0, "not": {"type": "integer"}},
+                    {"type": "null"},
+                ],
+            },
+        },
+    },
+    "RiskProfileCreate": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["customer_id", "profile_type", "score", "details"],
+        "properties": {
+            "customer_id": _TEXT,
+            "profile_type": {
+                **_TEXT,
+                "description": "Any type; conservative, moderate and aggressive are the known "
+                "ones.",
+            },
+            "score": _NUMBER,
+            "details": {
+                "type": "object",
+                "description": f"At most {MAX_DETAILS_DEPTH} levels of objects and arrays.",
+            },
+        },
+    },
+    "RiskProfileUpdate": {
+        "description": "customer_id cannot be changed; details are replaced whole.",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "profile_type": _TEXT,
+            "score": _NUMBER,
+            "details": {"type": "object"},
+        },
+    },
+}
+
+
+def _error_responses(*statuses: int) -> dict[str, Any]:
+    described = {
+        400: "The request broke a rule; `param` names the field.",
+        401: "Missing or wrong bearer token.",
+        404: "No such object.",
+        408: "The body did not arrive in time.",
+        411: "A body sent without Content-Length (chunked).",
+        413: f"The body is over {MAX_BODY_BYTES} bytes.",
+        415: "The body is not sent as application/json.",
+        429: "Injected by `serve --faults`; retry after Retry-After seconds.",
+        500: "The server failed (or `serve --faults` injected it); the reason is in its log.",
+        503: "Injected by `serve --faults`, or too many connections; retry later.",
+    }
+    out: dict[str, Any] = {}
+    for status in statuses:
+        response: dict[str, Any] = {
+            "description": described[status],
+            "content": {"application/json": {"schema": {"$ref": _REF.format(model="Error")}}},
+        }
+        if status == 401:
+            response["headers"] = {
+                "WWW-Authenticate": {"required": True, "schema": {"type": "string"}}
+            }
+        if status in (429, 503):
+            response["headers"] = {"Retry-After": {"schema": {"type": "string"}}}
+        out[str(status)] = response
+    return out
+
+
+def _ok(model: str, description: str) -> dict[str, Any]:
+    return {
+        "200": {
+            "description": description,
+            "content": {"application/json": {"schema": {"$ref": _REF.format(model=model)}}},
+        }
+    }
+
+
+def _body(model: str, *, required: bool) -> dict[str, Any]:
+    return {
+        "required": required,
+        "content": {"application/json": {"schema": {"$ref": _REF.format(model=model)}}},
+    }
+
+
+_COMMON = (401, 429, 500, 503)
+_WITH_BODY = (408, 411, 413, 415)
+
+
+def _list_parameters(route: Route) -> list[dict[str, Any]]:
+    cursor = {"type": "string", "pattern": f"^{route.prefix}"}
+    paging = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_LIMIT,
+                "default": DEFAULT_LIMIT,
+            },
+            "starting_after": {**cursor, "description": "The items after this id."},
+            "ending_before": {**cursor, "description": "The items before this id."},
+        },
+        "not": {"required": ["starting_after", "ending_before"]},
+    }
+    params: list[dict[str, Any]] = [
+        {
+            "name": "paging",
+            "in": "query",
+            "style": "form",
+            "explode": True,
+            "description": f"limit (1 to {MAX_LIMIT}, default {DEFAULT_LIMIT}) and at most one "
+            f"cursor: ids of this resource (they start with {route.prefix}).",
+            "schema": paging,
+        }
+    ]
+    for name in route.booleans:
+        params.append({"name": name, "in": "query", "schema": _boolean_query()})
+    for name in route.strings:
+        params.append({"name": name, "in": "query", "schema": _NON_EMPTY})
+    return params
+
+
+def _idempotency_key() -> dict[str, Any]:
+    return {
+        "name": "Idempotency-Key",
+        "in": "header",
+        "description": "Up to 255 visible ASCII characters or inner spaces (empty: none). A "
+        "repeat within 24 hours replays the first answer; the same key with another body is a "
+        "400. Spaces around the value are not part of it (HTTP strips them).",
+        "schema": {
+            "type": "string",
+            "pattern": f"^([!-~]([ -~]{{0,{MAX_IDEMPOTENCY_KEY_LENGTH - 2}}}[!-~])?)? *$",
+        },
+    }
+
+
+def _paths() -> dict[str, Any]:
+    paths: dict[str, Any] = {}
+    for route in ROUTES.values():
+        model = "Conversation" if route.attribute == "conversations" else "RiskProfile"
+        noun = "conversation" if model == "Conversation" else "risk profile"
+        tag = route.segment
+        id_param = {
+            "name": "id",
+            "in": "path",
+            "required": True,
+            "schema": {"type": "string", "minLength": 1},
+        }
+        paths[f"/v1/{route.segment}"] = {
+            "get": {
+                "operationId": f"list_{route.attribute}",
+                "summary": f"List {noun}s, newest first",
+                "tags": [tag],
+                "parameters": _list_parameters(route),
+                "responses": {
+                    **_ok(f"{model}Page", "One page."),
+                    **_error_responses(400, *_COMMON),
+                },
+            },
+            "post": {
+                "operationId": f"create_{route.attribute}",
+                "summary": f"Create a {noun}",
+                "tags": [tag],
+                "parameters": [_idempotency_key()],
+                "requestBody": _body(f"{model}Create", required=True),
+                "responses": {
+                    **_ok(model, f"The new {noun} (or the replayed answer)."),
+                    **_error_responses(400, *_WITH_BODY, *_COMMON),
+                },
+            },
+        }
+        paths[f"/v1/{route.segment}/{{id}}"] = {
+            "parameters": [id_param],
+            "get": {
+                "operationId": f"retrieve_{route.attribute}",
+                "summary": f"Retrieve a {noun}",
+                "tags": [tag],
+                "responses": {**_ok(model, f"The {noun}."), **_error_responses(400, 404, *_COMMON)},
+            },
+            "put": {
+                "operationId": f"update_{route.attribute}",
+                "summary": f"Update a {noun}",
+                "tags": [tag],
+                "requestBody": _body(f"{model}Update", required=False),
+                "responses": {
+                    **_ok(model, f"The {noun}, updated."),
+                    **_error_responses(400, 404, *_WITH_BODY, *_COMMON),
+                },
+            },
+            "delete": {
+                "operationId": f"delete_{route.attribute}",
+                "summary": f"Delete a {noun}",
+                "tags": [tag],
+                "responses": {
+                    **_ok("Deleted", "The object is gone."),
+                    **_error_responses(400, 404, *_COMMON),
+                },
+            },
+        }
+    paths["/openapi.json"] = {
+        "get": {
+            "operationId": "openapi",
+            "summary": "This document",
+            "security": [],
+            "responses": {
+                "200": {
+                    "description": "The OpenAPI document.",
+                    "content": {"application/json": {"schema": {"type": "object"}}},
+                }
+            },
+        }
+    }
+    return paths
+
+
+@cache
+def _document() -> dict[str, Any]:
+    schemas: dict[str, Any] = {
+        "Conversation": _model_schema(Conversation),
+        "RiskProfile": _model_schema(RiskProfile),
+        "Deleted": _model_schema(Deleted),
+        "ConversationPage": _page_schema("Conversation"),
+        "RiskProfilePage": _page_schema("RiskProfile"),
+        "Error": _error_schema(),
+        **_BODIES,
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "convrisk: conversations and risk profiles",
+            "version": __version__,
+            "description": "The service as `convrisk serve` implements it (DESIGN section 1). "
+            "Every answer is JSON; every error has the shape of the Error schema. Methods a "
+            "path lacks answer 405 with Allow.",
+        },
+        "servers": [{"url": "/"}],
+        "security": [{"bearer": []}],
+        "paths": _paths(),
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+    }
+
+
+def document() -> dict[str, Any]:
+    """The OpenAPI 3.1 document (a fresh copy: callers may change it)."""
+    return copy.deepcopy(_document())

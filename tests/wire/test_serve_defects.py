@@ -1,0 +1,370 @@
+"""Defects of the http.server `serve`, each reproduced against the uvicorn one (issue 11)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import socket
+import sqlite3
+import threading
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from local_backend import server as server_module
+
+from .conftest import TLS, TOKEN, Served, ServeWith
+
+CONV = "/v1/conversations"
+RISK = "/v1/risk-profiles"
+
+
+def read_all(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes (the socket's timeout bounds each wait)."""
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    return data
+
+
+def connect(served: Served) -> socket.socket:
+    """A new TCP connection to the server, with a 10 s timeout on every read."""
+    return socket.create_connection(("127.0.0.1", served.server.server_port), timeout=10)
+
+
+# -- 405 after authentication, for every method a route lacks ---------------------------------
+
+
+@pytest.mark.parametrize("method", ["TRACE", "FOO", "PATCH", "BREW", "OPTIONS", "HEAD"])
+@pytest.mark.parametrize(
+    ("path", "allow"), [(CONV, "GET, POST"), (f"{RISK}/rp_1", "GET, PUT, DELETE")]
+)
+def test_a_method_the_route_lacks_is_405_with_allow_but_only_after_authentication(
+    anon: httpx.Client, method: str, path: str, allow: str
+) -> None:
+    unauthenticated = anon.request(method, path)
+    assert unauthenticated.status_code == 401
+    assert unauthenticated.headers["www-authenticate"].startswith("Bearer")
+    response = anon.request(method, path, headers={"Authorization": f"Bearer {TOKEN}"})
+    assert response.status_code == 405
+    assert response.headers["allow"] == allow
+    if method != "HEAD":
+        assert response.json()["error"]["code"] == "method_not_allowed"
+
+
+def test_a_405_keeps_the_connection_usable(served: Served) -> None:
+    with connect(served) as sock:
+        for method in ("FOO", "GET", "TRACE", "GET"):
+            sock.sendall(
+                f"{method} {CONV} HTTP/1.1\r\nHost: x\r\n"
+                f"Authorization: Bearer {TOKEN}\r\n\r\n".encode()
+            )
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += sock.recv(1)
+            length = int(re.search(rb"content-length: (\d+)", head, re.I).group(1))  # type: ignore[union-attr]
+            body = b""
+            while len(body) < length:
+                body += sock.recv(length - len(body))
+            assert head.startswith(b"HTTP/1.1 405" if method != "GET" else b"HTTP/1.1 200")
+
+
+# -- duplicate Authorization headers ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "pair",
+    [(TOKEN, "wrong-token"), ("wrong-token", TOKEN), (TOKEN, TOKEN)],
+    ids=["good-then-bad", "bad-then-good", "good-twice"],
+)
+def test_two_authorization_headers_are_a_400_and_create_nothing(
+    served: Served, http: httpx.Client, pair: tuple[str, str]
+) -> None:
+    body = b'{"contact_id": "ct_twice"}'
+    with connect(served) as sock:
+        sock.sendall(
+            (
+                f"POST {CONV} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                f"Authorization: Bearer {pair[0]}\r\nAuthorization: Bearer {pair[1]}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+            ).encode()
+            + body
+        )
+        answer = read_all(sock)
+    assert answer.startswith(b"HTTP/1.1 400 ")
+    error = json.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]
+    assert error["type"] == "invalid_request_error"
+    assert "Authorization" in error["message"]
+    assert http.get(CONV).json()["data"] == []
+
+
+# -- a 500 says nothing about the server's files ----------------------------------------------
+
+
+def test_a_500_carries_no_path_or_internals_and_the_log_has_them(
+    served: Served, http: httpx.Client
+) -> None:
+    created = http.post(
+        RISK, json={"customer_id": "c", "profile_type": "t", "score": 1, "details": {}}
+    )
+    rp_id = created.json()["id"]
+    # Break the stored row the way a bad disk or a hand edit would.
+    with sqlite3.connect(served.db_path) as db:
+        db.execute("UPDATE risk_profiles SET details = '{broken' WHERE id = ?", (rp_id,))
+    response = http.get(f"{RISK}/{rp_id}")
+    assert response.status_code == 500
+    error = response.json()["error"]
+    assert error["type"] == "api_error"
+    folder = str(served.db_path.parent)
+    assert folder not in response.text and "wire.db" not in response.text
+    assert "Traceback" not in response.text
+    log = "\n".join(served.logs)
+    assert f"GET {RISK}/{rp_id} 500" in log
+    assert str(served.db_path) in log  # the reason, for the operator
+
+
+def test_an_unexpected_exception_is_logged_with_its_traceback_escaped(
+    served: Served, http: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def explode(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("boom \x1b[31mred")
+
+    monkeypatch.setattr(served.server.backend.conversations, "retrieve", explode)
+    response = http.get(f"{CONV}/conv_1")
+    assert response.status_code == 500
+    assert "boom" not in response.text
+    log = "\n".join(served.logs)
+    assert "RuntimeError: boom \\x1b[31mred" in log
+    assert "\x1b" not in log
+
+
+# -- HTTP/1.0 keep-alive ----------------------------------------------------------------------
+
+
+def test_an_http10_keep_alive_request_is_answered_whole_and_never_left_hanging(
+    served: Served,
+) -> None:
+    with connect(served) as sock:
+        sock.sendall(
+            f"GET {CONV}?limit=1 HTTP/1.0\r\nConnection: keep-alive\r\n"
+            f"Authorization: Bearer {TOKEN}\r\n\r\n".encode()
+        )
+        # The answer either closes the connection or says keep-alive with a length; the old
+        # server kept it open without saying so, and `ab -k` waited forever.
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = sock.recv(4096)
+            assert chunk, "closed before the answer"
+            head += chunk
+        headers, _, body = head.partition(b"\r\n\r\n")
+        assert headers.startswith(b"HTTP/1.1 200")
+        length = int(re.search(rb"content-length: (\d+)", headers, re.I).group(1))  # type: ignore[union-attr]
+        if re.search(rb"connection: keep-alive", headers, re.I):
+            while len(body) < length:
+                body += sock.recv(length - len(body))
+        else:
+            body += read_all(sock)
+        assert json.loads(body) == {"has_more": False, "data": []}
+
+
+# -- the log ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", [b"GET", b"FOO"])
+def test_control_characters_from_the_request_line_never_reach_the_log_raw(
+    served: Served, method: bytes
+) -> None:
+    # Bytes 0x80-0xff in a request target: 0x9b is the C1 "CSI" escape of a terminal.
+    with connect(served) as sock:
+        sock.sendall(
+            method + b" /v1/conversations/conv_\x9b31mX?x=\x9b2J HTTP/1.1\r\nHost: x\r\n"
+            b"Connection: close\r\nAuthorization: Bearer " + TOKEN.encode() + b"\r\n\r\n"
+        )
+        answer = read_all(sock)
+    # Both parsers refuse bytes outside visible ASCII in the request line (a JSON 400).
+    assert answer.startswith(b"HTTP/1.1 400 ")
+    assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]["type"] == "invalid_request_error"
+    assert served.logs
+    assert all(line.isprintable() for line in served.logs)
+
+
+def test_the_access_log_escapes_control_characters_in_what_it_is_given() -> None:
+    lines: list[str] = []
+    log = server_module.AccessLog(lines.append, "text", TOKEN)
+    log.request("127.0.0.1:1", "G\x1bET", "/v1/\x1b[31m", "q=\x07\u202e", 200, 0.001)
+    log.error("GET", "/v1/\x9b", "Traceback:\n  boom \x1b[2J")
+    log.notice("warning", "odd \r\n input")
+    assert all(part.isprintable() for line in lines for part in line.split("\n"))
+    assert "G\\x1bET /v1/\\x1b[31m?q=\\x07\\u202e 200" in lines[0]
+    assert "boom \\x1b[2J" in lines[1]
+    assert "odd \\r\\n input" in lines[2]
+
+
+def test_the_log_names_time_client_query_status_and_duration(
+    served: Served, http: httpx.Client
+) -> None:
+    http.get(CONV, params={"limit": "2", "muted": "false"})
+    (line,) = served.logs
+    time_part, client, method, target, status, duration = line.split(" ")
+    assert time.strptime(time_part[:19], "%Y-%m-%dT%H:%M:%S") and time_part.endswith("Z")
+    assert re.fullmatch(r"127\.0\.0\.1:\d+", client)
+    assert (method, target, status) == ("GET", f"{CONV}?limit=2&muted=false", "200")
+    assert re.fullmatch(r"\d+\.\dms", duration)
+
+
+def test_json_log_lines_are_one_object_per_request_without_token_or_body(
+    serve_with: ServeWith,
+) -> None:
+    served = serve_with(log_format="json")
+    with httpx.Client(base_url=served.url, verify=TLS, timeout=10) as client:
+        client.post(
+            CONV,
+            json={"contact_id": "ct_body_marker"},
+            headers={"Authorization": f"Bearer {TOKEN}"},
+        )
+        client.get(CONV, params={"limit": "\x1b"}, headers={"Authorization": "Bearer nope-x"})
+    records = [json.loads(line) for line in served.logs]
+    assert [(r["method"], r["path"], r["status"]) for r in records] == [
+        ("POST", CONV, 200),
+        ("GET", CONV, 401),
+    ]
+    assert records[1]["query"] == "limit=%1B"
+    for record in records:
+        assert set(record) == {"time", "client", "method", "path", "query", "status", "duration_ms"}
+        assert record["client"].startswith("127.0.0.1:")
+    text = "\n".join(served.logs)
+    assert "ct_body_marker" not in text and TOKEN not in text and "nope-x" not in text
+
+
+# -- connections that never finish a request --------------------------------------------------
+
+
+def test_a_connection_that_never_finishes_its_request_head_is_closed(
+    served: Served, http: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(server_module, "HEAD_SECONDS", 0.3)
+    with connect(served) as silent, connect(served) as half:
+        half.sendall(b"GET /v1/conversations HTTP/1.1\r\nHost: x\r\n")
+        assert read_all(half) == b""
+        assert read_all(silent) == b""
+    # Meanwhile and after, others are served.
+    assert http.get(CONV).status_code == 200
+
+
+def test_a_body_that_stalls_gets_a_408_and_creates_nothing(
+    served: Served, http: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(server_module, "BODY_SECONDS", 0.3)
+    with connect(served) as sock:
+        sock.sendall(
+            f"POST {CONV} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{".encode()
+        )
+        answer = read_all(sock)
+    assert answer.startswith(b"HTTP/1.1 408 ")
+    assert b"connection: close" in answer.lower()
+    assert http.get(CONV).json()["data"] == []
+
+
+def test_the_server_is_named_convrisk_not_uvicorn(http: httpx.Client) -> None:
+    response = http.get(CONV)
+    assert response.headers["server"].startswith("convrisk/")
+    assert response.headers["cache-control"] == "no-store"
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.8.9.10", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.0.2.7", False),
+        ("example.org", False),
+    ],
+)
+def test_only_loopback_addresses_count_as_loopback(host: str, loopback: bool) -> None:
+    assert server_module.is_loopback(host) is loopback
+
+
+# -- the event loop never waits for the database -----------------------------------------------
+
+
+def test_a_write_that_must_wait_for_another_process_does_not_stall_other_requests(
+    served: Served, http: httpx.Client
+) -> None:
+    result: dict[str, Any] = {}
+    other = sqlite3.connect(served.db_path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+
+        def create() -> None:
+            with httpx.Client(base_url=served.url, verify=TLS, timeout=30) as client:
+                result["response"] = client.post(
+                    CONV,
+                    json={"contact_id": "ct_waited"},
+                    headers={"Authorization": f"Bearer {TOKEN}"},
+                )
+
+        writer = threading.Thread(target=create)
+        writer.start()
+        # The create waits for the lock on the writer thread; reads are answered meanwhile.
+        for _ in range(5):
+            assert http.get(CONV).json()["data"] == []
+        assert writer.is_alive()
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    writer.join(timeout=30)
+    assert result["response"].status_code == 200
+    assert [c["contact_id"] for c in http.get(CONV).json()["data"]] == ["ct_waited"]
+
+
+def test_a_literal_backslash_in_a_path_cannot_pass_for_an_escape_in_the_log(
+    served: Served, http: httpx.Client
+) -> None:
+    http.get(CONV + "/conv_\\x1b")
+    assert served.logs[-1].split(" ")[3] == CONV + "/conv_\\\\x1b"
+
+
+def test_a_forwarded_for_header_does_not_change_the_client_in_the_log(
+    served: Served, http: httpx.Client
+) -> None:
+    http.get(CONV, headers={"X-Forwarded-For": "203.0.113.9"})
+    assert served.logs[-1].split(" ")[1].startswith("127.0.0.1:")
+
+
+def test_an_answer_head_and_body_go_out_in_one_write() -> None:
+    class Recorder:
+        def __init__(self) -> None:
+            self.writes: list[bytes] = []
+            self.closed = False
+
+        def write(self, data: bytes) -> None:
+            self.writes.append(data)
+
+        def close(self) -> None:
+            self.closed = True
+
+    loop = asyncio.new_event_loop()
+    try:
+        recorder = Recorder()
+        one = server_module._OneWrite(recorder, loop)  # type: ignore[arg-type]
+        one.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n")
+        one.write(b"{}")
+        assert recorder.writes == [b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"]
+        one.write(b"HTTP/1.1 405 Method Not Allowed\r\ncontent-length: 0\r\n\r\n")
+        assert len(recorder.writes) == 1  # held until the loop turns (a HEAD has no body)
+        loop.run_until_complete(asyncio.sleep(0))
+        assert recorder.writes[1].startswith(b"HTTP/1.1 405")
+        one.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        one.close()
+        assert recorder.writes[2] == b"HTTP/1.1 100 Continue\r\n\r\n" and recorder.closed
+    finally:
+        loop.close()
