@@ -329,7 +329,9 @@ def test_a_write_that_must_wait_for_another_process_does_not_stall_other_request
 def test_a_literal_backslash_in_a_path_cannot_pass_for_an_escape_in_the_log(
     served: Served, http: httpx.Client
 ) -> None:
-    http.get(CONV + "/conv_\\x1b")
+    # The request target given as bytes (httpcore's "target" extension): httpx 0.27 would
+    # percent-encode the backslash itself, and the server must be shown it raw.
+    http.get(CONV + "/conv_x", extensions={"target": (CONV + "/conv_\\x1b").encode()})
     assert served.logs[-1].split(" ")[3] == CONV + "/conv_\\\\x1b"
 
 
