@@ -341,8 +341,8 @@ class TableResource(Generic[M, C, U, F]):
         for start in range(0, len(issued), _IN_CHUNK):
             chunk = issued[start : start + _IN_CHUNK]
             marks = ", ".join("?" for _ in chunk)
-            for row in conn.execute(f"{self._select} WHERE id IN ({marks})", chunk):
-                by_id[row[0]] = row
+            for found in conn.execute(f"{self._select} WHERE id IN ({marks})", chunk):
+                by_id[found[0]] = found
         made: builtins.list[M] = []
         answers: builtins.list[tuple[str, str, str, str, int]] = []
         for object_id, (_, _, key, fingerprint) in zip(issued, fresh, strict=True):
