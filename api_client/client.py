@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
-from typing import Any, Generic, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar
 
 from .errors import ConvriskError, InvalidRequestError, ServiceError
 from .params import (
@@ -24,6 +24,9 @@ from .params import (
 )
 from .protocol import Backend, ResourceBackend
 from .records import Conversation, Deleted, JsonPage, Page, Record, RiskProfile
+
+if TYPE_CHECKING:
+    from .raw import RawAnswer
 
 M = TypeVar("M", bound=Record)
 C = TypeVar("C")
@@ -79,14 +82,14 @@ class CursorGuard:
         return False
 
 
-class _AnyPage(TypedDict):
+class AnyPage(TypedDict):
     """What pagination needs of a page, records or JSON text."""
 
     has_more: bool
     data: list[Any]
 
 
-P = TypeVar("P", bound=_AnyPage)
+P = TypeVar("P", bound=AnyPage)
 
 
 class ResourceClient(Generic[M, C, U, F]):
@@ -160,7 +163,7 @@ class ResourceClient(Generic[M, C, U, F]):
             page["data"] = page["data"][:size]
 
         if ending_before is not None:
-            return _paginate(
+            return paginate(
                 fetch_backwards,
                 lambda page: page["data"][-1]["id"],
                 cut,
@@ -168,7 +171,7 @@ class ResourceClient(Generic[M, C, U, F]):
                 ending_before,
                 per_page,
             )
-        return _paginate(
+        return paginate(
             fetch, lambda page: page["data"][-1]["id"], cut, limit, starting_after, per_page
         )
 
@@ -194,7 +197,7 @@ class ResourceClient(Generic[M, C, U, F]):
             page["data"] = page["data"][:size]
             page["ids"] = page["ids"][:size]
 
-        return _paginate(fetch, lambda page: page["ids"][-1], cut, limit, starting_after, per_page)
+        return paginate(fetch, lambda page: page["ids"][-1], cut, limit, starting_after, per_page)
 
     def _check_iteration(self, limit: int | None, page_size: int | None) -> tuple[int, int | None]:
         """The page size to ask for, and the checked total."""
@@ -248,7 +251,7 @@ class ResourceClient(Generic[M, C, U, F]):
         return self._backend.delete(id)
 
 
-def _paginate(
+def paginate(
     fetch: Callable[[int, str | None], P],
     last_id: Callable[[P], str],
     cut: Callable[[P, int], None],
@@ -312,6 +315,17 @@ class Client:
             check_create=check_risk_profile_create,
             check_update=check_risk_profile_update,
         )
+
+    def send(self, method: str, target: str, body: bytes | None = None) -> RawAnswer:
+        """One request to the interface as it is, the answer whatever its status (see
+        api_client.raw); `target` as made by `raw.api_target`."""
+        return self.backend.send(method, target, body)
+
+    def raw_pages(self, target: str) -> Iterator[AnyPage]:
+        """Each page of the list at `target`, following has_more (raw.pages)."""
+        from .raw import pages
+
+        return pages(self.backend.send, target)
 
     def close(self) -> None:
         """Release the backend's connections and files."""

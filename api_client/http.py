@@ -73,6 +73,8 @@ from .records import (
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
 
+    from .raw import RawAnswer
+
 logger = logging.getLogger("convrisk.http")
 
 RETRY_STATUSES = frozenset({408, 409, 429})
@@ -531,23 +533,28 @@ class _Transport:
         *,
         params: Mapping[str, str] | None = None,
         body: Mapping[str, Any] | None = None,
+        content: bytes | None = None,
         idempotency_key: str | None = None,
         gone_is_done: bool = False,
+        any_status: bool = False,
     ) -> _Answer:
         """Send one logical request, retrying per DESIGN 1.2; returns a 2xx answer or raises.
 
-        With `gone_is_done` (a delete), a 404 to a retry is the answer too when an earlier attempt
-        may have been carried out (its answer was lost or was a 5xx): the object is gone.
+        `content` is a JSON body already encoded (instead of `body`). With `gone_is_done` (a
+        delete), a 404 to a retry is the answer too when an earlier attempt may have been
+        carried out (its answer was lost or was a 5xx): the object is gone. With `any_status`
+        the last answer is returned whatever its status (`convrisk api`); only a failure to get
+        one is raised.
         """
         if self._http.is_closed:
             raise ConvriskError(f"The connection to {self.host} was already closed.")
         headers: dict[str, str] = {}
-        content: bytes | None = None
         if body is not None:
             try:
                 content = json.dumps(dict(body), allow_nan=False, separators=(",", ":")).encode()
             except (TypeError, ValueError, RecursionError) as exc:
                 raise InvalidRequestError(f"The request cannot be sent as JSON: {exc}.") from None
+        if content is not None:
             headers["Content-Type"] = "application/json"
         if method == "POST":
             headers["Idempotency-Key"] = check_idempotency_key(idempotency_key) or str(uuid.uuid4())
@@ -601,11 +608,13 @@ class _Transport:
                 retryable = not isinstance(error, ServiceError)
                 status_text = _failure_text(error)
                 maybe_done = maybe_done or reached
-            if not retryable:
+            if not retryable or retry >= self._max_retries:
                 self._log(method, shown, status_text, elapsed_ms, retry, None)
+                if any_status and response is not None:
+                    return response
+            if not retryable:
                 raise error
             if retry >= self._max_retries:
-                self._log(method, shown, status_text, elapsed_ms, retry, None)
                 if retry == 0:
                     raise error
                 raise _with_note(error, f"gave up after {retry + 1} attempts")
@@ -616,6 +625,8 @@ class _Transport:
                 )
                 if wait is not None and wait > MAX_RETRY_AFTER:
                     self._log(method, shown, status_text, elapsed_ms, retry, None)
+                    if any_status:
+                        return response
                     raise _with_note(
                         error,
                         f"the service asked to retry after {wait:.0f} s, over the "
@@ -1021,6 +1032,14 @@ class HTTPBackend:
             check_create=check_risk_profile_create,
             check_update=check_risk_profile_update,
         )
+
+    def send(self, method: str, target: str, body: bytes | None) -> RawAnswer:
+        """One request as it is (`target`: a path under /v1/ with its query, percent-encoded),
+        with the token and retries; the answer whatever its status."""
+        from .raw import RawAnswer
+
+        answer = self._transport.request(method, target, content=body, any_status=True)
+        return RawAnswer(answer.status_code, answer.content, answer.reason_phrase)
 
     @property
     def conversations(self) -> ConversationsBackend:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from .errors import ConvriskError
 from .params import (
@@ -21,6 +21,9 @@ from .params import (
     RiskProfileUpdateParams,
 )
 from .records import Conversation, Deleted, JsonPage, Page, Record, RiskProfile
+
+if TYPE_CHECKING:
+    from .raw import RawAnswer
 
 M = TypeVar("M", bound=Record)
 C_contra = TypeVar("C_contra", contravariant=True)
@@ -106,6 +109,12 @@ class Backend(Protocol):
     @property
     def risk_profiles(self) -> RiskProfilesBackend:
         """The risk profiles resource."""
+        ...
+
+    def send(self, method: str, target: str, body: bytes | None) -> RawAnswer:
+        """One request to the interface as it is (`convrisk api`): `target` is a path under
+        /v1/ with its query string, percent-encoded; `body` JSON text. The answer whatever its
+        status; only a failure to get one (connection, timeout) is raised."""
         ...
 
     def close(self) -> None:

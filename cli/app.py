@@ -77,6 +77,7 @@ class LazyGroup(TyperGroup):
             "risk": functools.partial(_sub_group, "risk", "risk"),
             "config": functools.partial(_sub_group, "config", "config_cmd"),
             "status": _status_command,
+            "api": _api_command,
         }
         lazy = LazyCommands(builders)
         for name, registered in self.commands.items():  # none today; kept if any are added
@@ -108,6 +109,18 @@ def _serve_command() -> Command:
 
     return typer.main.get_command_from_info(
         CommandInfo(name="serve", callback=serve, cls=Command),
+        pretty_exceptions_short=app.pretty_exceptions_short,
+        rich_markup_mode=app.rich_markup_mode,
+    )
+
+
+def _api_command() -> Command:
+    """`api`, built as `app.command("api")(api)` would build it."""
+    from .api_cmd import api
+    from .commands import Command
+
+    return typer.main.get_command_from_info(
+        CommandInfo(name="api", callback=api, cls=Command),
         pretty_exceptions_short=app.pretty_exceptions_short,
         rich_markup_mode=app.rich_markup_mode,
     )

@@ -108,8 +108,10 @@ class AppContext:
                 )
         return self._settings
 
-    def printer(self, output: str | None = None) -> Printer:
-        """The printer in the format of -o, else CONVRISK_OUTPUT / the profile's output."""
+    def printer(self, output: str | None = None, *, json_errors: bool | None = None) -> Printer:
+        """The printer in the format of -o, else CONVRISK_OUTPUT / the profile's output.
+
+        `json_errors`: errors as JSON lines on stderr (default: with json and jsonl output)."""
         if self._printer is None:
             settings = self.settings()
             fmt = output or self.output_flag or settings.output
@@ -119,7 +121,9 @@ class AppContext:
 
                 explicit = output or self.output_flag
                 shape = make_shape(self.fields, self.jq, output_flag=explicit, fmt=fmt)
-            self._printer = Printer(fmt, env=self.env, remote=settings.is_remote, shape=shape)
+            self._printer = Printer(
+                fmt, env=self.env, remote=settings.is_remote, shape=shape, json_errors=json_errors
+            )
         return self._printer
 
     def plain_printer(self) -> Printer:

@@ -285,33 +285,42 @@ _BOM = "\ufeff"
 
 def parse_details(spec: str) -> dict[str, Any]:
     """A JSON object given inline, as `@file.json`, or `-` for stdin."""
-    if spec == "-":
-        text, source = sys.stdin.read().removeprefix(_BOM), "stdin"
-    elif spec.startswith("@"):
-        if not spec[1:].strip():
-            raise UsageProblem(
-                "--details @ needs a file name after the @, as in @details.json.",
-                param="--details",
-            )
-        path = Path(spec[1:]).expanduser()
-        if path.is_dir():
-            raise UsageProblem(
-                f"--details: {path} is a folder, not a JSON file.",
-                param="--details",
-            )
-        try:
-            # utf-8-sig: a byte-order mark (Windows editors write one) is not part of the JSON.
-            text, source = path.read_text(encoding="utf-8-sig"), str(path)
-        except OSError as exc:
-            raise UsageProblem(
-                f"--details: cannot read {path}: {exc.strerror or exc}.",
-                param="--details",
-            ) from None
-        except UnicodeDecodeError:
-            raise UsageProblem(f"--details: {path} is not UTF-8 text.", param="--details") from None
-    else:
-        text, source = spec, "the argument"
+    text, source = read_json_argument(spec, "--details", example="details.json")
     return parse_json_object(text, "--details", source)
+
+
+def read_json_argument(spec: str, name: str, *, example: str = "body.json") -> tuple[str, str]:
+    """The text of a JSON argument given inline, as `@file.json`, or `-` for stdin, and where it
+    came from (for messages); `name` is the option's."""
+    if spec == "-":
+        return sys.stdin.read().removeprefix(_BOM), "stdin"
+    if not spec.startswith("@"):
+        return spec, "the argument"
+    if not spec[1:].strip():
+        raise UsageProblem(
+            f"{name} @ needs a file name after the @, as in @{example}.",
+            param=name,
+        )
+    path = Path(spec[1:]).expanduser()
+    if path.is_dir():
+        raise UsageProblem(f"{name}: {path} is a folder, not a JSON file.", param=name)
+    try:
+        # utf-8-sig: a byte-order mark (Windows editors write one) is not part of the JSON.
+        return path.read_text(encoding="utf-8-sig"), str(path)
+    except OSError as exc:
+        raise UsageProblem(
+            f"{name}: cannot read {path}: {exc.strerror or exc}.", param=name
+        ) from None
+    except UnicodeDecodeError:
+        raise UsageProblem(f"{name}: {path} is not UTF-8 text.", param=name) from None
+
+
+def check_json(text: str, name: str, source: str) -> None:
+    """Usage error unless `text` is one JSON value (NaN and Infinity refused)."""
+    try:
+        json.loads(text, parse_constant=_no_constants)
+    except (ValueError, RecursionError) as exc:
+        raise UsageProblem(f"{name}: {source} is not valid JSON: {exc}.", param=name) from None
 
 
 def parse_json_object(text: str, name: str, source: str = "the value") -> dict[str, Any]:

@@ -250,6 +250,10 @@ PROFILES = Kind(
 )
 
 
+# Whatever `convrisk api` prints: an answer's body, or the items of its pages.
+ANSWER = Kind("item", "items", (), ())
+
+
 def _status_lines(row: Row) -> str:
     """The status of `convrisk status` as aligned lines (joined by the sink)."""
     if row.get("backend") == "remote":
@@ -498,8 +502,11 @@ class Printer:
         env: Mapping[str, str],
         remote: bool = False,
         shape: Shape | None = None,
+        json_errors: bool | None = None,
     ) -> None:
         self.fmt = fmt
+        # Errors as one JSON line on stderr (default: with -o json and jsonl).
+        self.json_errors = fmt in ("json", "jsonl") if json_errors is None else json_errors
         self.env = env
         self.remote = remote
         self.shape = shape  # --fields and --jq (cli/shape.py), None when neither was given
@@ -598,7 +605,7 @@ class Printer:
 
     def error(self, info: ErrorInfo) -> None:
         """An error on stderr: one `Error: ...` line, or one JSON line with -o json/jsonl."""
-        if self.fmt in ("json", "jsonl"):
+        if self.json_errors:
             self._message(_json(info.body()))
         else:
             self._message(self._color("31", "Error:") + " " + shown(info.line()))
@@ -728,6 +735,26 @@ class Printer:
         with self.records(kind, many=False) as sink:
             sink.write([row])
 
+    def answer(self, body: bytes) -> None:
+        """The body of an answer to `convrisk api`: piped, as it was sent; on a terminal,
+        indented (and coloured) when it is JSON, escaped text otherwise; through --jq if given."""
+        if not body:
+            return
+        text = body.decode("utf-8", errors="replace")
+        if self.shape is not None and self.shape.jq is not None:
+            JqSink(self, ANSWER, False, self.shape.jq).run_on(text)
+            return
+        if self.stdout_is_terminal():
+            try:
+                value = json.loads(text)
+            except (ValueError, RecursionError):
+                self.write(shown(text.rstrip("\n"), keep_newlines=True) + "\n")
+                return
+            with self.records(ANSWER, many=False) as sink:
+                sink.write([value])
+            return
+        self.write(text if text.endswith("\n") else text + "\n")
+
     def takes_json_text(self) -> bool:
         """Whether list output is compact JSON, so pages may come as JSON text (`JsonPage`)."""
         if self.shape is not None:
@@ -784,7 +811,12 @@ class Printer:
                     else:
                         records = cast("Page[R]", page)["data"]
                         sink.write(records)
-                        ids = [record["id"] for record in records[-1:]]
+                        # `convrisk api --paginate` prints any items: only an id string counts.
+                        ids = [
+                            r["id"]
+                            for r in records[-1:]
+                            if isinstance(r, dict) and isinstance(r.get("id"), str)
+                        ]
                     last_id = ids[-1] if ids else last_id
                     count += len(page["data"])
                     has_more = page["has_more"]
@@ -796,9 +828,14 @@ class Printer:
         except BaseException:
             if last_id is not None:
                 noun = kind.noun if count == 1 else kind.plural
+                going_on = (
+                    cursor_option.format(last_id)
+                    if "{}" in cursor_option
+                    else f"{cursor_option} {last_id}"
+                )
                 self.hint(
                     f"Stopped after {count} {noun}. To go on from there, run the same command "
-                    f"with {cursor_option} {last_id}."
+                    f"with {going_on}."
                 )
             raise
         self._clear_progress()
@@ -1130,6 +1167,10 @@ class JqSink(Sink):
     def fail(self) -> None:
         """After an error: a document left incomplete is not given to the program."""
         self.pages = []
+
+    def run_on(self, json_text: str) -> None:
+        """Print the program's results over this JSON text (the body of `convrisk api`)."""
+        self._print(json_text)
 
     def _print(self, json_text: str) -> None:
         """The program's results over this text, written in chunks (also those before an

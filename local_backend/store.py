@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from api_client.params import (
     ConversationCreateParams,
@@ -27,6 +28,11 @@ from . import conversations as _conversations
 from . import risk_profiles as _risk_profiles
 from .database import BUSY_TIMEOUT_SECONDS, Database
 from .resource import TableResource, register_sql_functions
+
+if TYPE_CHECKING:
+    from api_client.raw import RawAnswer
+
+    from .wire import Wire
 
 ConversationsResource = TableResource[
     Conversation, ConversationCreateParams, ConversationUpdateParams, ConversationFilters
@@ -58,6 +64,7 @@ class LocalBackend:
             _risk_profiles.SPEC, self._db, clock
         )
         self._clock = clock
+        self._wire: Wire | None = None
 
     @property
     def path(self) -> Path:
@@ -73,6 +80,20 @@ class LocalBackend:
     def risk_profiles(self) -> RiskProfilesResource:
         """The risk profiles resource."""
         return self._risk_profiles
+
+    def send(self, method: str, target: str, body: bytes | None) -> RawAnswer:
+        """One request through the wire rules of `convrisk serve` (local_backend.wire), without
+        a socket or a token: the answer `serve` would give, whatever its status."""
+        from api_client.raw import RawAnswer
+
+        from .wire import Wire
+
+        if self._wire is None:
+            self._wire = Wire(self, None)
+        path, _, query = target.partition("?")
+        headers = [] if body is None else [("content-type", "application/json")]
+        answer = self._wire.handle(method, path, query, headers, body or b"")
+        return RawAnswer(answer.status, answer.body)
 
     def close(self) -> None:
         """Close every connection; the backend cannot be used afterwards."""

@@ -19,7 +19,7 @@ def walk(cmd: Command, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, 
 def test_the_command_tree_is_the_designed_one() -> None:
     paths = {" ".join(path) for path, _ in walk(command())}
     verbs = ("list", "create", "get", "update", "delete", "import")
-    expected = {"", "conv", "risk", "config", "serve", "status"}
+    expected = {"", "conv", "risk", "config", "serve", "status", "api"}
     expected |= {f"{group} {verb}" for group in ("conv", "risk") for verb in verbs}
     config_verbs = ("set", "get", "unset", "show", "path", "profiles", "use")
     expected |= {f"config {verb}" for verb in config_verbs}

@@ -1,0 +1,157 @@
+"""One request to the interface as it is (`convrisk api`): the answer whatever its status, and
+`--paginate`'s walk over a list path.
+
+Both backends answer through `Backend.send`: the remote one over HTTP with its token and
+retries, the local one through the wire rules `convrisk serve` applies (local_backend.wire),
+without a socket. What reaches the service is the same bytes either way.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, quote, urlencode
+
+if TYPE_CHECKING:
+    from .client import AnyPage
+
+from .errors import APIError, InvalidRequestError, ServiceError, error_from_response
+
+API_PREFIX = "/v1/"
+# Characters sent as they are in a path or a query; anything else is percent-encoded (what
+# httpx does to a path it is given), so both backends receive the same bytes.
+_PATH_SAFE = "/%:@!$&'()*+,;=-._~"
+_QUERY_SAFE = _PATH_SAFE + "?"
+
+
+@dataclass(frozen=True)
+class RawAnswer:
+    """What the service answered: status, reason phrase and body, as sent."""
+
+    status: int
+    body: bytes
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """Whether the status is below 400 (the command succeeds)."""
+        return self.status < 400
+
+    def json(self) -> Any:
+        """The body parsed as JSON (ValueError when it is not JSON)."""
+        return json.loads(self.body)
+
+    def error(self) -> APIError:
+        """The error of an answer of 400 or more, with its status (exit 3, 4 or 1)."""
+        try:
+            body: object = self.json() if self.body else None
+        except (ValueError, RecursionError):
+            body = None
+        return error_from_response(self.status, body, reason=self.reason)
+
+
+Send = Callable[[str, str, bytes | None], RawAnswer]
+
+
+def api_target(path: str) -> str:
+    """PATH as given to `convrisk api`, checked and percent-encoded: path and query string.
+
+    It must start with /v1/ and may carry a query string; `.` and `..` segments (also
+    percent-encoded) and fragments are refused, so the request stays under /v1/.
+    """
+    if not path.startswith(API_PREFIX):
+        raise InvalidRequestError(
+            f"PATH must start with {API_PREFIX} (as in /v1/conversations), not {path!r}.",
+            param="PATH",
+        )
+    if "#" in path:
+        raise InvalidRequestError("PATH cannot carry a fragment (#...).", param="PATH")
+    if any(not char.isprintable() or char.isspace() for char in path):
+        raise InvalidRequestError(
+            "PATH cannot contain spaces or control characters; percent-encode them "
+            "(%20 for a space).",
+            param="PATH",
+        )
+    where, _, query = path.partition("?")
+    for segment in where.split("/"):
+        if segment.lower().replace("%2e", ".") in (".", ".."):
+            raise InvalidRequestError(
+                f"PATH cannot contain {segment!r} segments: it must stay under {API_PREFIX}.",
+                param="PATH",
+            )
+    target = quote(where, safe=_PATH_SAFE)
+    if query:
+        target += "?" + quote(query, safe=_QUERY_SAFE)
+    return target
+
+
+def with_cursor(target: str, cursor: str) -> str:
+    """`target` with `starting_after=cursor` in its query (replacing one that is there)."""
+    where, _, query = target.partition("?")
+    pairs = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != "starting_after"]
+    pairs.append(("starting_after", cursor))
+    return f"{where}?{urlencode(pairs, quote_via=quote)}"
+
+
+def check_paginate(method: str, target: str) -> None:
+    """--paginate walks forward through a GET list: other uses are refused before any request."""
+    if method != "GET":
+        raise InvalidRequestError(
+            f"--paginate follows the pages of a list (GET), not of {method}.", param="--paginate"
+        )
+    _, _, query = target.partition("?")
+    if any(name == "ending_before" for name, _ in parse_qsl(query, keep_blank_values=True)):
+        raise InvalidRequestError(
+            "--paginate goes forward with starting_after; drop ending_before from PATH.",
+            param="--paginate",
+        )
+
+
+def pages(send: Send, target: str) -> Iterator[AnyPage]:
+    """Each page (its `data` and `has_more`) of a list, the first at `target`, following
+    `has_more`.
+
+    An error answer is raised (APIError with its status); an answer that is not a list page, or
+    a page that makes no progress, is a ServiceError: nothing loops.
+    """
+    from .client import paginate
+
+    def fetch(size: int, cursor: str | None) -> AnyPage:
+        answer = send("GET", target if cursor is None else with_cursor(target, cursor), None)
+        if not answer.ok:
+            raise answer.error()
+        try:
+            page = answer.json()
+        except (ValueError, RecursionError):
+            page = None
+        if (
+            not isinstance(page, dict)
+            or not isinstance(page.get("data"), list)
+            or not isinstance(page.get("has_more"), bool)
+        ):
+            raise ServiceError(
+                f"{target.partition('?')[0]} did not answer with a list page (an object with "
+                "data and has_more): --paginate needs a list path, such as /v1/conversations."
+            )
+        return {"data": page["data"], "has_more": page["has_more"]}
+
+    def last_id(page: AnyPage) -> str:
+        last = page["data"][-1]
+        item_id = last.get("id") if isinstance(last, dict) else None
+        if page["has_more"] and (not isinstance(item_id, str) or not item_id):
+            raise ServiceError("The last item of a page has no id to go on from.")
+        return item_id if isinstance(item_id, str) else ""
+
+    start = None
+    _, _, query = target.partition("?")
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        if name == "starting_after":
+            start = value
+    yield from paginate(fetch, last_id, _never_cut, None, start, sys.maxsize)
+
+
+def _never_cut(page: AnyPage, size: int) -> None:
+    raise AssertionError("pages of --paginate are never cut")  # size is sys.maxsize

@@ -1,0 +1,97 @@
+"""`convrisk api`: one request to the interface as it is, on either backend (DESIGN 4.4)."""
+
+from typing import Annotated, Any, cast
+
+import typer
+
+from . import options as opt
+from .context import app_context
+from .errors import UsageProblem
+from .output import ANSWER
+
+# Methods that carry no body: `-d` with them is a mistake, not a request to send.
+_NO_BODY = ("GET", "DELETE", "HEAD")
+
+
+def api(
+    ctx: typer.Context,
+    path: Annotated[
+        str,
+        typer.Argument(
+            metavar="PATH",
+            help="A path under /v1/, with its query string if any: /v1/conversations?muted=true",
+            show_default=False,
+        ),
+    ],
+    method: Annotated[
+        str | None,
+        typer.Option(
+            "-X",
+            "--method",
+            metavar="METHOD",
+            help="The HTTP method (default GET, or POST with -d).",
+            show_default=False,
+        ),
+    ] = None,
+    data: Annotated[
+        str | None,
+        typer.Option(
+            "-d",
+            "--data",
+            metavar="JSON|@FILE|-",
+            help="The request body: JSON text, @file.json, or - for stdin.",
+            show_default=False,
+        ),
+    ] = None,
+    paginate: Annotated[
+        bool,
+        typer.Option(
+            "--paginate",
+            help="Follow has_more over every page of a list; print each item as one JSON line.",
+        ),
+    ] = False,
+    jq: opt.Jq = None,
+) -> None:
+    """Send one request to the interface and print its answer.
+
+    The token, retries and timeout are the active profile's; locally the request goes through
+    the same rules `convrisk serve` applies, without a socket, so both answer alike. An answer
+    of 400 or more is printed too, with the error on stderr and its exit code (3 not found,
+    4 authentication, 1 otherwise). With --jq the program runs on the body, or on each item
+    with --paginate.
+
+    \b
+    Example:
+      convrisk api /v1/conversations?limit=2
+      convrisk api /v1/risk-profiles -d @profile.json
+      convrisk api -X PUT /v1/conversations/conv_123 -d '{"muted": true}'
+      convrisk api /v1/conversations?muted=true --paginate --jq .id
+    """
+    from api_client.raw import api_target, check_paginate
+
+    run = app_context(ctx)
+    target = api_target(path)
+    verb = (method or ("POST" if data is not None else "GET")).upper()
+    if not verb.isascii() or not verb.isalpha():
+        raise UsageProblem(
+            f"-X takes an HTTP method such as GET or PUT, not {method!r}.", param="-X"
+        )
+    body: bytes | None = None
+    if data is not None:
+        if verb in _NO_BODY:
+            raise UsageProblem(f"-d sends a body, which {verb} does not take.", param="-d")
+        text, source = opt.read_json_argument(data, "-d")
+        opt.check_json(text, "-d", source)
+        body = text.encode("utf-8")
+    if paginate:
+        check_paginate(verb, target)
+    printer = run.printer("jsonl" if paginate else "json", json_errors=False)
+    client = run.client()
+    if paginate:
+        pages = cast("Any", client.raw_pages(target))
+        printer.pages(ANSWER, pages, hint_more=False, cursor_option="starting_after={} in PATH")
+        return
+    answer = client.send(verb, target, body)
+    printer.answer(answer.body)
+    if not answer.ok:
+        raise answer.error()

@@ -1,0 +1,251 @@
+"""`convrisk api`: one request to the interface, through the installed console script, on the
+local database (the wire rules of `serve`, no socket) and against a `convrisk serve` subprocess."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .both_backends import Cli, cli, local_cli, start_drained_serve, stop_drained_serve  # noqa: F401
+from .screen import Terminal
+from .test_remote_cli import TOKEN, isolated_env
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def made_conversations(backend: Cli, n: int) -> list[str]:
+    """`n` conversations made through `api`; their ids, newest first (the list order)."""
+    ids = []
+    for i in range(n):
+        body = json.dumps({"contact_id": f"c_{i}"})
+        ids.append(json.loads(ok(backend.run("api", "/v1/conversations", "-d", body)))["id"])
+    return ids[::-1]
+
+
+def test_api_runs_every_verb_of_the_interface(cli: Cli) -> None:  # noqa: F811
+    created = json.loads(ok(cli.run("api", "/v1/conversations", "-d", '{"contact_id": "c_1"}')))
+    assert created["contact_id"] == "c_1" and created["id"].startswith("conv_")
+    path = f"/v1/conversations/{created['id']}"
+    assert json.loads(ok(cli.run("api", path))) == created
+    updated = json.loads(ok(cli.run("api", "-X", "PUT", path, "-d", '{"is_muted": true}')))
+    assert updated["is_muted"] is True and updated["id"] == created["id"]
+    page = json.loads(ok(cli.run("api", "/v1/conversations?muted=true&limit=5")))
+    assert page == {"has_more": False, "data": [updated]}
+    risk = json.loads(
+        ok(
+            cli.run(
+                "api",
+                "/v1/risk-profiles",
+                "-d",
+                "-",
+                input='{"customer_id": "cus_1", "profile_type": "moderate", "score": 70, '
+                '"details": {}}',
+            )
+        )
+    )
+    assert risk["score"] == 70 and cli.count("risk_profiles") == 1
+    deleted = json.loads(ok(cli.run("api", "-X", "delete", path)))
+    assert deleted == {"id": created["id"], "deleted": True}
+    assert cli.count("conversations") == 0
+
+
+def test_an_error_answer_is_printed_with_the_error_line_and_its_exit_code(cli: Cli) -> None:  # noqa: F811
+    missing = cli.run("api", "/v1/conversations/conv_nope")
+    assert missing.returncode == 3
+    assert json.loads(missing.stdout)["error"]["type"] == "not_found_error"
+    assert missing.stderr == "Error: No such conversation: conv_nope (HTTP 404)\n"
+    invalid = cli.run("api", "/v1/risk-profiles", "-d", '{"customer_id": "cus_1"}')
+    assert invalid.returncode == 1
+    assert json.loads(invalid.stdout)["error"]["param"] == "profile_type"
+    assert invalid.stderr.startswith("Error: ") and "(HTTP 400)" in invalid.stderr
+    assert cli.count("risk_profiles") == 0
+
+
+def test_a_method_the_route_lacks_is_a_405_naming_the_methods_it_has(cli: Cli) -> None:  # noqa: F811
+    [conv_id] = made_conversations(cli, 1)
+    for method, path in (("PATCH", "/v1/conversations"), ("POST", f"/v1/conversations/{conv_id}")):
+        result = cli.run("api", "-X", method, path, "-d", "{}")
+        assert result.returncode == 1, result.stderr
+        assert json.loads(result.stdout)["error"]["code"] == "method_not_allowed"
+        assert f"Method {method} is not allowed here" in result.stderr
+        assert "(HTTP 405)" in result.stderr
+    assert cli.count("conversations") == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["/conversations"], "PATH must start with /v1/"),
+        (["http://127.0.0.1:1/v1/conversations"], "PATH must start with /v1/"),
+        (["/v1/../admin"], "'..' segments"),
+        (["/v1/%2E%2E/admin"], "'%2E%2E' segments"),
+        (["/v1/conversations#x"], "fragment"),
+        (["/v1/conversations?x=a b"], "spaces or control characters"),
+        (["-X", "GE T", "/v1/conversations"], "-X takes an HTTP method"),
+        (["-d", "{nope", "/v1/conversations"], "-d: the argument is not valid JSON"),
+        (["-d", "@/nonexistent/body.json", "/v1/conversations"], "-d: cannot read"),
+        (["-X", "GET", "-d", "{}", "/v1/conversations"], "-d sends a body, which GET"),
+        (["-X", "POST", "--paginate", "/v1/conversations"], "--paginate follows the pages"),
+        (["--paginate", "/v1/conversations?ending_before=conv_1"], "drop ending_before"),
+        (["--jq", ".[", "/v1/conversations"], "--jq does not compile"),
+    ],
+)
+def test_bad_input_is_refused_before_any_request(cli: Cli, args: list[str], message: str) -> None:  # noqa: F811
+    result = cli.run("api", *args)
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    assert message in result.stderr and len(result.stderr.splitlines()) == 1
+    assert cli.count("conversations") == 0
+    if cli.serve is not None:
+        # A request that is sent shows in serve's log: send one, wait for its line, and it
+        # must be the only request there.
+        ok(cli.run("api", "/v1/conversations?limit=1"))
+        deadline = time.monotonic() + 10
+        while not any("limit=1 200" in line for line in cli.serve.banner):
+            assert time.monotonic() < deadline, cli.serve.banner
+            time.sleep(0.05)
+        assert sum(" /v1/" in line for line in cli.serve.banner) == 1, cli.serve.banner
+
+
+def test_paginate_prints_every_item_of_every_page_as_one_json_line(cli: Cli) -> None:  # noqa: F811
+    ids = made_conversations(cli, 7)
+    result = cli.run("api", "/v1/conversations?limit=3", "--paginate")
+    lines = ok(result).splitlines()
+    assert [json.loads(line)["id"] for line in lines] == ids
+    assert all(line == json.dumps(json.loads(line), separators=(",", ":")) for line in lines)
+    after = cli.run("api", f"/v1/conversations?limit=2&starting_after={ids[1]}", "--paginate")
+    assert [json.loads(line)["id"] for line in ok(after).splitlines()] == ids[2:]
+    assert ok(cli.run("conv", "list", "--all", "-o", "id")).split() == ids
+
+
+def test_paginate_with_jq_runs_the_program_on_each_item(cli: Cli) -> None:  # noqa: F811
+    ids = made_conversations(cli, 5)
+    each = cli.run("api", "/v1/conversations?limit=2", "--paginate", "--jq", ".id")
+    assert ok(each).split() == ids
+    whole = cli.run("api", "/v1/conversations?limit=2", "--jq", "[.has_more, (.data|length)]")
+    assert ok(whole) == "[true,2]\n"
+
+
+def test_paginate_on_a_path_that_is_not_a_list_says_so(cli: Cli) -> None:  # noqa: F811
+    [conv_id] = made_conversations(cli, 1)
+    result = cli.run("api", f"/v1/conversations/{conv_id}", "--paginate")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert "did not answer with a list page" in result.stderr
+    assert "--paginate needs a list path" in result.stderr
+
+
+def test_a_body_from_a_file_is_sent_as_written(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
+    body = tmp_path / "profile.json"
+    body.write_text(
+        '\ufeff{"customer_id": "cus_é", "profile_type": "aggressive", "score": 1.5, "details": {}}'
+    )
+    made = json.loads(ok(cli.run("api", "/v1/risk-profiles", "-d", f"@{body}")))
+    assert made["customer_id"] == "cus_é" and made["score"] == 1.5
+
+
+def _normalised(text: str) -> str:
+    """An answer with the parts that differ between two databases (ids, times) made equal."""
+    text = re.sub(r"(conv|rp)_[0-9A-Z]{26}", r"\1_ID", text)
+    return re.sub(r'"(created_at|updated_at)":[0-9.]+', r'"\1":T', text)
+
+
+REQUESTS: list[list[str]] = [
+    ["/v1/conversations", "-d", '{"contact_id": "c_1"}'],
+    ["/v1/conversations", "-d", '{"group_id": "g_1", "contact_id": "c_1"}'],
+    ["/v1/conversations", "-d", "[1]"],
+    ["/v1/conversations", "-d", '{"contact_id": "c_é\\u0000"}'],
+    ["/v1/conversations?limit=1"],
+    ["/v1/conversations?limit=0"],
+    ["/v1/conversations?muted=maybe"],
+    ["/v1/conversations?group_id=%C3%A9&group_id=x"],
+    ["/v1/conversations?group_id=é"],
+    ["/v1/conversations/conv_missing"],
+    ["/v1/conversations/conv_missing", "-X", "PUT", "-d", "{}"],
+    ["/v1/nothing-here"],
+    ["/v1/risk-profiles", "-d", '{"customer_id": "c", "profile_type": "x", "score": 101}'],
+    ["/v1/risk-profiles", "-X", "DELETE"],
+    ["/v1/risk-profiles?customer_id=c&limit=100"],
+]
+
+
+def test_both_backends_answer_every_request_alike(tmp_path: Path) -> None:
+    local = local_cli(tmp_path / "local")
+    (tmp_path / "local").mkdir()
+    (tmp_path / "remote").mkdir()
+    served = start_drained_serve(tmp_path / "remote")
+    try:
+        remote_env = isolated_env(
+            tmp_path / "remote", CONVRISK_BASE_URL=served.url, CONVRISK_TOKEN=TOKEN
+        )
+        remote = Cli("remote", tmp_path / "remote", served.db_path, remote_env, serve=served)
+        for request in REQUESTS:
+            here, there = local.run("api", *request), remote.run("api", *request)
+            assert here.returncode == there.returncode, request
+            assert _normalised(here.stdout) == _normalised(there.stdout), request
+            assert _normalised(here.stderr) == _normalised(there.stderr), request
+    finally:
+        local.close()
+        assert stop_drained_serve(served) == 0
+
+
+def test_the_active_profile_s_token_and_retries_are_used(tmp_path: Path) -> None:
+    # A server that fails a third of its answers (500, 503, 429, dropped connections, and
+    # connections dropped after the write): with retries, each create is made exactly once.
+    served = start_drained_serve_with(tmp_path, "--faults", "0.3", "--seed", "7")
+    try:
+        env = isolated_env(tmp_path)
+        local = Cli("remote", tmp_path, served.db_path, env, serve=served)
+        for key, value in (("base_url", served.url), ("token", TOKEN), ("max_retries", "10")):
+            ok(local.run("config", "set", "--profile", "sandbox", key, value))
+        for i in range(12):
+            body = json.dumps({"contact_id": f"c_{i}"})
+            ok(local.run("--profile", "sandbox", "api", "/v1/conversations", "-d", body))
+        assert local.count("conversations") == 12
+        listed = local.run("api", "--profile", "sandbox", "/v1/conversations?limit=5", "--paginate")
+        assert len(ok(listed).splitlines()) == 12
+        refused = local.run("api", "/v1/conversations", "--base-url", served.url)
+        assert refused.returncode == 4
+        assert json.loads(refused.stdout)["error"]["type"] == "authentication_error"
+        assert TOKEN not in refused.stdout + refused.stderr
+        local.close()
+    finally:
+        assert stop_drained_serve(served) == 0
+
+
+def start_drained_serve_with(home: Path, *extra: str) -> Any:
+    """`convrisk serve` with extra options, its log drained."""
+    from .both_backends import drain_log
+    from .test_remote_cli import start_serve
+
+    served = start_serve(home, *extra)
+    drain_log(served)
+    return served
+
+
+@pytest.mark.parametrize("columns", [60, 100])
+def test_on_a_terminal_the_answer_is_indented_and_a_hostile_value_is_escaped(
+    tmp_path: Path, columns: int
+) -> None:
+    local = local_cli(tmp_path)
+    hostile = json.dumps({"contact_id": "\x1b]0;pwned\x07\x1b[2Jc_1"})
+    made = json.loads(ok(local.run("api", "/v1/conversations", "-d", hostile)))
+    term = Terminal(local.env, ["api", f"/v1/conversations/{made['id']}"], columns=columns)
+    assert term.finish() == 0
+    screen = term.screen()
+    lines = term.text()
+    assert screen.title == ""
+    assert lines[0] == "{"
+    assert f'  "id": "{made["id"]}",' in lines
+    assert any("\\u001b]0;pwned\\u0007" in line for line in lines), lines
+    assert lines[-1] == "}"
+    local.close()
