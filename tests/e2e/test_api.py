@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,7 @@ import pytest
 
 from .both_backends import Cli, cli, local_cli, start_drained_serve, stop_drained_serve  # noqa: F401
 from .screen import Terminal
+from .test_cli import CONVRISK, SAFETY_TIMEOUT
 from .test_remote_cli import TOKEN, isolated_env
 
 
@@ -249,3 +253,56 @@ def test_on_a_terminal_the_answer_is_indented_and_a_hostile_value_is_escaped(
     assert any("\\u001b]0;pwned\\u0007" in line for line in lines), lines
     assert lines[-1] == "}"
     local.close()
+
+
+class _HtmlErrorPage(BaseHTTPRequestHandler):
+    """A service behind a proxy that answers every request with an HTML error page, carrying
+    escape sequences."""
+
+    def do_GET(self) -> None:
+        body = b"<html>\x1b]0;pwned\x07\x1b[2JBad gateway</html>\n"
+        self.send_response(502)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def html_server() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _HtmlErrorPage)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def test_a_body_that_is_not_json_is_passed_through_piped_and_escaped_on_a_terminal(
+    tmp_path: Path, html_server: str
+) -> None:
+    env = isolated_env(
+        tmp_path, CONVRISK_BASE_URL=html_server, CONVRISK_TOKEN="tok", CONVRISK_MAX_RETRIES="0"
+    )
+    piped = subprocess.run(
+        [CONVRISK, "api", "/v1/conversations"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=SAFETY_TIMEOUT,
+    )
+    assert piped.returncode == 1
+    assert piped.stdout == b"<html>\x1b]0;pwned\x07\x1b[2JBad gateway</html>\n"
+    assert piped.stderr.decode().startswith("Error: The service answered HTTP 502")
+    term = Terminal(env, ["api", "/v1/conversations"], columns=80)
+    assert term.finish() == 1
+    assert term.screen().title == ""
+    lines = term.text()
+    assert lines[0] == "<html>\\x1b]0;pwned\\x07\\x1b[2JBad gateway</html>"
+    assert lines[1].startswith("Error: The service answered HTTP 502")

@@ -1,0 +1,128 @@
+"""api_client.raw: PATH checks and --paginate's walk, against answers a hostile or broken
+service could give (a page in a circle, an empty page that says more, no page at all)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from api_client.errors import InvalidRequestError, NotFoundError, ServiceError
+from api_client.raw import RawAnswer, api_target, check_paginate, pages, with_cursor
+
+
+def page_answer(ids: list[str], has_more: bool) -> RawAnswer:
+    body = {"data": [{"id": i} for i in ids], "has_more": has_more}
+    return RawAnswer(200, json.dumps(body).encode())
+
+
+class Scripted:
+    """A `send` that answers from a script, keyed by the starting_after cursor (None first)."""
+
+    def __init__(self, answers: dict[str | None, RawAnswer]) -> None:
+        self.answers = answers
+        self.sent: list[str] = []
+
+    def __call__(self, method: str, target: str, body: bytes | None) -> RawAnswer:
+        assert method == "GET" and body is None
+        self.sent.append(target)
+        assert len(self.sent) < 50, "the walk did not stop"
+        _, _, query = target.partition("starting_after=")
+        return self.answers[query.split("&")[0] or None]
+
+
+def items(send: Scripted, target: str = "/v1/conversations?limit=2") -> list[Any]:
+    return [item for page in pages(send, target) for item in page["data"]]
+
+
+def test_paginate_follows_has_more_from_page_to_page() -> None:
+    send = Scripted({None: page_answer(["a", "b"], True), "b": page_answer(["c"], False)})
+    assert [item["id"] for item in items(send)] == ["a", "b", "c"]
+    assert send.sent == ["/v1/conversations?limit=2", "/v1/conversations?limit=2&starting_after=b"]
+
+
+def test_a_service_paging_in_a_circle_is_stopped() -> None:
+    send = Scripted({None: page_answer(["a"], True), "a": page_answer(["a"], True)})
+    with pytest.raises(ServiceError, match="makes no progress"):
+        items(send)
+
+
+def test_an_empty_page_that_says_more_exist_is_stopped() -> None:
+    send = Scripted({None: page_answer([], True)})
+    with pytest.raises(ServiceError, match="empty page"):
+        items(send)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b'{"id": "conv_1"}', b"[1, 2]", b"<html>", b'{"data": [], "has_more": "no"}', b""],
+)
+def test_an_answer_that_is_not_a_list_page_is_an_error(body: bytes) -> None:
+    send = Scripted({None: RawAnswer(200, body)})
+    with pytest.raises(ServiceError, match="did not answer with a list page"):
+        items(send)
+
+
+def test_a_last_item_without_an_id_cannot_be_gone_on_from() -> None:
+    body = json.dumps({"data": [{"name": "x"}], "has_more": True}).encode()
+    with pytest.raises(ServiceError, match="no id to go on from"):
+        items(Scripted({None: RawAnswer(200, body)}))
+
+
+def test_an_error_answer_part_way_is_raised_with_its_status() -> None:
+    missing = RawAnswer(404, b'{"error": {"type": "not_found_error", "message": "gone"}}')
+    send = Scripted({None: page_answer(["a"], True), "a": missing})
+    walk = pages(send, "/v1/conversations")
+    assert next(walk)["data"] == [{"id": "a"}]
+    with pytest.raises(NotFoundError, match=r"gone \(HTTP 404\)"):
+        next(walk)
+
+
+def test_a_starting_after_in_the_path_is_where_the_walk_starts() -> None:
+    send = Scripted({"x": page_answer(["y"], False)})
+    assert items(send, "/v1/conversations?starting_after=x") == [{"id": "y"}]
+
+
+@pytest.mark.parametrize(
+    ("path", "target"),
+    [
+        ("/v1/conversations", "/v1/conversations"),
+        ("/v1/conversations?group_id=é", "/v1/conversations?group_id=%C3%A9"),
+        ("/v1/conversations?group_id=%C3%A9", "/v1/conversations?group_id=%C3%A9"),
+        ("/v1/conversations/conv_ü", "/v1/conversations/conv_%C3%BC"),
+    ],
+)
+def test_a_path_is_sent_percent_encoded(path: str, target: str) -> None:
+    assert api_target(path) == target
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "v1/conversations",
+        "/v1",
+        "/v2/x",
+        "/v1/./x",
+        "/v1/x/..",
+        "/v1/%2e%2E",
+        "/v1/x#y",
+        "/v1/\x1b",
+    ],
+)
+def test_a_path_outside_v1_is_refused_before_any_request(path: str) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        api_target(path)
+    assert not caught.value.answered and caught.value.param == "PATH"
+
+
+def test_with_cursor_replaces_a_cursor_already_there() -> None:
+    assert with_cursor("/v1/c?limit=2&starting_after=a", "b") == "/v1/c?limit=2&starting_after=b"
+
+
+def test_paginate_is_for_get_and_forwards_only() -> None:
+    with pytest.raises(InvalidRequestError, match="not of POST"):
+        check_paginate("POST", "/v1/conversations")
+    with pytest.raises(InvalidRequestError, match="drop ending_before"):
+        check_paginate("GET", "/v1/conversations?ending_before=x")
+    check_paginate("GET", "/v1/conversations?limit=3")
