@@ -4,6 +4,7 @@ from typing import Annotated, Any, cast
 
 import typer
 
+from . import complete
 from . import options as opt
 from .context import app_context
 from .errors import UsageProblem
@@ -21,6 +22,7 @@ def api(
             metavar="PATH",
             help="A path under /v1/, with its query string if any: /v1/conversations?muted=true",
             show_default=False,
+            autocompletion=complete.api_paths,
         ),
     ],
     method: Annotated[

@@ -35,6 +35,24 @@ def ids(ctx: typer.Context, args: list[str], incomplete: str) -> list[str]:
     resource = {"conv": "conversations", "risk": "risk_profiles"}.get(group or "")
     if resource is None:
         return []
+    return _local_ids(ctx, resource, incomplete)
+
+
+# The list paths of the interface, and the resource of the ids under each.
+API_PATHS = {"/v1/conversations": "conversations", "/v1/risk-profiles": "risk_profiles"}
+
+
+def api_paths(ctx: typer.Context, args: list[str], incomplete: str) -> list[str]:
+    """The interface's paths (`api <TAB>`), then local ids under one (`api /v1/conversations/`)."""
+    for path, resource in API_PATHS.items():
+        if incomplete.startswith(path + "/"):
+            start = incomplete[len(path) + 1 :]
+            return [f"{path}/{id}" for id in _local_ids(ctx, resource, start)]
+    return [path for path in API_PATHS if path.startswith(incomplete)]
+
+
+def _local_ids(ctx: typer.Context, resource: str, incomplete: str) -> list[str]:
+    """Ids of `resource` in the local database that start with `incomplete` (at most 50)."""
     run = _run(ctx)
     # The global options typed so far: before the command (the root's parameters; its
     # callback does not run while completing), then after it (set on the run as parsed).

@@ -146,3 +146,11 @@ def test_each_shell_gets_a_completion_script(env: dict[str, str], shell: str) ->
     )
     assert result.returncode == 0
     assert f"_CONVRISK_COMPLETE=complete_{shell}" in result.stdout
+
+
+def test_api_paths_complete_then_local_ids_under_them(env: dict[str, str], store: Any) -> None:
+    conv = store.conversations.create({"contact_id": "c_1"})["id"]
+    assert complete(env, "convrisk api ") == ["/v1/conversations", "/v1/risk-profiles"]
+    assert complete(env, "convrisk api /v1/r") == ["/v1/risk-profiles"]
+    assert complete(env, "convrisk api /v1/conversations/") == [f"/v1/conversations/{conv}"]
+    assert complete(env, "convrisk api /v1/risk-profiles/") == []
