@@ -20,10 +20,12 @@ from api_client import Client
 from api_client.http import HTTPBackend
 from local_backend.store import LocalBackend
 
+from .both_backends import TOKEN, Serve, isolated_env
+from .both_backends import serve as serve  # a fixture: one `convrisk serve` for this module
 from .screen import on_screen
 from .test_cli import SAFETY_TIMEOUT
 from .test_records_as_sent import service as service  # a fixture: a remote that omits fields
-from .test_remote_cli import CONVRISK, TOKEN, Serve, isolated_env, start_serve
+from .test_remote_cli import CONVRISK
 
 CONV_FIELDS = (
     "id, contact_id, group_id, is_pinned, is_muted, pinned_message_id, last_active_at, "
@@ -66,18 +68,6 @@ class Backend:
         """How many records of a resource exist now."""
         target = getattr(self.client, resource)
         return sum(len(page["data"]) for page in target.iter_pages({}, limit=None))
-
-
-@pytest.fixture(scope="module")
-def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
-    """One `convrisk serve` for this module."""
-    running = start_serve(tmp_path_factory.mktemp("serve"))
-    try:
-        yield running
-    finally:
-        if running.proc.poll() is None:
-            code, err = running.stop()
-            assert code == 0, err
 
 
 @pytest.fixture(params=["local", "remote"])
