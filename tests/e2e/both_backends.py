@@ -106,10 +106,12 @@ def start_serve(home: Path, *extra: str, token: str | None = TOKEN) -> Serve:
     ready.wait(READY_SECONDS)
     urls = [m.group(1) for m in map(_LISTENING.match, banner) if m]
     if not urls or not banner[-1].startswith("export "):
-        code = proc.poll()
-        proc.kill()
-        proc.wait(timeout=SAFETY_TIMEOUT)
-        why = f"exited with {code}" if code is not None else f"not ready in {READY_SECONDS} s"
+        try:
+            why = f"exited with {proc.wait(timeout=1)}"
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=SAFETY_TIMEOUT)
+            why = f"not ready in {READY_SECONDS} s"
         raise AssertionError(f"convrisk serve did not start ({why}): {banner}")
     if token is None:
         exported = dict(word.split("=", 1) for word in shlex.split(banner[-1])[1:])
