@@ -365,10 +365,15 @@ def test_commands_import_only_what_they_use(
     """Start-up stays short: no HTTP client for the local database, no rich unless a table is
     drawn on a terminal, no backend for help, config and --version, only the command group
     that runs, no TOML parser without a config file and no logging without --debug."""
+    assert_loads_none_of(env, f"from cli.app import main\ncode = main({args!r})\n", absent)
+
+
+def assert_loads_none_of(env: dict[str, str], call: str, absent: set[str]) -> None:
+    """Run the Python `call` (it sets `code`, the exit code) in a child with `env`: it must exit
+    0 having imported none of `absent` (modules, or packages with any module of theirs)."""
     probe = (
         "import sys\n"
-        "from cli.app import main\n"
-        f"code = main({args!r})\n"
+        f"{call}"
         "loaded = {*sys.modules, *(m.split('.')[0] for m in sys.modules)}\n"
         f"print(sorted(loaded & set({sorted(absent)!r})), file=sys.stderr)\n"
         "sys.exit(code)\n"

@@ -79,7 +79,8 @@ def service() -> Iterator[str]:
         thread.join(timeout=10)
 
 
-def _convrisk(base_url: str, home: Path, *args: str) -> str:
+def stdout_against(base_url: str, home: Path, *args: str) -> str:
+    """stdout of `convrisk --base-url BASE_URL ARGS` (no retries), which must succeed."""
     result = subprocess.run(
         [CONVRISK, "--base-url", base_url, *args],
         env=isolated_env(home, CONVRISK_TOKEN="tok", CONVRISK_MAX_RETRIES="0"),
@@ -99,13 +100,13 @@ def test_get_prints_each_object_exactly_as_sent(
     service: str, tmp_path: Path, command: str, sent: list[dict[str, Any]]
 ) -> None:
     for record in sent:
-        printed = _convrisk(service, tmp_path, command, "get", record["id"], "-o", "json")
+        printed = stdout_against(service, tmp_path, command, "get", record["id"], "-o", "json")
         assert json.loads(printed) == record
         assert list(json.loads(printed)) == list(record)  # the same keys in the same order
     ids = [record["id"] for record in sent]
-    lines = _convrisk(service, tmp_path, command, "get", *ids, "-o", "jsonl").splitlines()
+    lines = stdout_against(service, tmp_path, command, "get", *ids, "-o", "jsonl").splitlines()
     assert [json.loads(line) for line in lines] == sent
-    assert json.loads(_convrisk(service, tmp_path, command, "get", *ids, "-o", "json")) == sent
+    assert json.loads(stdout_against(service, tmp_path, command, "get", *ids, "-o", "json")) == sent
 
 
 @pytest.mark.parametrize(
@@ -114,15 +115,15 @@ def test_get_prints_each_object_exactly_as_sent(
 def test_list_prints_each_object_exactly_as_sent(
     service: str, tmp_path: Path, command: str, sent: list[dict[str, Any]]
 ) -> None:
-    printed = _convrisk(service, tmp_path, command, "list", "-o", "json")
+    printed = stdout_against(service, tmp_path, command, "list", "-o", "json")
     assert json.loads(printed) == sent
-    lines = _convrisk(service, tmp_path, command, "list", "--all", "-o", "jsonl").splitlines()
+    lines = stdout_against(service, tmp_path, command, "list", "--all", "-o", "jsonl").splitlines()
     assert [json.loads(line) for line in lines] == sent
     assert [list(json.loads(line)) for line in lines] == [list(record) for record in sent]
 
 
 def test_a_table_still_shows_odd_values_tolerantly(service: str, tmp_path: Path) -> None:
-    rows = _convrisk(service, tmp_path, "conv", "list").splitlines()
+    rows = stdout_against(service, tmp_path, "conv", "list").splitlines()
     header, first, second, third = (row.split("\t") for row in rows)
     one = dict(zip(header, first, strict=True))
     assert one["created_at"] == "2024-05-01 12:00:00"  # milliseconds shown as the date

@@ -25,6 +25,7 @@ from .both_backends import serve as serve  # a fixture: one `convrisk serve` for
 from .screen import on_screen
 from .test_cli import SAFETY_TIMEOUT
 from .test_records_as_sent import service as service  # a fixture: a remote that omits fields
+from .test_records_as_sent import stdout_against as _odd
 from .test_remote_cli import CONVRISK
 
 CONV_FIELDS = (
@@ -367,19 +368,6 @@ def test_several_ids_with_one_missing_run_jq_over_those_found(backend: Backend) 
 
 
 # -- a remote that omits fields, and numbers as jq spells them -----------------------------------
-
-
-def _odd(service: str, home: Path, *args: str) -> str:
-    result = subprocess.run(
-        [CONVRISK, "--base-url", service, *args],
-        env=isolated_env(home, CONVRISK_TOKEN="tok", CONVRISK_MAX_RETRIES="0"),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=SAFETY_TIMEOUT,
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout
 
 
 def test_a_field_a_remote_record_lacks_stays_missing_in_json_and_empty_in_a_table(
