@@ -20,7 +20,7 @@ import pytest
 
 from local_backend.store import LocalBackend
 
-from .test_cli import CONVRISK, SAFETY_TIMEOUT
+from .test_cli import CONVRISK, SAFETY_TIMEOUT, run
 
 TOKEN = "e2e-serve-token-9d41c7"
 READY_SECONDS = 60  # how long serve may take to print its banner on a loaded machine
@@ -160,15 +160,7 @@ class Cli:
         self, *args: str, input: str | None = None, **extra_env: str
     ) -> subprocess.CompletedProcess[str]:
         """Run convrisk to its end; stdin is /dev/null unless `input` is given."""
-        return subprocess.run(
-            [CONVRISK, *args],
-            env={**self.env, **extra_env},
-            input=input,
-            stdin=None if input is not None else subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=SAFETY_TIMEOUT,
-        )
+        return run({**self.env, **extra_env}, *args, input=input)
 
     def popen(self, *args: str, **extra_env: str) -> subprocess.Popen[str]:
         """Start convrisk without waiting (stdout and stderr piped, stdin /dev/null)."""

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from .both_backends import TOKEN, Serve, isolated_env, serve, serving, start_serve  # noqa: F401
+from .test_cli import run
 from .test_remote_cli import CONVRISK
 
 NOON = 1714564800  # 2024-05-01T12:00:00Z
@@ -35,15 +36,7 @@ class Leg:
         extra = dict(env)
         if self.url is not None:
             extra = {"CONVRISK_BASE_URL": self.url, "CONVRISK_TOKEN": TOKEN, **extra}
-        return subprocess.run(
-            [CONVRISK, *args],
-            input=stdin,
-            stdin=None if stdin is not None else subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=isolated_env(self.home, **extra),
-        )
+        return run(isolated_env(self.home, **extra), *args, input=stdin)
 
     def json(self, *args: str) -> Any:
         """Run a command with `-o json`, which must succeed; its parsed stdout."""

@@ -20,6 +20,7 @@ from api_client.http import HTTPBackend
 from local_backend.store import LocalBackend
 
 from .both_backends import TOKEN, Serve, isolated_env, serve, serving, start_serve  # noqa: F401
+from .test_cli import run
 
 CONVRISK = str(Path(sys.executable).with_name("convrisk"))
 
@@ -36,16 +37,8 @@ class Remote:
         self, *args: str, stdin: str | None = None, **env: str
     ) -> subprocess.CompletedProcess[str]:
         """Run `convrisk ARGS` in remote mode; never raises on a non-zero exit."""
-        return subprocess.run(
-            [CONVRISK, *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=isolated_env(
-                self.home, CONVRISK_BASE_URL=self.url, CONVRISK_TOKEN=self.token, **env
-            ),
-        )
+        remote = {"CONVRISK_BASE_URL": self.url, "CONVRISK_TOKEN": self.token, **env}
+        return run(isolated_env(self.home, **remote), *args, input=stdin)
 
     def json(self, *args: str, stdin: str | None = None) -> Any:
         """Run a command with `-o json`, which must succeed; its parsed stdout."""

@@ -23,7 +23,7 @@ from local_backend.store import LocalBackend
 from .both_backends import TOKEN, Serve, isolated_env
 from .both_backends import serve as serve  # a fixture: one `convrisk serve` for this module
 from .screen import on_screen
-from .test_cli import SAFETY_TIMEOUT
+from .test_cli import SAFETY_TIMEOUT, run
 from .test_records_as_sent import service as service  # a fixture: a remote that omits fields
 from .test_records_as_sent import stdout_against as _odd
 from .test_remote_cli import CONVRISK
@@ -48,16 +48,7 @@ class Backend:
         self, *args: str, stdin: str | None = None, **extra: str
     ) -> subprocess.CompletedProcess[str]:
         """Run `convrisk ARGS` (stdin /dev/null unless given); never raises on failure."""
-        return subprocess.run(
-            [CONVRISK, *args],
-            input=stdin,
-            stdin=None if stdin is not None else subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=SAFETY_TIMEOUT,
-            env={**self.env, **extra},
-            start_new_session=True,
-        )
+        return run({**self.env, **extra}, *args, input=stdin)
 
     def ok(self, *args: str, stdin: str | None = None, **extra: str) -> str:
         """stdout of a run that must succeed."""
