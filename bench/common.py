@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import platform
 import pty
 import queue
 import shutil
@@ -32,6 +33,22 @@ CONVRISK = str(Path(sys.executable).parent / "convrisk")
 SERVE_TOKEN = "bench-token-0123456789"
 SERVE_READY_SECONDS = 30.0
 _LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def machine() -> str:
+    """Cores, CPU model, Python and kernel."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (
+        f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, "
+        f"{platform.system()} {platform.release()}"
+    )
 
 
 def have(program: str) -> bool:

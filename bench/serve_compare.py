@@ -21,8 +21,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
-import platform
 import re
 import resource
 import shutil
@@ -39,7 +37,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import serving
+from bench.common import machine, serving
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTION = ROOT / "bench" / "serve_compare.md"
@@ -284,22 +282,6 @@ def compare(
         }
         for name, label in zip(builds, labels, strict=True)
     }
-
-
-def machine() -> str:
-    """Cores, CPU model, Python and kernel."""
-    cpu = platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (
-        f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, "
-        f"{platform.system()} {platform.release()}"
-    )
 
 
 def table(old: dict[str, Any], new: dict[str, Any]) -> str:
