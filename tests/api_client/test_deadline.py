@@ -13,6 +13,7 @@ import pytest
 
 from api_client.errors import APITimeoutError
 from api_client.http import HTTPBackend
+from tests.loopback import running
 
 from .conftest import conversation
 
@@ -66,14 +67,11 @@ class _Server(ThreadingHTTPServer):
 @pytest.fixture
 def trickle() -> Iterator[_Server]:
     """A service that sends its answer's body slowly, one chunk per pause."""
-    srv = _Server()
-    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
-    thread.start()
-    yield srv
-    srv.stopping.set()
-    srv.shutdown()
-    srv.server_close()
-    thread.join()
+    with running(_Server()) as srv:
+        try:
+            yield srv
+        finally:
+            srv.stopping.set()  # the handler stops trickling, so that shutdown need not wait
 
 
 def test_a_service_trickling_its_answer_times_out_at_the_setting(trickle: _Server) -> None:

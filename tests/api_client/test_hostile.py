@@ -8,7 +8,7 @@ import ssl
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from api_client.http import HTTPBackend
 from bench.hostile_server import MIB, HostileServer
 from local_backend.server import make_server
 from local_backend.store import LocalBackend
+from tests.loopback import on_loopback, running, url_of
 
 from .conftest import conversation
 
@@ -301,19 +302,12 @@ def tls_service(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
+    server = on_loopback(Handler)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{server.server_address[1]}", cert
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with running(server):
+        yield url_of(server, "https"), cert
 
 
 def test_https_is_spoken_and_verified_against_the_trusted_certificates(

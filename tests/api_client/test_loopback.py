@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -13,6 +12,7 @@ import pytest
 
 from api_client import Client
 from api_client.http import HTTPBackend
+from tests.loopback import running
 
 from .conftest import conversation
 
@@ -55,13 +55,8 @@ class _Server(ThreadingHTTPServer):
 @pytest.fixture
 def server() -> Iterator[_Server]:
     """A small list-only service on a loopback port, recording the client port of each request."""
-    srv = _Server()
-    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
-    thread.join()
+    with running(_Server()) as srv:
+        yield srv
 
 
 def test_pages_are_fetched_over_one_reused_connection(server: _Server) -> None:

@@ -10,9 +10,8 @@ import json
 import signal
 import socket
 import subprocess
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -23,6 +22,7 @@ from tests.e2e.screen import Terminal
 from tests.e2e.test_cli import CONVRISK, SAFETY_TIMEOUT, run
 from tests.e2e.test_cli import env as env  # a fixture
 from tests.e2e.test_cli import store as store  # a fixture
+from tests.loopback import on_loopback, running, url_of
 
 # Retitles the terminal (OSC 0 ... BEL), then clears it (CSI 2 J).
 HOSTILE = "\x1b]0;pwned\x07\x1b[2J"
@@ -153,21 +153,14 @@ class HostileService(BaseHTTPRequestHandler):
 @pytest.fixture
 def hostile(env: dict[str, str]) -> Iterator[dict[str, str]]:
     """`env` pointed at the hostile service on loopback, without retries."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), HostileService)
     HostileService.paths = []
-    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    try:
+    with running(on_loopback(HostileService)) as server:
         yield {
             **env,
-            "CONVRISK_BASE_URL": f"http://127.0.0.1:{server.server_address[1]}",
+            "CONVRISK_BASE_URL": url_of(server),
             "CONVRISK_TOKEN": "t" * 24,
             "CONVRISK_MAX_RETRIES": "0",
         }
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 def test_a_remote_error_message_is_shown_escaped(hostile: dict[str, str]) -> None:

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+
+from tests.loopback import on_loopback, running, url_of
 
 from .test_remote_cli import CONVRISK, isolated_env
 
@@ -68,15 +69,8 @@ class _Handler(BaseHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def service() -> Iterator[str]:
     """The odd service on 127.0.0.1, its base URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with running(on_loopback(_Handler)) as server:
+        yield url_of(server)
 
 
 def stdout_against(base_url: str, home: Path, *args: str) -> str:

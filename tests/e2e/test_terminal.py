@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
@@ -19,6 +18,7 @@ from tests.e2e.screen import Terminal, on_screen
 from tests.e2e.test_cli import env as env  # a fixture
 from tests.e2e.test_cli import run
 from tests.e2e.test_cli import store as store  # a fixture
+from tests.loopback import on_loopback, running, url_of
 
 WIDTHS = [40, 60, 80, 120]
 LONG_CONTACT = "c_" + "x" * 300
@@ -224,20 +224,13 @@ class SlowPages(BaseHTTPRequestHandler):
 @pytest.fixture
 def slow_service(env: dict[str, str]) -> Iterator[dict[str, str]]:
     """`env` pointed at SlowPages on loopback."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), SlowPages)
-    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    try:
+    with running(on_loopback(SlowPages)) as server:
         yield {
             **env,
-            "CONVRISK_BASE_URL": f"http://127.0.0.1:{server.server_address[1]}",
+            "CONVRISK_BASE_URL": url_of(server),
             "CONVRISK_TOKEN": "t" * 24,
             "CONVRISK_PAGE_SIZE": "2",
         }
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 @pytest.mark.parametrize("fmt", ["table", "jsonl"])
