@@ -2,14 +2,31 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TypeVar
+from typing import Any, TypeVar
 
 Server = TypeVar("Server", bound=ThreadingHTTPServer)
 JOIN_SECONDS = 10
+
+
+class JSONService(BaseHTTPRequestHandler):
+    """A request handler that answers in JSON and keeps no access log on stderr."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet."""
+
+    def send_json(self, status: int, body: object) -> None:
+        """Answer `status` with `body` as JSON (bytes are sent as they are)."""
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
 
 def on_loopback(handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:

@@ -6,21 +6,20 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from http.server import ThreadingHTTPServer
 
 import pytest
 
 from api_client.errors import APITimeoutError
 from api_client.http import HTTPBackend
-from tests.loopback import running
+from tests.loopback import JSONService, running
 
 from .conftest import conversation
 
 BODY = json.dumps(conversation()).encode()
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JSONService):
     protocol_version = "HTTP/1.1"
     server: _Server
 
@@ -41,9 +40,6 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             # The client gave up and closed the connection.
             self.close_connection = True
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
 
 class _Server(ThreadingHTTPServer):

@@ -8,7 +8,6 @@ import ssl
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from api_client.http import HTTPBackend
 from bench.hostile_server import MIB, HostileServer
 from local_backend.server import make_server
 from local_backend.store import LocalBackend
-from tests.loopback import on_loopback, running, url_of
+from tests.loopback import JSONService, on_loopback, running, url_of
 
 from .conftest import conversation
 
@@ -289,18 +288,11 @@ def tls_service(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     )  # fmt: skip
     body = _page_of(400)
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(JSONService):
         protocol_version = "HTTP/1.1"
 
         def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
+            self.send_json(200, body)
 
     server = on_loopback(Handler)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

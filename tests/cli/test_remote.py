@@ -7,13 +7,12 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import pytest
 
 from tests.cli.conftest import Invoke
-from tests.loopback import on_loopback, running, url_of
+from tests.loopback import JSONService, on_loopback, running, url_of
 
 TOKEN = "tok_remote_secret_0123456789"
 MS = 1714564800123  # 2024-05-01 12:00:00.123 UTC in milliseconds
@@ -33,13 +32,10 @@ CONV = {
 }
 
 
-class OddService(BaseHTTPRequestHandler):
+class OddService(JSONService):
     """A service that follows the interface but differs where it is silent."""
 
     seen_auth: ClassVar[list[str]] = []
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
     def _send(
         self, status: int, body: object = None, content_type: str = "application/json"

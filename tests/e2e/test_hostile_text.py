@@ -11,7 +11,6 @@ import signal
 import socket
 import subprocess
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -22,7 +21,7 @@ from tests.e2e.screen import Terminal
 from tests.e2e.test_cli import CONVRISK, SAFETY_TIMEOUT, run
 from tests.e2e.test_cli import env as env  # a fixture
 from tests.e2e.test_cli import store as store  # a fixture
-from tests.loopback import on_loopback, running, url_of
+from tests.loopback import JSONService, on_loopback, running, url_of
 
 # Retitles the terminal (OSC 0 ... BEL), then clears it (CSI 2 J).
 HOSTILE = "\x1b]0;pwned\x07\x1b[2J"
@@ -125,29 +124,19 @@ HOSTILE_RECORD: dict[str, Any] = {
 }
 
 
-class HostileService(BaseHTTPRequestHandler):
+class HostileService(JSONService):
     """A service whose records and error messages carry terminal escapes."""
 
     paths: ClassVar[list[str]] = []
 
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def _send(self, status: int, body: object) -> None:
-        data = json.dumps(body).encode()  # ensure_ascii: a lone surrogate goes as \ud800
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
     def do_GET(self) -> None:
         self.paths.append(self.path)
         if self.path.split("?")[0] == "/v1/conversations":
-            self._send(200, {"has_more": True, "data": [HOSTILE_RECORD]})
+            # JSON with ensure_ascii: a lone surrogate goes as \ud800
+            self.send_json(200, {"has_more": True, "data": [HOSTILE_RECORD]})
         else:
             message = f"Refused {HOSTILE} because \x1b[31mred\x1b[0m\x07"
-            self._send(400, {"error": {"type": "invalid_request_error", "message": message}})
+            self.send_json(400, {"error": {"type": "invalid_request_error", "message": message}})
 
 
 @pytest.fixture

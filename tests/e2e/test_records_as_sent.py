@@ -9,14 +9,13 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
-from tests.loopback import on_loopback, running, url_of
+from tests.loopback import JSONService, on_loopback, running, url_of
 
 from .test_remote_cli import CONVRISK, isolated_env
 
@@ -49,21 +48,16 @@ PAGES = {
 }
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JSONService):
     """Answers each known path with its object, as JSON; anything else is a 404."""
 
     def do_GET(self) -> None:
         path = urlsplit(self.path).path
         answer = OBJECTS.get(path) or PAGES.get(path)
-        body = json.dumps(answer if answer is not None else {"error": {"message": "no"}})
-        self.send_response(200 if answer is not None else 404)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body.encode())))
-        self.end_headers()
-        self.wfile.write(body.encode())
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet."""
+        if answer is None:
+            self.send_json(404, {"error": {"message": "no"}})
+        else:
+            self.send_json(200, answer)
 
 
 @pytest.fixture(scope="module")
