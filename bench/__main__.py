@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
-import platform
 import subprocess
 import sys
 import time
@@ -23,14 +21,7 @@ REPORT = ROOT / "docs" / "performance.md"
 
 
 def _machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    """The machine (common.machine()) and the sqlite3 CLI's version."""
     sqlite = (
         subprocess.run(
             ["sqlite3", "--version"], capture_output=True, text=True, check=False
@@ -38,10 +29,7 @@ def _machine() -> str:
         if common.have("sqlite3")
         else ["absent"]
     )
-    return (
-        f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, "
-        f"{platform.system()} {platform.release()}, sqlite3 CLI {sqlite[0]}"
-    )
+    return f"{common.machine()}, sqlite3 CLI {sqlite[0]}"
 
 
 def summary(targets: list[common.Target], *, tiny: bool = False) -> str:

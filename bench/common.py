@@ -1,17 +1,24 @@
-"""What the benchmark sections share: a workspace, filled databases, and timed child processes."""
+"""What the benchmark sections share: a workspace, filled databases, timed child processes, and
+a `convrisk serve` on loopback."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import platform
 import pty
+import queue
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
-from collections.abc import Sequence
+import urllib.parse
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -23,6 +30,25 @@ GNU_TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else ""
 # that compare convrisk with itself (jq, import): its ~15 ms import finder is noise there. Cold
 # starts use `Workspace.installed()`, a regular install, since there that constant would not be.
 CONVRISK = str(Path(sys.executable).parent / "convrisk")
+SERVE_TOKEN = "bench-token-0123456789"
+SERVE_READY_SECONDS = 30.0
+_LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def machine() -> str:
+    """Cores, CPU model, Python and kernel."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (
+        f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, "
+        f"{platform.system()} {platform.release()}"
+    )
 
 
 def have(program: str) -> bool:
@@ -235,3 +261,76 @@ class Workspace:
         from bench.page_cost import fill
 
         return fill(n, self.cache)
+
+
+@contextlib.contextmanager
+def serving(
+    command: Sequence[str],
+    db: Path,
+    *,
+    token: str = SERVE_TOKEN,
+    env: Mapping[str, str] | None = None,
+    clean_stop: bool = False,
+) -> Iterator[str]:
+    """`COMMAND serve --port 0` (loopback, a free port) over `db` in a child process; yields its
+    base URL once it listens, and stops it with SIGTERM at the end.
+
+    Its stderr is read away all along: an access log nobody reads fills the pipe and blocks the
+    server. `env` None: this environment less any CONVRISK_ setting, HOME and XDG folders beside
+    `db`. SystemExit when it does not listen on loopback within SERVE_READY_SECONDS, or, with
+    `clean_stop`, when it exits with other than 0.
+    """
+    if env is None:
+        home = db.parent
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CONVRISK_")}
+        env |= {
+            "HOME": str(home),
+            "XDG_CONFIG_HOME": str(home / "config"),
+            "XDG_DATA_HOME": str(home / "data"),
+        }
+    proc = subprocess.Popen(
+        [*command, "serve", "--port", "0", "--token", token, "--db", str(db)],
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    banner: list[str] = []
+    urls: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if len(banner) < 20:
+                banner.append(line)
+            if "listening on " in line:
+                urls.put(line.split("listening on ", 1)[1].strip())
+        urls.put("")  # stderr closed: the server has stopped
+
+    reader = threading.Thread(target=read, name="serve-log", daemon=True)
+    reader.start()
+    try:
+        try:
+            url = urls.get(timeout=SERVE_READY_SECONDS)
+        except queue.Empty:
+            url = ""
+        if urllib.parse.urlsplit(url).hostname not in _LOOPBACK:
+            try:
+                why = f"it exited with {proc.wait(timeout=1)}"
+            except subprocess.TimeoutExpired:
+                why = f"it said {url!r}" if url else f"not in {SERVE_READY_SECONDS:g} s"
+            raise SystemExit(
+                f"convrisk serve did not listen on loopback ({why}):\n" + "".join(banner)
+            )
+        yield url
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = proc.wait(timeout=30)
+        reader.join(timeout=5)
+    if clean_stop and code != 0:
+        raise SystemExit(f"convrisk serve exited with {code} on SIGTERM")

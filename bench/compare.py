@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.common import Run, run
+from bench.common import SERVE_TOKEN, Run, run, serving
 
 COMMANDS = [
     ("--version", ["--version"]),
@@ -62,10 +62,8 @@ def main(argv: list[str] | None = None) -> int:
         commands = list(COMMANDS)
         with contextlib.ExitStack() as stack:
             if args.remote:
-                from bench.sections import SERVE_TOKEN, _serving
-
                 db = Path(home, "d", "convrisk", "convrisk.db")
-                url = stack.enter_context(_serving(first, db, env))
+                url = stack.enter_context(serving([first], db, env=env))
                 env["CONVRISK_TOKEN"] = SERVE_TOKEN
                 commands.append(
                     ("--base-url URL conv get ID -o json", ["--base-url", url, *COMMANDS[3][1]])

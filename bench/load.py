@@ -16,11 +16,7 @@ either check fails.
 from __future__ import annotations
 
 import argparse
-import os
-import re
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -31,15 +27,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+if __package__ in (None, ""):  # run as a script: make `bench` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from api_client import Client, ConvriskError
 from api_client.http import HTTPBackend
+from bench.common import serving
 from local_backend.server import make_server
 from local_backend.store import LocalBackend
 
 TOKEN = "load-bench-token"
 MAX_SECONDS = 600.0
 MAX_CLIENTS = 256
-_LISTENING = re.compile(r"listening on (http://\S+)")
 
 
 @dataclass
@@ -110,55 +109,8 @@ def _thread_server(db_path: Path) -> Iterator[str]:
 def _process_server(db_path: Path) -> Iterator[str]:
     exe = Path(sys.executable).with_name("convrisk")
     command = [str(exe)] if exe.exists() else [sys.executable, "-m", "cli.app"]
-    home = db_path.parent
-    env = {
-        **os.environ,
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / "config"),
-        "XDG_DATA_HOME": str(home / "data"),
-    }
-    proc = subprocess.Popen(
-        [*command, "serve", "--port", "0", "--token", TOKEN, "--db", str(db_path)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert proc.stderr is not None
-    url = None
-    seen: list[str] = []
-    for line in proc.stderr:
-        seen.append(line)
-        match = _LISTENING.search(line)
-        if match:
-            url = match.group(1)
-            break
-    if url is None:
-        proc.kill()
-        proc.wait()
-        raise SystemExit("convrisk serve did not start:\n" + "".join(seen))
-    # Keep reading the access log so the server never blocks on a full pipe.
-    lines = [0]
-
-    def drain() -> None:
-        assert proc.stderr is not None
-        for _ in proc.stderr:
-            lines[0] += 1
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    try:
+    with serving(command, db_path, token=TOKEN, clean_stop=True) as url:
         yield url
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            code = proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            code = proc.wait()
-        reader.join(timeout=5)
-        if code != 0:
-            raise SystemExit(f"convrisk serve exited with {code} on SIGTERM")
 
 
 def _count_rows(db_path: Path) -> dict[str, int]:

@@ -2,32 +2,31 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import multiprocessing
 import os
 import shlex
 import shutil
-import signal
 import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from bench import common
 from bench.common import (
+    SERVE_TOKEN,
     Run,
     Workspace,
     median_cpu,
     median_seconds,
     peak_rss_kib,
     run,
+    serving,
 )
 
 
@@ -43,8 +42,6 @@ def _verdict(ok: bool) -> str:
 
 # -- 1. cold start ---------------------------------------------------------------------------------
 
-SERVE_TOKEN = "bench-token-0123456789"
-
 
 @dataclass
 class Case:
@@ -54,41 +51,6 @@ class Case:
     args: list[str]
     target: float | None = None
     tty: bool = False
-
-
-@contextlib.contextmanager
-def _serving(convrisk: str, db: Path, env: dict[str, str]) -> Iterator[str]:
-    """`convrisk serve --port 0` on 127.0.0.1 in a child process; yields its base URL."""
-    proc = subprocess.Popen(
-        [convrisk, "serve", "--port", "0", "--db", str(db), "--token", SERVE_TOKEN],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stderr is not None
-        deadline = time.monotonic() + 30
-        url = ""
-        while not url and time.monotonic() < deadline:
-            line = proc.stderr.readline()
-            if not line:
-                raise RuntimeError(f"convrisk serve exited {proc.wait(5)} before listening")
-            if "listening on " in line:
-                url = line.split("listening on ", 1)[1].strip()
-        if not url:
-            raise RuntimeError("convrisk serve did not listen within 30 s")
-        # The access log must not fill the pipe and block the server: read it away.
-        threading.Thread(target=proc.stderr.read, daemon=True).start()
-        yield url
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=30)
 
 
 def _hyperfine(commands: list[list[str]], env: dict[str, str], rounds: int) -> list[float]:
@@ -263,7 +225,7 @@ def cold_start(ws: Workspace) -> str:
     ]
     load_before = os.getloadavg()
     shutil.copy(db, ws.dir / "served.db")  # served from a copy: the same rows, its own file
-    with _serving(convrisk, ws.dir / "served.db", env) as url:
+    with serving([convrisk], ws.dir / "served.db", env=env) as url:
         remote = Case(
             "`convrisk --base-url URL conv get ID -o json` (`serve` on loopback)",
             [convrisk, "--base-url", url, "conv", "get", an_id, "-o", "json"],

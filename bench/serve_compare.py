@@ -21,23 +21,23 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
-import platform
 import re
 import resource
 import shutil
-import signal
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make `bench` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import machine, serving
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTION = ROOT / "bench" / "serve_compare.md"
@@ -46,7 +46,6 @@ TOKEN = "serve-compare-token"
 CLIENTS = (1, 4, 16)
 IDLE_CONNECTIONS = 1000
 IDLE_PROBES = 50
-_LISTENING = re.compile(r"listening on (http://\S+)")
 MARK_BEGIN = "<!-- serve-compare: begin (bench/serve_compare.py writes this section) -->"
 MARK_END = "<!-- serve-compare: end -->"
 
@@ -66,59 +65,6 @@ end
 _CREATE_BODY = (
     'wrk.body = \'{"contact_id": "ct_bench"}\'\nwrk.headers["Content-Type"] = "application/json"'
 )
-
-
-@contextmanager
-def serving(convrisk: str, workdir: Path) -> Iterator[str]:
-    """`convrisk serve --port 0` over a fresh database in `workdir`; yields its URL."""
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("CONVRISK_")},
-        "HOME": str(workdir),
-        "XDG_CONFIG_HOME": str(workdir / "config"),
-        "XDG_DATA_HOME": str(workdir / "data"),
-    }
-    proc = subprocess.Popen(
-        [convrisk, "serve", "--port", "0", "--token", TOKEN, "--db", str(workdir / "s.db")],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert proc.stderr is not None
-    url = None
-    seen: list[str] = []
-    deadline = time.monotonic() + 30
-    for line in proc.stderr:
-        seen.append(line)
-        match = _LISTENING.search(line)
-        if match:
-            url = match.group(1)
-            break
-        if time.monotonic() > deadline:
-            break
-    if url is None:
-        proc.kill()
-        proc.wait()
-        raise SystemExit("convrisk serve did not start:\n" + "".join(seen))
-
-    def drain() -> None:
-        assert proc.stderr is not None
-        for _ in proc.stderr:
-            pass
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    try:
-        yield url
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        reader.join(timeout=5)
 
 
 def _wrk(url: str, lua: Path, clients: int, seconds: float, keep_alive: bool) -> dict[str, Any]:
@@ -231,7 +177,7 @@ def measure(convrisk: str, label: str, seconds: float, tiny: bool) -> dict[str, 
     rows: list[dict[str, Any]] = []
     with ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="serve-cmp-")))
-        url = stack.enter_context(serving(convrisk, workdir))
+        url = stack.enter_context(serving([convrisk], workdir / "s.db", token=TOKEN))
         scripts = {}
         for op, method, body in (("list", "GET", ""), ("create", "POST", _CREATE_BODY)):
             scripts[op] = workdir / f"{op}.lua"
@@ -281,7 +227,7 @@ def compare(
         scripts = {}
         for name, exe in builds.items():
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="serve-cmp-")))
-            urls[name] = stack.enter_context(serving(exe, workdir))
+            urls[name] = stack.enter_context(serving([exe], workdir / "s.db", token=TOKEN))
         for op, method, body in (("list", "GET", ""), ("create", "POST", _CREATE_BODY)):
             scripts[op] = Path(stack.enter_context(tempfile.TemporaryDirectory())) / f"{op}.lua"
             scripts[op].write_text(_LUA.format(method=method, token=TOKEN, body=body))
@@ -336,22 +282,6 @@ def compare(
         }
         for name, label in zip(builds, labels, strict=True)
     }
-
-
-def machine() -> str:
-    """Cores, CPU model, Python and kernel."""
-    cpu = platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (
-        f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, "
-        f"{platform.system()} {platform.release()}"
-    )
 
 
 def table(old: dict[str, Any], new: dict[str, Any]) -> str:

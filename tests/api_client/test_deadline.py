@@ -6,20 +6,20 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from http.server import ThreadingHTTPServer
 
 import pytest
 
 from api_client.errors import APITimeoutError
 from api_client.http import HTTPBackend
+from tests.loopback import JSONService, running
 
 from .conftest import conversation
 
 BODY = json.dumps(conversation()).encode()
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JSONService):
     protocol_version = "HTTP/1.1"
     server: _Server
 
@@ -40,9 +40,6 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             # The client gave up and closed the connection.
             self.close_connection = True
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
 
 class _Server(ThreadingHTTPServer):
@@ -66,14 +63,11 @@ class _Server(ThreadingHTTPServer):
 @pytest.fixture
 def trickle() -> Iterator[_Server]:
     """A service that sends its answer's body slowly, one chunk per pause."""
-    srv = _Server()
-    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
-    thread.start()
-    yield srv
-    srv.stopping.set()
-    srv.shutdown()
-    srv.server_close()
-    thread.join()
+    with running(_Server()) as srv:
+        try:
+            yield srv
+        finally:
+            srv.stopping.set()  # the handler stops trickling, so that shutdown need not wait
 
 
 def test_a_service_trickling_its_answer_times_out_at_the_setting(trickle: _Server) -> None:

@@ -8,7 +8,6 @@ import ssl
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from api_client.http import HTTPBackend
 from bench.hostile_server import MIB, HostileServer
 from local_backend.server import make_server
 from local_backend.store import LocalBackend
+from tests.loopback import JSONService, on_loopback, running, url_of
 
 from .conftest import conversation
 
@@ -288,32 +288,18 @@ def tls_service(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     )  # fmt: skip
     body = _page_of(400)
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(JSONService):
         protocol_version = "HTTP/1.1"
 
         def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            self.send_json(200, body)
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
+    server = on_loopback(Handler)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{server.server_address[1]}", cert
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with running(server):
+        yield url_of(server, "https"), cert
 
 
 def test_https_is_spoken_and_verified_against_the_trusted_certificates(

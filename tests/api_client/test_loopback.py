@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from http.server import ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from api_client import Client
 from api_client.http import HTTPBackend
+from tests.loopback import JSONService, running
 
 from .conftest import conversation
 
 IDS = [f"conv_{n:03d}" for n in range(250, 0, -1)]
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JSONService):
     protocol_version = "HTTP/1.1"
     server: _Server
 
@@ -31,17 +29,8 @@ class _Handler(BaseHTTPRequestHandler):
         if "starting_after" in query:
             start = IDS.index(query["starting_after"][0]) + 1
         chunk = IDS[start : start + limit]
-        body = json.dumps(
-            {"has_more": start + limit < len(IDS), "data": [conversation(i) for i in chunk]}
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+        page = {"has_more": start + limit < len(IDS), "data": [conversation(i) for i in chunk]}
+        self.send_json(200, page)
 
 
 class _Server(ThreadingHTTPServer):
@@ -55,13 +44,8 @@ class _Server(ThreadingHTTPServer):
 @pytest.fixture
 def server() -> Iterator[_Server]:
     """A small list-only service on a loopback port, recording the client port of each request."""
-    srv = _Server()
-    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
-    thread.join()
+    with running(_Server()) as srv:
+        yield srv
 
 
 def test_pages_are_fetched_over_one_reused_connection(server: _Server) -> None:

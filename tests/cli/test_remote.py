@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import pytest
 
 from tests.cli.conftest import Invoke
+from tests.loopback import JSONService, on_loopback, running, url_of
 
 TOKEN = "tok_remote_secret_0123456789"
 MS = 1714564800123  # 2024-05-01 12:00:00.123 UTC in milliseconds
@@ -33,13 +32,10 @@ CONV = {
 }
 
 
-class OddService(BaseHTTPRequestHandler):
+class OddService(JSONService):
     """A service that follows the interface but differs where it is silent."""
 
     seen_auth: ClassVar[list[str]] = []
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
     def _send(
         self, status: int, body: object = None, content_type: str = "application/json"
@@ -92,20 +88,13 @@ class OddService(BaseHTTPRequestHandler):
 @pytest.fixture
 def remote(monkeypatch: pytest.MonkeyPatch, home: object) -> Iterator[str]:
     """The odd service on loopback; CONVRISK_BASE_URL/TOKEN point at it, no retries."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), OddService)
     OddService.seen_auth = []
-    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    monkeypatch.setenv("CONVRISK_BASE_URL", url)
-    monkeypatch.setenv("CONVRISK_TOKEN", TOKEN)
-    monkeypatch.setenv("CONVRISK_MAX_RETRIES", "0")
-    try:
+    with running(on_loopback(OddService)) as server:
+        url = url_of(server)
+        monkeypatch.setenv("CONVRISK_BASE_URL", url)
+        monkeypatch.setenv("CONVRISK_TOKEN", TOKEN)
+        monkeypatch.setenv("CONVRISK_MAX_RETRIES", "0")
         yield url
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 def test_milliseconds_show_as_the_right_utc_date_in_tables(remote: str, invoke: Invoke) -> None:

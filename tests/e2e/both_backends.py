@@ -1,22 +1,143 @@
 """The installed convrisk on either backend: the local database, or a `convrisk serve` subprocess
-on loopback over its own database. Import `cli` into a test module to run each test on both."""
+on loopback over its own database. Import `cli` into a test module to run each test on both, or
+`serve` for one server a module's tests share; `serving()` starts one for a single test."""
 
 from __future__ import annotations
 
+import os
+import re
+import shlex
 import signal
 import subprocess
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pytest
 
 from local_backend.store import LocalBackend
 
-from .test_cli import CONVRISK, SAFETY_TIMEOUT
-from .test_remote_cli import TOKEN, Serve, isolated_env, start_serve
+from .test_cli import CONVRISK, SAFETY_TIMEOUT, run
+
+TOKEN = "e2e-serve-token-9d41c7"
+READY_SECONDS = 60  # how long serve may take to print its banner on a loaded machine
+_LISTENING = re.compile(r"^convrisk serve: listening on (http://\S+)$")
+
+
+def isolated_env(home: Path, **extra: str) -> dict[str, str]:
+    """An environment with no convrisk settings from the outside and a private HOME/XDG."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONVRISK_")}
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / "config"),
+        XDG_DATA_HOME=str(home / "data"),
+        NO_COLOR="1",
+    )
+    env.update(extra)
+    return env
+
+
+@dataclass
+class Serve:
+    """A running `convrisk serve` subprocess: its URL, token and database file, the banner it
+    printed and the log it has written since (stderr is read all along, so it never blocks)."""
+
+    proc: subprocess.Popen[str]
+    url: str
+    token: str
+    db_path: Path
+    banner: list[str]
+    log: list[str]
+    reader: threading.Thread
+
+    def stop(self, sig: int = signal.SIGTERM) -> tuple[int, str]:
+        """Send a signal (unless it has stopped already); the exit code and the log after the
+        banner. A serve that does not stop in time is killed, and that is an assertion error."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            code = self.proc.wait(timeout=SAFETY_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=SAFETY_TIMEOUT)
+            raise AssertionError(f"convrisk serve did not stop on signal {sig}") from None
+        self.reader.join(timeout=SAFETY_TIMEOUT)
+        return code, "".join(self.log)
+
+
+def _read_stderr(stream: TextIO, banner: list[str], log: list[str], ready: threading.Event) -> None:
+    """Sort serve's stderr into the banner (up to its `export` line) and the log after it."""
+    for line in stream:
+        if ready.is_set():
+            log.append(line)
+            continue
+        banner.append(line.rstrip("\n"))
+        if banner[-1].startswith("export "):
+            ready.set()
+    ready.set()  # stderr closed: serve has stopped, whoever waits for the banner need not
+
+
+def start_serve(home: Path, *extra: str, token: str | None = TOKEN) -> Serve:
+    """Start the installed `convrisk serve` on 127.0.0.1, a free port (0: the system picks),
+    over a database under `home`; wait, at most READY_SECONDS, for its banner."""
+    db_path = home / "serve.db"
+    args = [str(CONVRISK), "serve", "--host", "127.0.0.1", "--port", "0", "--db", str(db_path)]
+    if token is not None:
+        args += ["--token", token]
+    proc = subprocess.Popen(
+        [*args, *extra],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=isolated_env(home),
+    )
+    assert proc.stderr is not None
+    banner: list[str] = []
+    log: list[str] = []
+    ready = threading.Event()
+    reader = threading.Thread(
+        target=_read_stderr, args=(proc.stderr, banner, log, ready), name="serve-log", daemon=True
+    )
+    reader.start()
+    ready.wait(READY_SECONDS)
+    urls = [m.group(1) for m in map(_LISTENING.match, banner) if m]
+    if not urls or not banner[-1].startswith("export "):
+        try:
+            why = f"exited with {proc.wait(timeout=1)}"
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=SAFETY_TIMEOUT)
+            why = f"not ready in {READY_SECONDS} s"
+        raise AssertionError(f"convrisk serve did not start ({why}): {banner}")
+    if token is None:
+        exported = dict(word.split("=", 1) for word in shlex.split(banner[-1])[1:])
+        token = exported["CONVRISK_TOKEN"]
+    return Serve(proc, urls[0], token, db_path, banner, log, reader)
+
+
+@contextmanager
+def serving(home: Path, *extra: str, token: str | None = TOKEN) -> Iterator[Serve]:
+    """`start_serve()` for the length of a `with`: it is stopped at the end, and a serve still
+    running then must stop cleanly (exit 0) on SIGTERM."""
+    served = start_serve(home, *extra, token=token)
+    try:
+        yield served
+    finally:
+        running = served.proc.poll() is None
+        code, log = served.stop()
+    if running:
+        assert code == 0, log
+
+
+@pytest.fixture(scope="module")
+def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
+    """One `convrisk serve` shared by a module's tests; stopped, cleanly, after the last."""
+    with serving(tmp_path_factory.mktemp("serve")) as running:
+        yield running
 
 
 @dataclass
@@ -39,15 +160,7 @@ class Cli:
         self, *args: str, input: str | None = None, **extra_env: str
     ) -> subprocess.CompletedProcess[str]:
         """Run convrisk to its end; stdin is /dev/null unless `input` is given."""
-        return subprocess.run(
-            [CONVRISK, *args],
-            env={**self.env, **extra_env},
-            input=input,
-            stdin=None if input is not None else subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=SAFETY_TIMEOUT,
-        )
+        return run({**self.env, **extra_env}, *args, input=input)
 
     def popen(self, *args: str, **extra_env: str) -> subprocess.Popen[str]:
         """Start convrisk without waiting (stdout and stderr piped, stdin /dev/null)."""
@@ -88,30 +201,15 @@ def _iterate(backend: Any) -> Iterator[Any]:
         cursor = page["data"][-1]["id"]
 
 
-def drain_log(served: Serve) -> None:
-    """Read serve's access log in a thread, kept in `served.banner`: a log nobody reads fills
-    the pipe after about 1,500 requests, and serve then blocks writing it."""
-    stream = served.proc.stderr
-    assert stream is not None
-
-    def read() -> None:
-        for line in stream:
-            served.banner.append(line.rstrip("\n"))
-
-    threading.Thread(target=read, name="serve-log", daemon=True).start()
-
-
+# The two below are the names tests/e2e/test_import.py knows: every serve's log is drained now.
 def start_drained_serve(home: Path) -> Serve:
-    """`convrisk serve` over a database under `home`, its log drained."""
-    served = start_serve(home)
-    drain_log(served)
-    return served
+    """`convrisk serve` over a database under `home`."""
+    return start_serve(home)
 
 
 def stop_drained_serve(served: Serve, sig: int = signal.SIGTERM) -> int:
-    """Stop a drained serve; its exit code."""
-    served.proc.send_signal(sig)
-    return served.proc.wait(timeout=SAFETY_TIMEOUT)
+    """Stop a serve; its exit code."""
+    return served.stop(sig)[0]
 
 
 def local_cli(home: Path) -> Cli:
@@ -126,12 +224,13 @@ def cli(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cli]:
     if request.param == "local":
         made = local_cli(tmp_path)
     else:
-        served = start_drained_serve(tmp_path)
-        env = isolated_env(tmp_path, CONVRISK_BASE_URL=served.url, CONVRISK_TOKEN=TOKEN)
+        served = start_serve(tmp_path)
+        env = isolated_env(tmp_path, CONVRISK_BASE_URL=served.url, CONVRISK_TOKEN=served.token)
         made = Cli("remote", tmp_path, served.db_path, env, serve=served)
     try:
         yield made
     finally:
         made.close()
         if made.serve is not None and made.serve.proc.poll() is None:
-            assert stop_drained_serve(made.serve) == 0, made.serve.banner[-20:]
+            code, log = made.serve.stop()
+            assert code == 0, log[-2000:]

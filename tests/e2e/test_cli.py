@@ -153,19 +153,24 @@ def test_jsonl_streams_thousands_of_rows_in_order(env: dict[str, str], store: An
     assert [r["id"] for r in rows] == made[::-1]
 
 
+def piped(env: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
+    """convrisk started with stdout and stderr on pipes (bytes) and stdin /dev/null."""
+    return subprocess.Popen(
+        [str(CONVRISK), *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
 def test_jsonl_prints_pages_as_they_arrive(env: dict[str, str], store: Any) -> None:
     """The output is written page by page: while the reader holds the pipe full, the child has
     fetched only the first pages, so rows deleted meanwhile at the far end never appear. A
     command that fetched everything before printing would still print them."""
     made = [store.conversations.create({"contact_id": f"c_{i}"})["id"] for i in range(3000)]
     oldest = made[:1000]  # listed last (newest first)
-    child = subprocess.Popen(
-        [str(CONVRISK), "conv", "list", "--all", "-o", "jsonl"],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    child = piped(env, "conv", "list", "--all", "-o", "jsonl")
     assert child.stdout is not None and child.stderr is not None
     line = child.stdout.readline()
     assert line, child.stderr.read()
@@ -184,13 +189,7 @@ def test_jsonl_prints_pages_as_they_arrive(env: dict[str, str], store: Any) -> N
 def test_a_closed_pipe_ends_quietly(env: dict[str, str], store: Any) -> None:
     for i in range(1500):
         store.conversations.create({"contact_id": f"c_{i}"})
-    child = subprocess.Popen(
-        [str(CONVRISK), "conv", "list", "--all", "-o", "jsonl"],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    child = piped(env, "conv", "list", "--all", "-o", "jsonl")
     assert child.stdout is not None and child.stderr is not None
     child.stdout.readline()
     child.stdout.close()  # like `| head -1`
@@ -365,10 +364,15 @@ def test_commands_import_only_what_they_use(
     """Start-up stays short: no HTTP client for the local database, no rich unless a table is
     drawn on a terminal, no backend for help, config and --version, only the command group
     that runs, no TOML parser without a config file and no logging without --debug."""
+    assert_loads_none_of(env, f"from cli.app import main\ncode = main({args!r})\n", absent)
+
+
+def assert_loads_none_of(env: dict[str, str], call: str, absent: set[str]) -> None:
+    """Run the Python `call` (it sets `code`, the exit code) in a child with `env`: it must exit
+    0 having imported none of `absent` (modules, or packages with any module of theirs)."""
     probe = (
         "import sys\n"
-        "from cli.app import main\n"
-        f"code = main({args!r})\n"
+        f"{call}"
         "loaded = {*sys.modules, *(m.split('.')[0] for m in sys.modules)}\n"
         f"print(sorted(loaded & set({sorted(absent)!r})), file=sys.stderr)\n"
         "sys.exit(code)\n"

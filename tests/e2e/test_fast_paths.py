@@ -14,7 +14,7 @@ import pytest
 from api_client import __version__
 from cli.__main__ import root_help
 
-from .test_cli import CONVRISK, SAFETY_TIMEOUT, env, run
+from .test_cli import CONVRISK, SAFETY_TIMEOUT, assert_loads_none_of, env, run
 
 __all__ = ["env"]  # the fixture, imported for the tests below
 
@@ -69,26 +69,9 @@ def test_version_is_the_apps_version(env: dict[str, str]) -> None:
 def test_version_and_help_load_neither_typer_nor_click(
     env: dict[str, str], args: list[str]
 ) -> None:
-    probe = (
-        "import sys\n"
-        f"sys.argv = ['convrisk', *{args!r}]\n"
-        "from cli.__main__ import main\n"
-        "code = main()\n"
-        "loaded = {m.split('.')[0] for m in sys.modules} | set(sys.modules)\n"
-        "heavy = {'typer', 'click', 'pydantic', 'rich', 'httpx', 'cli.app', 'local_backend'}\n"
-        "print(sorted(loaded & heavy), file=sys.stderr)\n"
-        "sys.exit(code)\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", probe],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=SAFETY_TIMEOUT,
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stderr.strip().splitlines()[-1] == "[]"
+    call = f"sys.argv = ['convrisk', *{args!r}]\nfrom cli.__main__ import main\ncode = main()\n"
+    heavy = {"typer", "click", "pydantic", "rich", "httpx", "cli.app", "local_backend"}
+    assert_loads_none_of(env, call, heavy)
 
 
 @pytest.mark.parametrize("args", [["--version"], ["--help"]])

@@ -10,9 +10,7 @@ import json
 import signal
 import socket
 import subprocess
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -23,6 +21,7 @@ from tests.e2e.screen import Terminal
 from tests.e2e.test_cli import CONVRISK, SAFETY_TIMEOUT, run
 from tests.e2e.test_cli import env as env  # a fixture
 from tests.e2e.test_cli import store as store  # a fixture
+from tests.loopback import JSONService, on_loopback, running, url_of
 
 # Retitles the terminal (OSC 0 ... BEL), then clears it (CSI 2 J).
 HOSTILE = "\x1b]0;pwned\x07\x1b[2J"
@@ -125,49 +124,32 @@ HOSTILE_RECORD: dict[str, Any] = {
 }
 
 
-class HostileService(BaseHTTPRequestHandler):
+class HostileService(JSONService):
     """A service whose records and error messages carry terminal escapes."""
 
     paths: ClassVar[list[str]] = []
 
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def _send(self, status: int, body: object) -> None:
-        data = json.dumps(body).encode()  # ensure_ascii: a lone surrogate goes as \ud800
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
     def do_GET(self) -> None:
         self.paths.append(self.path)
         if self.path.split("?")[0] == "/v1/conversations":
-            self._send(200, {"has_more": True, "data": [HOSTILE_RECORD]})
+            # JSON with ensure_ascii: a lone surrogate goes as \ud800
+            self.send_json(200, {"has_more": True, "data": [HOSTILE_RECORD]})
         else:
             message = f"Refused {HOSTILE} because \x1b[31mred\x1b[0m\x07"
-            self._send(400, {"error": {"type": "invalid_request_error", "message": message}})
+            self.send_json(400, {"error": {"type": "invalid_request_error", "message": message}})
 
 
 @pytest.fixture
 def hostile(env: dict[str, str]) -> Iterator[dict[str, str]]:
     """`env` pointed at the hostile service on loopback, without retries."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), HostileService)
     HostileService.paths = []
-    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    try:
+    with running(on_loopback(HostileService)) as server:
         yield {
             **env,
-            "CONVRISK_BASE_URL": f"http://127.0.0.1:{server.server_address[1]}",
+            "CONVRISK_BASE_URL": url_of(server),
             "CONVRISK_TOKEN": "t" * 24,
             "CONVRISK_MAX_RETRIES": "0",
         }
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 def test_a_remote_error_message_is_shown_escaped(hostile: dict[str, str]) -> None:

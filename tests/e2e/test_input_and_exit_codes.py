@@ -7,14 +7,15 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.test_remote_cli import CONVRISK, TOKEN, Serve, isolated_env, start_serve
+from .both_backends import TOKEN, Serve, isolated_env, serve, serving, start_serve  # noqa: F401
+from .test_cli import run
+from .test_remote_cli import CONVRISK
 
 NOON = 1714564800  # 2024-05-01T12:00:00Z
 WRONG_TOKEN = "wrong-token-5b2f9e0c"
@@ -35,33 +36,13 @@ class Leg:
         extra = dict(env)
         if self.url is not None:
             extra = {"CONVRISK_BASE_URL": self.url, "CONVRISK_TOKEN": TOKEN, **extra}
-        return subprocess.run(
-            [CONVRISK, *args],
-            input=stdin,
-            stdin=None if stdin is not None else subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=isolated_env(self.home, **extra),
-        )
+        return run(isolated_env(self.home, **extra), *args, input=stdin)
 
     def json(self, *args: str) -> Any:
         """Run a command with `-o json`, which must succeed; its parsed stdout."""
         result = self.run(*args, "-o", "json")
         assert result.returncode == 0, result.stderr
         return json.loads(result.stdout)
-
-
-@pytest.fixture(scope="module")
-def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
-    """One `convrisk serve` for the module's two-backend tests."""
-    running = start_serve(tmp_path_factory.mktemp("serve"))
-    try:
-        yield running
-    finally:
-        if running.proc.poll() is None:
-            code, err = running.stop()
-            assert code == 0, err
 
 
 @pytest.fixture(params=["local", "remote"])
@@ -153,23 +134,21 @@ def test_details_nested_too_deep_are_exit_2_on_both_backends_and_create_nothing(
 
 
 def test_remote_nested_details_send_no_request(tmp_path: Path) -> None:
-    served = start_serve(tmp_path)
     deep: dict[str, Any] = {}
     for _ in range(70):
         deep = {"a": deep}
-    try:
+    with serving(tmp_path) as served:
         result = Leg("remote", tmp_path, served.url).run(
             "risk", "create", "--customer-id", "c", "--profile-type", "t", "--score", "1",
             "--details", json.dumps(deep),
         )  # fmt: skip
-    finally:
         code, log = served.stop()
     assert code == 0, log
     assert result.returncode == 2, result.stderr
     assert requests_in(log) == []
 
 
-def test_a_400_answered_by_the_service_stays_exit_1(serve: Serve, tmp_path: Path) -> None:
+def test_a_400_answered_by_the_service_stays_exit_1(serve: Serve, tmp_path: Path) -> None:  # noqa: F811
     # A cursor of no known form: a foreign service's ids may look like that, so only the
     # service can refuse it, and its refusal is an answer (exit 1, with the status).
     result = Leg("remote", tmp_path, serve.url).run("conv", "list", "--starting-after", "x_1")
@@ -192,12 +171,10 @@ def test_a_400_answered_by_the_service_stays_exit_1(serve: Serve, tmp_path: Path
 def test_a_wrong_token_stops_at_once_names_its_source_and_blames_no_id(
     tmp_path: Path, args: tuple[str, ...], stdin: str | None
 ) -> None:
-    served = start_serve(tmp_path)
-    try:
+    with serving(tmp_path) as served:
         result = Leg("remote", tmp_path, served.url).run(
             *args, stdin=stdin, CONVRISK_TOKEN=WRONG_TOKEN
         )
-    finally:
         code, log = served.stop()
     assert code == 0, log
     assert result.returncode == 4, result.stderr
@@ -209,7 +186,7 @@ def test_a_wrong_token_stops_at_once_names_its_source_and_blames_no_id(
     assert len(requests_in(log)) == 1, log
 
 
-def test_a_wrong_token_from_a_profile_names_the_profile(serve: Serve, tmp_path: Path) -> None:
+def test_a_wrong_token_from_a_profile_names_the_profile(serve: Serve, tmp_path: Path) -> None:  # noqa: F811
     leg = Leg("remote", tmp_path, serve.url)
     config = {"CONVRISK_CONFIG": str(tmp_path / "convrisk.toml")}
     for key, value in (("base_url", serve.url), ("token", WRONG_TOKEN)):

@@ -14,8 +14,9 @@ import pytest
 
 from local_backend.store import LocalBackend
 
+from .both_backends import TOKEN, isolated_env, serving
 from .test_cli import CONVRISK, SAFETY_TIMEOUT, db_of, env, run, store  # noqa: F401
-from .test_remote_cli import TOKEN, Remote, isolated_env, start_serve
+from .test_remote_cli import Remote
 
 
 def test_ending_before_walks_towards_the_newest_oldest_first(
@@ -93,48 +94,44 @@ def test_a_remote_all_listing_cut_off_names_the_cursor_and_going_on_finishes_it(
     db_path = tmp_path / "serve.db"
     with LocalBackend(db_path) as seed:
         seed.bulk_insert_conversations(4000)
-    served = start_serve(tmp_path)
-    env_ = {"CONVRISK_PAGE_SIZE": "20", "CONVRISK_MAX_RETRIES": "0"}
-    child = subprocess.Popen(
-        [CONVRISK, "conv", "list", "--all", "-o", "id"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=isolated_env(tmp_path, CONVRISK_BASE_URL=served.url, CONVRISK_TOKEN=TOKEN, **env_),
-    )
-    try:
-        assert child.stdout is not None
-        first = child.stdout.readline().strip()
-        assert first  # the pipe fills up, so the child waits for us part way through
-        served.stop(signal.SIGKILL)
-        # Read through the same buffered reader: it may already hold part of the rest.
-        rest = child.stdout.read()
-        assert child.stderr is not None
-        err = child.stderr.read()
-        child.wait(timeout=SAFETY_TIMEOUT)
-    finally:
-        if child.poll() is None:
-            child.kill()
+    with serving(tmp_path) as served:
+        env_ = {"CONVRISK_PAGE_SIZE": "20", "CONVRISK_MAX_RETRIES": "0"}
+        child = subprocess.Popen(
+            [CONVRISK, "conv", "list", "--all", "-o", "id"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=isolated_env(tmp_path, CONVRISK_BASE_URL=served.url, CONVRISK_TOKEN=TOKEN, **env_),
+        )
+        try:
+            assert child.stdout is not None
+            first = child.stdout.readline().strip()
+            assert first  # the pipe fills up, so the child waits for us part way through
+            served.stop(signal.SIGKILL)
+            # Read through the same buffered reader: it may already hold part of the rest.
+            rest = child.stdout.read()
+            assert child.stderr is not None
+            err = child.stderr.read()
             child.wait(timeout=SAFETY_TIMEOUT)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait(timeout=SAFETY_TIMEOUT)
     printed = [first, *rest.split()]
     assert child.returncode == 5, err
     assert 0 < len(printed) < 4000
     assert f"with --starting-after {printed[-1]}." in err
-    again = start_serve(tmp_path)
-    try:
+    with serving(tmp_path) as again:
         cli = Remote(tmp_path, again.url, TOKEN)
         more = cli.run("conv", "list", "--all", "-o", "id", "--starting-after", printed[-1])
-    finally:
-        again.stop()
     assert more.returncode == 0, more.stderr
     every = printed + more.stdout.split()
     assert len(every) == len(set(every)) == 4000
 
 
 def test_ending_before_against_serve_pages_back_the_same_way(tmp_path: Path) -> None:
-    served = start_serve(tmp_path)
-    try:
+    with serving(tmp_path) as served:
         cli = Remote(tmp_path, served.url, TOKEN)
         made = [cli.json("conv", "create", "--group-id", "g_back")["id"] for _ in range(5)]
         result = cli.run(
@@ -150,5 +147,3 @@ def test_ending_before_against_serve_pages_back_the_same_way(tmp_path: Path) -> 
             and risk.stdout
             == "id\tcustomer_id\tprofile_type\tscore\tdetails\tcreated_at\tupdated_at\n"
         )
-    finally:
-        served.stop()

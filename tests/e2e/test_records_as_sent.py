@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+
+from tests.loopback import JSONService, on_loopback, running, url_of
 
 from .test_remote_cli import CONVRISK, isolated_env
 
@@ -48,38 +48,27 @@ PAGES = {
 }
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JSONService):
     """Answers each known path with its object, as JSON; anything else is a 404."""
 
     def do_GET(self) -> None:
         path = urlsplit(self.path).path
         answer = OBJECTS.get(path) or PAGES.get(path)
-        body = json.dumps(answer if answer is not None else {"error": {"message": "no"}})
-        self.send_response(200 if answer is not None else 404)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body.encode())))
-        self.end_headers()
-        self.wfile.write(body.encode())
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet."""
+        if answer is None:
+            self.send_json(404, {"error": {"message": "no"}})
+        else:
+            self.send_json(200, answer)
 
 
 @pytest.fixture(scope="module")
 def service() -> Iterator[str]:
     """The odd service on 127.0.0.1, its base URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with running(on_loopback(_Handler)) as server:
+        yield url_of(server)
 
 
-def _convrisk(base_url: str, home: Path, *args: str) -> str:
+def stdout_against(base_url: str, home: Path, *args: str) -> str:
+    """stdout of `convrisk --base-url BASE_URL ARGS` (no retries), which must succeed."""
     result = subprocess.run(
         [CONVRISK, "--base-url", base_url, *args],
         env=isolated_env(home, CONVRISK_TOKEN="tok", CONVRISK_MAX_RETRIES="0"),
@@ -99,13 +88,13 @@ def test_get_prints_each_object_exactly_as_sent(
     service: str, tmp_path: Path, command: str, sent: list[dict[str, Any]]
 ) -> None:
     for record in sent:
-        printed = _convrisk(service, tmp_path, command, "get", record["id"], "-o", "json")
+        printed = stdout_against(service, tmp_path, command, "get", record["id"], "-o", "json")
         assert json.loads(printed) == record
         assert list(json.loads(printed)) == list(record)  # the same keys in the same order
     ids = [record["id"] for record in sent]
-    lines = _convrisk(service, tmp_path, command, "get", *ids, "-o", "jsonl").splitlines()
+    lines = stdout_against(service, tmp_path, command, "get", *ids, "-o", "jsonl").splitlines()
     assert [json.loads(line) for line in lines] == sent
-    assert json.loads(_convrisk(service, tmp_path, command, "get", *ids, "-o", "json")) == sent
+    assert json.loads(stdout_against(service, tmp_path, command, "get", *ids, "-o", "json")) == sent
 
 
 @pytest.mark.parametrize(
@@ -114,15 +103,15 @@ def test_get_prints_each_object_exactly_as_sent(
 def test_list_prints_each_object_exactly_as_sent(
     service: str, tmp_path: Path, command: str, sent: list[dict[str, Any]]
 ) -> None:
-    printed = _convrisk(service, tmp_path, command, "list", "-o", "json")
+    printed = stdout_against(service, tmp_path, command, "list", "-o", "json")
     assert json.loads(printed) == sent
-    lines = _convrisk(service, tmp_path, command, "list", "--all", "-o", "jsonl").splitlines()
+    lines = stdout_against(service, tmp_path, command, "list", "--all", "-o", "jsonl").splitlines()
     assert [json.loads(line) for line in lines] == sent
     assert [list(json.loads(line)) for line in lines] == [list(record) for record in sent]
 
 
 def test_a_table_still_shows_odd_values_tolerantly(service: str, tmp_path: Path) -> None:
-    rows = _convrisk(service, tmp_path, "conv", "list").splitlines()
+    rows = stdout_against(service, tmp_path, "conv", "list").splitlines()
     header, first, second, third = (row.split("\t") for row in rows)
     one = dict(zip(header, first, strict=True))
     assert one["created_at"] == "2024-05-01 12:00:00"  # milliseconds shown as the date

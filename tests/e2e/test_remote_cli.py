@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import signal
@@ -20,65 +19,10 @@ from api_client import Client
 from api_client.http import HTTPBackend
 from local_backend.store import LocalBackend
 
+from .both_backends import TOKEN, Serve, isolated_env, serve, serving, start_serve  # noqa: F401
+from .test_cli import run
+
 CONVRISK = str(Path(sys.executable).with_name("convrisk"))
-TOKEN = "e2e-serve-token-9d41c7"
-_LISTENING = re.compile(r"^convrisk serve: listening on (http://\S+)$")
-
-
-def isolated_env(home: Path, **extra: str) -> dict[str, str]:
-    """An environment with no convrisk settings from the outside and a private HOME/XDG."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CONVRISK_")}
-    env.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / "config"),
-        XDG_DATA_HOME=str(home / "data"),
-        NO_COLOR="1",
-    )
-    env.update(extra)
-    return env
-
-
-@dataclass
-class Serve:
-    """A running `convrisk serve` subprocess, its URL and database file."""
-
-    proc: subprocess.Popen[str]
-    url: str
-    db_path: Path
-    banner: list[str]
-
-    def stop(self, sig: int = signal.SIGTERM) -> tuple[int, str]:
-        """Send a signal; the exit code and the rest of stderr."""
-        self.proc.send_signal(sig)
-        _, err = self.proc.communicate(timeout=30)
-        return self.proc.returncode, err
-
-
-def start_serve(home: Path, *extra: str, token: str | None = TOKEN) -> Serve:
-    """Start `convrisk serve --port 0` over a database under `home`; wait for its banner."""
-    db_path = home / "serve.db"
-    args = [CONVRISK, "serve", "--port", "0", "--db", str(db_path), *extra]
-    if token is not None:
-        args += ["--token", token]
-    proc = subprocess.Popen(
-        args,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=isolated_env(home),
-    )
-    assert proc.stderr is not None
-    banner: list[str] = []
-    url = None
-    for line in proc.stderr:
-        banner.append(line.rstrip("\n"))
-        match = _LISTENING.match(banner[-1])
-        url = match.group(1) if match else url
-        # The banner ends with the ready-to-paste `export ...` line.
-        if url is not None and banner[-1].startswith("export "):
-            return Serve(proc, url, db_path, banner)
-    proc.wait(timeout=10)
-    raise AssertionError(f"convrisk serve did not start: {banner}")
 
 
 @dataclass
@@ -93,16 +37,8 @@ class Remote:
         self, *args: str, stdin: str | None = None, **env: str
     ) -> subprocess.CompletedProcess[str]:
         """Run `convrisk ARGS` in remote mode; never raises on a non-zero exit."""
-        return subprocess.run(
-            [CONVRISK, *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=isolated_env(
-                self.home, CONVRISK_BASE_URL=self.url, CONVRISK_TOKEN=self.token, **env
-            ),
-        )
+        remote = {"CONVRISK_BASE_URL": self.url, "CONVRISK_TOKEN": self.token, **env}
+        return run(isolated_env(self.home, **remote), *args, input=stdin)
 
     def json(self, *args: str, stdin: str | None = None) -> Any:
         """Run a command with `-o json`, which must succeed; its parsed stdout."""
@@ -112,26 +48,14 @@ class Remote:
 
 
 @pytest.fixture(scope="module")
-def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
-    """One `convrisk serve` for the module's command tests."""
-    running = start_serve(tmp_path_factory.mktemp("serve"))
-    try:
-        yield running
-    finally:
-        if running.proc.poll() is None:
-            code, err = running.stop()
-            assert code == 0, err
-
-
-@pytest.fixture(scope="module")
-def api(serve: Serve) -> Iterator[Client]:
+def api(serve: Serve) -> Iterator[Client]:  # noqa: F811
     """A Python client on the module's server, to set up data quickly."""
     with Client(HTTPBackend(serve.url, TOKEN)) as client:
         yield client
 
 
 @pytest.fixture
-def cli(serve: Serve, tmp_path: Path) -> Remote:
+def cli(serve: Serve, tmp_path: Path) -> Remote:  # noqa: F811
     """The CLI pointed at the module's server, from a fresh HOME."""
     return Remote(tmp_path, serve.url, TOKEN)
 
@@ -259,10 +183,10 @@ def test_a_stopped_server_exits_5(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_stops_serve_cleanly_with_the_database_intact(tmp_path: Path, sig: int) -> None:
-    served = start_serve(tmp_path)
-    with Client(HTTPBackend(served.url, TOKEN)) as api:
-        made = [api.conversations.create({"contact_id": f"ct_{n}"})["id"] for n in range(3)]
-    code, err = served.stop(sig)
+    with serving(tmp_path) as served:
+        with Client(HTTPBackend(served.url, TOKEN)) as api:
+            made = [api.conversations.create({"contact_id": f"ct_{n}"})["id"] for n in range(3)]
+        code, err = served.stop(sig)
     assert code == 0, err
     assert "Traceback" not in err
     # Each request left one access-log line, and the token none.
@@ -285,15 +209,13 @@ def test_serve_without_a_token_keeps_one_beside_the_database_across_restarts(
 ) -> None:
     tokens = []
     for _ in range(2):
-        served = start_serve(tmp_path, token=None)
-        try:
+        with serving(tmp_path, token=None) as served:
             export = _export_line(served)
             token = export["CONVRISK_TOKEN"]
-            assert len(token) >= 32
+            assert len(token) >= 32 and served.token == token
             assert export["CONVRISK_BASE_URL"] == served.url
             assert Remote(tmp_path, served.url, token).json("conv", "list") == []
             assert Remote(tmp_path, served.url, token + "x").run("conv", "list").returncode == 4
-        finally:
             code, err = served.stop()
         assert code == 0
         assert token not in err

@@ -17,7 +17,8 @@ from api_client import Client
 from local_backend.server import FAULTS
 from local_backend.store import LocalBackend
 
-from .test_remote_cli import CONVRISK, TOKEN, Remote, isolated_env, start_serve
+from .both_backends import TOKEN, isolated_env, serving
+from .test_remote_cli import CONVRISK, Remote
 
 
 def run_serve(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -81,19 +82,16 @@ def test_a_token_file_that_is_not_a_token_is_a_clear_error(tmp_path: Path) -> No
 
 
 def test_the_banner_says_what_is_injected_and_the_seed_that_repeats_it(tmp_path: Path) -> None:
-    served = start_serve(tmp_path, "--faults", "0.25", "--latency", "1-3", "--seed", "77")
-    try:
+    with serving(tmp_path, "--faults", "0.25", "--latency", "1-3", "--seed", "77") as served:
         line = next(line for line in served.banner if "faults" in line)
         assert "latency 1-3 ms" in line and "faults 25%" in line and "--seed 77" in line
-    finally:
         code, _ = served.stop()
     assert code == 0
 
 
 def test_twenty_creates_through_faults_make_exactly_twenty_records(tmp_path: Path) -> None:
     # The seed is chosen so that every fault kind shows up during the run (it is repeatable).
-    served = start_serve(tmp_path, "--faults", "0.3", "--seed", "13")
-    try:
+    with serving(tmp_path, "--faults", "0.3", "--seed", "13") as served:
         cli = Remote(tmp_path, served.url, TOKEN)
         for n in range(20):
             result = cli.run(
@@ -101,7 +99,6 @@ def test_twenty_creates_through_faults_make_exactly_twenty_records(tmp_path: Pat
                 CONVRISK_MAX_RETRIES="10",
             )  # fmt: skip
             assert result.returncode == 0, result.stderr
-    finally:
         code, log = served.stop()
     assert code == 0, log
     kinds = Counter(re.findall(r" fault=(\S+)$", log, re.M))

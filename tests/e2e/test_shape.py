@@ -20,10 +20,13 @@ from api_client import Client
 from api_client.http import HTTPBackend
 from local_backend.store import LocalBackend
 
+from .both_backends import TOKEN, Serve, isolated_env
+from .both_backends import serve as serve  # a fixture: one `convrisk serve` for this module
 from .screen import on_screen
-from .test_cli import SAFETY_TIMEOUT
+from .test_cli import SAFETY_TIMEOUT, run
 from .test_records_as_sent import service as service  # a fixture: a remote that omits fields
-from .test_remote_cli import CONVRISK, TOKEN, Serve, isolated_env, start_serve
+from .test_records_as_sent import stdout_against as _odd
+from .test_remote_cli import CONVRISK
 
 CONV_FIELDS = (
     "id, contact_id, group_id, is_pinned, is_muted, pinned_message_id, last_active_at, "
@@ -45,16 +48,7 @@ class Backend:
         self, *args: str, stdin: str | None = None, **extra: str
     ) -> subprocess.CompletedProcess[str]:
         """Run `convrisk ARGS` (stdin /dev/null unless given); never raises on failure."""
-        return subprocess.run(
-            [CONVRISK, *args],
-            input=stdin,
-            stdin=None if stdin is not None else subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=SAFETY_TIMEOUT,
-            env={**self.env, **extra},
-            start_new_session=True,
-        )
+        return run({**self.env, **extra}, *args, input=stdin)
 
     def ok(self, *args: str, stdin: str | None = None, **extra: str) -> str:
         """stdout of a run that must succeed."""
@@ -66,18 +60,6 @@ class Backend:
         """How many records of a resource exist now."""
         target = getattr(self.client, resource)
         return sum(len(page["data"]) for page in target.iter_pages({}, limit=None))
-
-
-@pytest.fixture(scope="module")
-def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
-    """One `convrisk serve` for this module."""
-    running = start_serve(tmp_path_factory.mktemp("serve"))
-    try:
-        yield running
-    finally:
-        if running.proc.poll() is None:
-            code, err = running.stop()
-            assert code == 0, err
 
 
 @pytest.fixture(params=["local", "remote"])
@@ -377,19 +359,6 @@ def test_several_ids_with_one_missing_run_jq_over_those_found(backend: Backend) 
 
 
 # -- a remote that omits fields, and numbers as jq spells them -----------------------------------
-
-
-def _odd(service: str, home: Path, *args: str) -> str:
-    result = subprocess.run(
-        [CONVRISK, "--base-url", service, *args],
-        env=isolated_env(home, CONVRISK_TOKEN="tok", CONVRISK_MAX_RETRIES="0"),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=SAFETY_TIMEOUT,
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout
 
 
 def test_a_field_a_remote_record_lacks_stays_missing_in_json_and_empty_in_a_table(

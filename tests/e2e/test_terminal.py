@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
@@ -19,6 +17,7 @@ from tests.e2e.screen import Terminal, on_screen
 from tests.e2e.test_cli import env as env  # a fixture
 from tests.e2e.test_cli import run
 from tests.e2e.test_cli import store as store  # a fixture
+from tests.loopback import JSONService, on_loopback, running, url_of
 
 WIDTHS = [40, 60, 80, 120]
 LONG_CONTACT = "c_" + "x" * 300
@@ -195,14 +194,11 @@ def test_all_as_json_on_a_shared_terminal_leaves_valid_json_on_the_screen(
     assert [item["id"] for item in shown] == ids[::-1]
 
 
-class SlowPages(BaseHTTPRequestHandler):
+class SlowPages(JSONService):
     """A service whose conversations come two per page, slowly, for up to `pages` pages."""
 
     pages: ClassVar[int] = 300
     delay: ClassVar[float] = 0.05
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
     def do_GET(self) -> None:
         query = parse_qs(urlsplit(self.path).query)
@@ -213,31 +209,19 @@ class SlowPages(BaseHTTPRequestHandler):
             {"id": f"conv_{n:04d}", "contact_id": f"c_{n}", "created_at": 1714564800}
             for n in (start, start + 1)
         ]
-        body = json.dumps({"data": data, "has_more": start < 2 * self.pages}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        self.send_json(200, {"data": data, "has_more": start < 2 * self.pages})
 
 
 @pytest.fixture
 def slow_service(env: dict[str, str]) -> Iterator[dict[str, str]]:
     """`env` pointed at SlowPages on loopback."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), SlowPages)
-    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    try:
+    with running(on_loopback(SlowPages)) as server:
         yield {
             **env,
-            "CONVRISK_BASE_URL": f"http://127.0.0.1:{server.server_address[1]}",
+            "CONVRISK_BASE_URL": url_of(server),
             "CONVRISK_TOKEN": "t" * 24,
             "CONVRISK_PAGE_SIZE": "2",
         }
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 @pytest.mark.parametrize("fmt", ["table", "jsonl"])
