@@ -15,10 +15,9 @@ from typing import Any
 
 import pytest
 
-from .both_backends import Cli, cli, local_cli, start_drained_serve, stop_drained_serve  # noqa: F401
+from .both_backends import TOKEN, Cli, cli, isolated_env, local_cli, serving  # noqa: F401
 from .screen import Terminal
 from .test_cli import CONVRISK, SAFETY_TIMEOUT
-from .test_remote_cli import TOKEN, isolated_env
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> str:
@@ -114,10 +113,10 @@ def test_bad_input_is_refused_before_any_request(cli: Cli, args: list[str], mess
         # must be the only request there.
         ok(cli.run("api", "/v1/conversations?limit=1"))
         deadline = time.monotonic() + 10
-        while not any("limit=1 200" in line for line in cli.serve.banner):
-            assert time.monotonic() < deadline, cli.serve.banner
+        while not any("limit=1 200" in line for line in cli.serve.log):
+            assert time.monotonic() < deadline, cli.serve.log
             time.sleep(0.05)
-        assert sum(" /v1/" in line for line in cli.serve.banner) == 1, cli.serve.banner
+        assert sum(" /v1/" in line for line in cli.serve.log) == 1, cli.serve.log
 
 
 def test_paginate_prints_every_item_of_every_page_as_one_json_line(cli: Cli) -> None:  # noqa: F811
@@ -183,11 +182,10 @@ REQUESTS: list[list[str]] = [
 
 
 def test_both_backends_answer_every_request_alike(tmp_path: Path) -> None:
-    local = local_cli(tmp_path / "local")
     (tmp_path / "local").mkdir()
     (tmp_path / "remote").mkdir()
-    served = start_drained_serve(tmp_path / "remote")
-    try:
+    local = local_cli(tmp_path / "local")
+    with serving(tmp_path / "remote") as served:
         remote_env = isolated_env(
             tmp_path / "remote", CONVRISK_BASE_URL=served.url, CONVRISK_TOKEN=TOKEN
         )
@@ -197,18 +195,14 @@ def test_both_backends_answer_every_request_alike(tmp_path: Path) -> None:
             assert here.returncode == there.returncode, request
             assert _normalised(here.stdout) == _normalised(there.stdout), request
             assert _normalised(here.stderr) == _normalised(there.stderr), request
-    finally:
-        local.close()
-        assert stop_drained_serve(served) == 0
+    local.close()
 
 
 def test_the_active_profile_s_token_and_retries_are_used(tmp_path: Path) -> None:
     # A server that fails a third of its answers (500, 503, 429, dropped connections, and
     # connections dropped after the write): with retries, each create is made exactly once.
-    served = start_drained_serve_with(tmp_path, "--faults", "0.3", "--seed", "7")
-    try:
-        env = isolated_env(tmp_path)
-        local = Cli("remote", tmp_path, served.db_path, env, serve=served)
+    with serving(tmp_path, "--faults", "0.3", "--seed", "7") as served:
+        local = Cli("remote", tmp_path, served.db_path, isolated_env(tmp_path), serve=served)
         for key, value in (("base_url", served.url), ("token", TOKEN), ("max_retries", "10")):
             ok(local.run("config", "set", "--profile", "sandbox", key, value))
         for i in range(12):
@@ -222,18 +216,6 @@ def test_the_active_profile_s_token_and_retries_are_used(tmp_path: Path) -> None
         assert json.loads(refused.stdout)["error"]["type"] == "authentication_error"
         assert TOKEN not in refused.stdout + refused.stderr
         local.close()
-    finally:
-        assert stop_drained_serve(served) == 0
-
-
-def start_drained_serve_with(home: Path, *extra: str) -> Any:
-    """`convrisk serve` with extra options, its log drained."""
-    from .both_backends import drain_log
-    from .test_remote_cli import start_serve
-
-    served = start_serve(home, *extra)
-    drain_log(served)
-    return served
 
 
 @pytest.mark.parametrize("columns", [60, 100])
