@@ -729,7 +729,8 @@ class Printer:
             sink.write([row])
 
     def takes_json_text(self) -> bool:
-        """Whether list output is compact JSON, so pages may come as JSON text (`JsonPage`)."""
+        """Whether a list's pages may come as JSON text (`JsonPage`): its output is compact
+        JSON, or the input of --jq."""
         if self.shape is not None:
             # --fields works on records; --jq alone reads the records' JSON text, which is
             # byte for byte what it would make of the records (`records.json_text`).
@@ -760,7 +761,8 @@ class Printer:
         hint_more: bool,
         cursor_option: str = "--starting-after",
     ) -> None:
-        """`pages` for pages of JSON text, written as they are (when `takes_json_text()`)."""
+        """`pages` for pages of JSON text (when `takes_json_text()`): written as they are, or
+        given to --jq as they are."""
         self._pages(kind, pages, hint_more=hint_more, text=True, cursor_option=cursor_option)
 
     def _pages(
