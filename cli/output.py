@@ -756,9 +756,12 @@ class Printer:
         self.write(text if text.endswith("\n") else text + "\n")
 
     def takes_json_text(self) -> bool:
-        """Whether list output is compact JSON, so pages may come as JSON text (`JsonPage`)."""
+        """Whether a list's pages may come as JSON text (`JsonPage`): its output is compact
+        JSON, or the input of --jq."""
         if self.shape is not None:
-            return False  # --fields and --jq work on records
+            # --fields works on records; --jq alone reads the records' JSON text, which is
+            # byte for byte what it would make of the records (`records.json_text`).
+            return self.shape.fields is None and self.shape.jq is not None
         return self.fmt == "jsonl" or (self.fmt == "json" and not self.stdout_is_terminal())
 
     def pages(
@@ -785,7 +788,8 @@ class Printer:
         hint_more: bool,
         cursor_option: str = "--starting-after",
     ) -> None:
-        """`pages` for pages of JSON text, written as they are (when `takes_json_text()`)."""
+        """`pages` for pages of JSON text (when `takes_json_text()`): written as they are, or
+        given to --jq as they are."""
         self._pages(kind, pages, hint_more=hint_more, text=True, cursor_option=cursor_option)
 
     def _pages(
@@ -1133,16 +1137,25 @@ class JqSink(Sink):
 
     def write(self, rows: Sequence[Row]) -> None:
         """Run the program on each record now, or keep the rows for the document."""
-        if not rows:
-            return
-        from .shape import json_array
+        if rows:
+            from .shape import json_array
 
-        text = json_array(self.selected(rows))
-        self.count += len(rows)
+            self._take(json_array(self.selected(rows))[1:-1], len(rows))
+
+    def write_json(self, texts: Sequence[str]) -> None:
+        """`write` for records given as their compact JSON text (`records.json_text`): the
+        same array text, without parsing and dumping the records again."""
+        if texts:
+            self._take(",".join(texts), len(texts))
+
+    def _take(self, items: str, count: int) -> None:
+        """A page's records as the items of a JSON array (without its brackets): run the
+        program on each of them now, or keep them for the document."""
+        self.count += count
         if self.program.each:
-            self._print(text)
+            self._print("[" + items + "]")
         else:
-            self.pages.append(text[1:-1])  # the items, without the array's brackets
+            self.pages.append(items)
 
     def close(self) -> None:
         """Run the program over the whole document (when not `each`)."""

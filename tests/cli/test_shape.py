@@ -170,3 +170,68 @@ def test_a_kind_shaped_by_fields_it_lacks_shows_them_as_plain_columns() -> None:
         ("note", "NOTE", "text"),
     ]
     assert shaped.terminal_columns == shaped.columns and shaped.fields == ("deleted", "note")
+
+
+def test_jq_alone_takes_the_records_json_text_but_fields_keep_the_records() -> None:
+    program = JqProgram(".id", each=True)
+    assert Printer("jsonl", env={}, shape=Shape(jq=program)).takes_json_text()
+    assert Printer("table", env={}, shape=Shape(jq=program)).takes_json_text()
+    assert not Printer("jsonl", env={}, shape=Shape(("id",), program)).takes_json_text()
+    assert not Printer("jsonl", env={}, shape=Shape(("id",))).takes_json_text()
+
+
+TRICKY_ROWS: list[dict[str, Any]] = [
+    {"id": "a", "s": "line\nbreak\ttab\r", "n": 0.1, "big": 2**70, "none": None},
+    {"id": "b", "s": "é 漢字 😀 \u2028 \x7f\x85 \x1b[31m", "n": 1e300, "nested": {"l": [1, []]}},
+    {"id": "c", "s": "lone \ud800 surrogate", "n": -0.0, "flag": True},
+    {"id": "d", "s": "", "n": 2**63 - 1, "list": [{"x": "y"}, None, False]},
+    {"id": "e", "s": 'quote " backslash \\', "n": 5e-324},
+]
+
+
+@pytest.mark.parametrize(
+    ("program", "each"),
+    [
+        (".", True),
+        (".id, .s, .n", True),  # several results per record
+        ('select(.id == "b" or .id == "d") | {id, n}', True),  # none for most
+        ("empty", True),
+        ("(.n | . * 1e400), 1e400, 0.1, .big", True),
+        ('.id, if .id == "d" then error("stop") else .s end', True),  # an error part way
+        (".", False),
+        ('map(.s) | join("|")', False),
+        ('.[] | if .id == "c" then error("stop") else .n end', False),
+    ],
+)
+def test_jq_given_the_json_text_prints_exactly_what_it_prints_given_the_records(
+    capsys: pytest.CaptureFixture[str], program: str, each: bool
+) -> None:
+    from api_client.records import json_text
+
+    def run(as_text: bool) -> tuple[str, str | None]:
+        printer = Printer("jsonl", env={}, shape=Shape(jq=JqProgram(program, each=each)))
+        failure = None
+        try:
+            if as_text:
+                texts = [
+                    {
+                        "data": [json_text(row) for row in TRICKY_ROWS[i : i + 2]],
+                        "ids": [row["id"] for row in TRICKY_ROWS[i : i + 2]],
+                        "has_more": i + 2 < len(TRICKY_ROWS),
+                    }
+                    for i in range(0, len(TRICKY_ROWS), 2)
+                ]
+                printer.json_pages(CONVERSATIONS, texts, hint_more=False)  # type: ignore[arg-type]
+            else:
+                pages = [
+                    {"data": TRICKY_ROWS[i : i + 2], "has_more": i + 2 < len(TRICKY_ROWS)}
+                    for i in range(0, len(TRICKY_ROWS), 2)
+                ]
+                printer.pages(CONVERSATIONS, pages, hint_more=False)  # type: ignore[arg-type]
+        except JqFailed as exc:
+            failure = exc.message
+        return capsys.readouterr().out, failure
+
+    from_records = run(as_text=False)
+    assert from_records[0] or program == "empty"
+    assert run(as_text=True) == from_records

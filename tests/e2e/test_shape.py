@@ -3,6 +3,7 @@ backend and against a real `convrisk serve` subprocess on 127.0.0.1, in every fo
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -18,7 +19,11 @@ import pytest
 
 from api_client import Client
 from api_client.http import HTTPBackend
+from cli.errors import JqFailed
+from cli.output import CONVERSATIONS, RISK_PROFILES, Printer
+from cli.shape import JqProgram, Shape
 from local_backend.store import LocalBackend
+from tests.local_backend.varied import fill_varied
 
 from .both_backends import TOKEN, Serve, isolated_env
 from .both_backends import serve as serve  # a fixture: one `convrisk serve` for this module
@@ -447,3 +452,99 @@ def test_ctrl_c_ends_a_jq_program_that_computes_without_printing(tmp_path: Path)
             child.kill()
             child.wait(timeout=SAFETY_TIMEOUT)
     assert child.returncode == -signal.SIGINT and out == b""
+
+
+# -- the local export path: jq reads the JSON text SQLite builds --------------------------------
+
+# Programs over varied records (tests/local_backend/varied.py: strings with newlines, controls,
+# unicode and a lone surrogate, numbers such as 0.1, 1e300, 2**70 and 1.50 as written by hand):
+# one result per record, several, none, numbers jq computes (1e400), and strings it builds.
+EACH_PROGRAMS = [
+    ".",
+    ".id, .contact_id, .details",
+    "select(.is_muted == true or .score == 0.1) | .id",
+    "empty",
+    "(.details // {} | tostream | tojson), 1e400, 0.1, (.score // 0 | . * 3)",
+    'to_entries | map("\\(.key)=\\(.value)") | join("\\n")',
+]
+DOCUMENT_PROGRAMS = ["length", "map(.id)", ".[3]", "[.[] | .details // .group_id] | tojson"]
+
+
+@pytest.fixture(scope="module")
+def varied_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The varied database of the export path's byte-identity tests."""
+    path = tmp_path_factory.mktemp("jq-export") / "varied.db"
+    fill_varied(path)
+    return path
+
+
+def _record_path(db: Path, name: str, program: str, *, each: bool) -> tuple[bytes, str | None]:
+    """What --jq prints when given the records (the path of --fields), in-process: stdout's
+    bytes and the message of a jq error, if any."""
+    kind = CONVERSATIONS if name == "conversations" else RISK_PROFILES
+    printer = Printer(
+        "jsonl" if each else "json", env={}, shape=Shape(jq=JqProgram(program, each=each))
+    )
+    out = io.StringIO()
+    failure = None
+    with LocalBackend(db) as store, contextlib.redirect_stdout(out):
+        pages = getattr(Client(store), name).iter_pages({}, limit=None, page_size=3)
+        try:
+            printer.pages(kind, pages, hint_more=False)
+        except JqFailed as exc:
+            failure = exc.message
+    return out.getvalue().encode("utf-8"), failure
+
+
+@pytest.mark.parametrize(
+    ("command", "name"), [("conv", "conversations"), ("risk", "risk_profiles")]
+)
+def test_jq_on_the_local_export_path_prints_byte_for_byte_what_it_prints_from_records(
+    varied_db: Path, tmp_path: Path, command: str, name: str
+) -> None:
+    env = isolated_env(tmp_path / "home", CONVRISK_PAGE_SIZE="3")
+    for output, programs in (["-o", "jsonl"], EACH_PROGRAMS), ([], DOCUMENT_PROGRAMS):
+        for program in programs:
+            result = subprocess.run(
+                [
+                    CONVRISK,
+                    "--db",
+                    str(varied_db),
+                    command,
+                    "list",
+                    "--all",
+                    *output,
+                    "--jq",
+                    program,
+                ],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=SAFETY_TIMEOUT,
+            )
+            assert result.returncode == 0, (program, result.stderr)
+            expected, failure = _record_path(varied_db, name, program, each=bool(output))
+            assert failure is None
+            assert result.stdout == expected, program
+
+
+def test_a_jq_error_part_way_through_a_page_of_the_export_path_stops_as_on_records(
+    varied_db: Path, tmp_path: Path
+) -> None:
+    with LocalBackend(varied_db) as store:
+        ids = [record["id"] for record in Client(store).conversations.iterate()]
+    # The 8th record is in the middle of the third page of 3; its first result is printed.
+    program = f'.id, if .id == "{ids[7]}" then error("stop at \\(.id)") else empty end'
+    result = subprocess.run(
+        [CONVRISK, "--db", str(varied_db), "conv", "list", "--all", "-o", "jsonl", "--jq", program],
+        env=isolated_env(tmp_path / "home", CONVRISK_PAGE_SIZE="3"),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=SAFETY_TIMEOUT,
+    )
+    expected, failure = _record_path(varied_db, "conversations", program, each=True)
+    assert failure == f"--jq failed: stop at {ids[7]}"
+    assert result.returncode == 1
+    assert result.stdout == expected == "".join(f"{id}\n" for id in ids[:8]).encode()
+    error = {"type": "jq_error", "message": failure, "param": "--jq"}
+    assert result.stderr == (json.dumps({"error": error}) + "\n").encode()
