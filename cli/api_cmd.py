@@ -83,8 +83,12 @@ def api(
         if verb in _NO_BODY:
             raise UsageProblem(f"-d sends a body, which {verb} does not take.", param="-d")
         text, source = opt.read_json_argument(data, "-d")
+        try:
+            # Bytes that are not UTF-8 (stdin, or argv) arrive as lone surrogates.
+            body = text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise UsageProblem(f"-d: {source} is not UTF-8 text.", param="-d") from None
         opt.check_json(text, "-d", source)
-        body = text.encode("utf-8")
     if paginate:
         check_paginate(verb, target)
     printer = run.printer("jsonl" if paginate else "json", json_errors=False)

@@ -554,6 +554,18 @@ class Printer:
         if text:
             self._open_line = not text.endswith("\n")
 
+    def write_bytes(self, data: bytes) -> None:
+        """Write bytes to stdout as they are (not through the text layer) and flush."""
+        self._clear_progress()
+        try:
+            sys.stdout.flush()
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        except BrokenPipeError:
+            raise StdoutClosed() from None
+        if data:
+            self._open_line = not data.endswith(b"\n")
+
     def _inside_a_line(self) -> bool:
         """Whether stdout's last line is unfinished on the terminal that stderr writes to."""
         if not self._open_line:
@@ -740,20 +752,21 @@ class Printer:
         indented (and coloured) when it is JSON, escaped text otherwise; through --jq if given."""
         if not body:
             return
+        jq = self.shape.jq if self.shape is not None else None
+        if jq is None and not self.stdout_is_terminal():
+            self.write_bytes(body if body.endswith(b"\n") else body + b"\n")
+            return
         text = body.decode("utf-8", errors="replace")
-        if self.shape is not None and self.shape.jq is not None:
-            JqSink(self, ANSWER, False, self.shape.jq).run_on(text)
+        if jq is not None:
+            JqSink(self, ANSWER, False, jq).run_on(text)
             return
-        if self.stdout_is_terminal():
-            try:
-                value = json.loads(text)
-            except (ValueError, RecursionError):
-                self.write(shown(text.rstrip("\n"), keep_newlines=True) + "\n")
-                return
-            with self.records(ANSWER, many=False) as sink:
-                sink.write([value])
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError):
+            self.write(shown(text.rstrip("\n"), keep_newlines=True) + "\n")
             return
-        self.write(text if text.endswith("\n") else text + "\n")
+        with self.records(ANSWER, many=False) as sink:
+            sink.write([value])
 
     def takes_json_text(self) -> bool:
         """Whether list output is compact JSON, so pages may come as JSON text (`JsonPage`)."""

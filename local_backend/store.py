@@ -84,6 +84,8 @@ class LocalBackend:
     def send(self, method: str, target: str, body: bytes | None) -> RawAnswer:
         """One request through the wire rules of `convrisk serve` (local_backend.wire), without
         a socket or a token: the answer `serve` would give, whatever its status."""
+        from http import HTTPStatus
+
         from api_client.raw import RawAnswer
 
         from .wire import Wire
@@ -93,7 +95,12 @@ class LocalBackend:
         path, _, query = target.partition("?")
         headers = [] if body is None else [("content-type", "application/json")]
         answer = self._wire.handle(method, path, query, headers, body or b"")
-        return RawAnswer(answer.status, answer.body)
+        # As over HTTP: the reason phrase, and no body in an answer to HEAD.
+        try:
+            reason = HTTPStatus(answer.status).phrase
+        except ValueError:
+            reason = ""
+        return RawAnswer(answer.status, b"" if method == "HEAD" else answer.body, reason)
 
     def close(self) -> None:
         """Close every connection; the backend cannot be used afterwards."""
