@@ -72,6 +72,8 @@ def api(
     from api_client.raw import api_target, check_paginate
 
     run = app_context(ctx)
+    # Made first, so that every error line, usage errors included, is the plain `Error:` line.
+    printer = run.printer("jsonl" if paginate else "json", json_errors=False)
     target = api_target(path)
     verb = (method or ("POST" if data is not None else "GET")).upper()
     if not verb.isascii() or not verb.isalpha():
@@ -91,7 +93,6 @@ def api(
         opt.check_json(text, "-d", source)
     if paginate:
         check_paginate(verb, target)
-    printer = run.printer("jsonl" if paginate else "json", json_errors=False)
     client = run.client()
     if paginate:
         pages = cast("Any", client.raw_pages(target))

@@ -455,3 +455,17 @@ def test_a_body_that_is_not_utf8_is_refused_before_any_request(
     assert result.stdout == b""
     assert "-d:" in stderr and "not UTF-8" in stderr and len(stderr.splitlines()) == 1
     assert cli.count("conversations") == 0
+
+
+def test_every_error_line_is_plain_even_with_convrisk_output_json(tmp_path: Path) -> None:
+    local = local_cli(tmp_path)
+    for args, code in (
+        (["/v1/nothing-here"], 3),
+        (["/nope"], 2),
+        (["-X", "G T", "/v1/conversations"], 2),
+        (["/v1/conversations", "-d", "{"], 2),
+    ):
+        result = local.run("api", *args, CONVRISK_OUTPUT="json")
+        assert result.returncode == code, result.stderr
+        assert result.stderr.startswith("Error: "), result.stderr
+    local.close()
