@@ -148,13 +148,20 @@ def pages(send: Send, target: str) -> Iterator[AnyPage]:
     a page that makes no progress, is a ServiceError: nothing loops.
     """
     from .client import paginate
+    from .records import NotANumber, load_json
 
     def fetch(size: int, cursor: str | None) -> AnyPage:
         answer = send("GET", target if cursor is None else with_cursor(target, cursor), None)
         if not answer.ok:
             raise answer.error()
         try:
-            page = answer.json()
+            page = load_json(answer.body)
+        except NotANumber as exc:
+            # Each item is printed as JSON again: Infinity would be no JSON at all.
+            raise ServiceError(
+                f"{target.partition('?')[0]} answered with a page that cannot be shown as JSON: "
+                f"{exc}."
+            ) from None
         except (ValueError, RecursionError):
             page = None
         if (

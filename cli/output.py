@@ -760,8 +760,11 @@ class Printer:
         if jq is not None:
             JqSink(self, ANSWER, False, jq).run_on(text)
             return
+        from api_client.records import load_json
+
         try:
-            value = json.loads(text)
+            # Strict: a number no JSON output can hold (1e400) keeps the text as it came.
+            value = load_json(text)
         except (ValueError, RecursionError):
             self.write(shown(text.rstrip("\n"), keep_newlines=True) + "\n")
             return

@@ -143,3 +143,9 @@ def test_a_redirect_answer_is_an_error_naming_it() -> None:
 
 def test_an_id_with_an_encoded_slash_is_still_sent() -> None:
     assert api_target("/v1/conversations/a%2Fb") == "/v1/conversations/a%2Fb"
+
+
+def test_a_page_with_a_number_no_json_output_can_hold_is_an_error_not_infinity() -> None:
+    body = b'{"data": [{"id": "a", "n": 1e400}], "has_more": false}'
+    with pytest.raises(ServiceError, match="cannot be shown as JSON: 1e400"):
+        items(Scripted({None: RawAnswer(200, body)}))

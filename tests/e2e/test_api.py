@@ -469,3 +469,14 @@ def test_every_error_line_is_plain_even_with_convrisk_output_json(tmp_path: Path
         assert result.returncode == code, result.stderr
         assert result.stderr.startswith("Error: "), result.stderr
     local.close()
+
+
+def test_on_a_terminal_a_number_too_large_for_a_float_is_shown_as_sent(
+    scripted: tuple[_ScriptedServer, dict[str, str]],
+) -> None:
+    server, env = scripted
+    body = b'{"n": 1e400, "s": "\\u001b[2J"}'
+    server.script["/v1/conversations"] = (200, [], body)
+    term = Terminal(env, ["api", "/v1/conversations"], columns=80)
+    assert term.finish() == 0
+    assert term.text() == ['{"n": 1e400, "s": "\\u001b[2J"}']
