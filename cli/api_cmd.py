@@ -75,7 +75,8 @@ def api(
     # Made first, so that every error line, usage errors included, is the plain `Error:` line.
     printer = run.printer("jsonl" if paginate else "json", json_errors=False)
     target = api_target(path)
-    verb = (method or ("POST" if data is not None else "GET")).upper()
+    default = "POST" if data is not None else "GET"
+    verb = (default if method is None else method).upper()  # -X "" is a mistake, not GET
     if not verb.isascii() or not verb.isalpha():
         raise UsageProblem(
             f"-X takes an HTTP method such as GET or PUT, not {method!r}.", param="-X"

@@ -98,6 +98,7 @@ def test_a_method_the_route_lacks_is_a_405_naming_the_methods_it_has(cli: Cli) -
         (["/v1/conversations#x"], "fragment"),
         (["/v1/conversations?x=a b"], "spaces or control characters"),
         (["-X", "GE T", "/v1/conversations"], "-X takes an HTTP method"),
+        (["-X", "", "/v1/conversations", "-d", "{}"], "-X takes an HTTP method"),
         (["-d", "{nope", "/v1/conversations"], "-d: the argument is not valid JSON"),
         (["-d", "@/nonexistent/body.json", "/v1/conversations"], "-d: cannot read"),
         (["-X", "GET", "-d", "{}", "/v1/conversations"], "-d sends a body, which GET"),
