@@ -59,15 +59,15 @@ def api(
     The token, retries and timeout are the active profile's; locally the request goes through
     the same rules `convrisk serve` applies, without a socket, so both answer alike. An answer
     of 400 or more is printed too, with the error on stderr and its exit code (3 not found,
-    4 authentication, 1 otherwise). With --jq the program runs on the body, or on each item
-    with --paginate.
+    4 authentication, 1 otherwise); a redirect is not followed (exit 1). With --jq the
+    program runs on the body, or on each item with --paginate.
 
     \b
     Example:
-      convrisk api /v1/conversations?limit=2
+      convrisk api '/v1/conversations?limit=2'
       convrisk api /v1/risk-profiles -d @profile.json
-      convrisk api -X PUT /v1/conversations/conv_123 -d '{"muted": true}'
-      convrisk api /v1/conversations?muted=true --paginate --jq .id
+      convrisk api -X PUT /v1/conversations/conv_123 -d '{"is_muted": true}'
+      convrisk api '/v1/conversations?muted=true' --paginate --jq .id
     """
     from api_client.raw import api_target, check_paginate
 

@@ -481,3 +481,28 @@ def test_on_a_terminal_a_number_too_large_for_a_float_is_shown_as_sent(
     term = Terminal(env, ["api", "/v1/conversations"], columns=80)
     assert term.finish() == 0
     assert term.text() == ['{"n": 1e400, "s": "\\u001b[2J"}']
+
+
+def test_every_example_of_the_help_works(tmp_path: Path) -> None:
+    local = local_cli(tmp_path)
+    [conv_id] = made_conversations(local, 1)
+    profile = {"customer_id": "cus_1", "profile_type": "moderate", "score": 50, "details": {}}
+    (tmp_path / "profile.json").write_text(json.dumps(profile))
+    help_text = ok(local.run("api", "--help"))
+    lines = [line.strip() for line in help_text.splitlines()]
+    examples = [line for line in lines if line.startswith("convrisk api ")]
+    assert len(examples) == 4, help_text
+    for example in examples:
+        line = example.replace("conv_123", conv_id)
+        result = subprocess.run(
+            ["sh", "-c", line.replace("convrisk", str(CONVRISK), 1)],
+            env=local.env,
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=SAFETY_TIMEOUT,
+        )
+        assert result.returncode == 0, (example, result.stderr)
+    assert local.store.conversations.retrieve(conv_id)["is_muted"] is True
+    local.close()
