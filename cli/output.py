@@ -788,8 +788,10 @@ class Printer:
         """Every page of a list as it arrives; a hint on stderr when more items exist.
 
         `cursor_option` is the option that continues after the last item printed (the walk of
-        `--ending-before` goes on with `--ending-before`). A listing that fails after printing
-        something says on stderr how to go on from the last item printed, then fails as it would.
+        `--ending-before` goes on with `--ending-before`); a `{}` in it stands for the id as a
+        value in a URL query, percent-encoded (`starting_after={} in PATH`). A listing that fails
+        after printing something says on stderr how to go on from the last item printed, then
+        fails as it would.
         """
         self._pages(kind, pages, hint_more=hint_more, text=False, cursor_option=cursor_option)
 
@@ -844,11 +846,13 @@ class Printer:
         except BaseException:
             if last_id is not None:
                 noun = kind.noun if count == 1 else kind.plural
-                going_on = (
-                    cursor_option.format(last_id)
-                    if "{}" in cursor_option
-                    else f"{cursor_option} {last_id}"
-                )
+                if "{}" in cursor_option:
+                    from urllib.parse import quote
+
+                    # A value in a URL's query (`convrisk api`): pasted back, it must mean the same.
+                    going_on = cursor_option.format(quote(last_id, safe=""))
+                else:
+                    going_on = f"{cursor_option} {last_id}"
                 self.hint(
                     f"Stopped after {count} {noun}. To go on from there, run the same command "
                     f"with {going_on}."

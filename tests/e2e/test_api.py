@@ -506,3 +506,28 @@ def test_every_example_of_the_help_works(tmp_path: Path) -> None:
         assert result.returncode == 0, (example, result.stderr)
     assert local.store.conversations.retrieve(conv_id)["is_muted"] is True
     local.close()
+
+
+def test_the_hint_after_a_failure_part_way_gives_a_cursor_that_can_be_pasted(
+    scripted: tuple[_ScriptedServer, dict[str, str]],
+) -> None:
+    server, env = scripted
+    page = {"data": [{"id": "x"}, {"id": "a&limit=1 b"}], "has_more": True}
+    server.script["/v1/conversations"] = (200, [], json.dumps(page).encode())
+    result = run_bytes(env, "api", "/v1/conversations", "--paginate")
+    assert result.returncode == 3, result
+    assert server.seen == [
+        "/v1/conversations",
+        "/v1/conversations?starting_after=a%26limit%3D1%20b",
+    ]
+    hint = result.stderr.decode().splitlines()[0]
+    assert hint.endswith("with starting_after=a%26limit%3D1%20b in PATH."), hint
+    server.script["/v1/conversations?starting_after=a%26limit%3D1%20b"] = (
+        200,
+        [],
+        b'{"data": [{"id": "y"}], "has_more": false}',
+    )
+    again = run_bytes(
+        env, "api", "/v1/conversations?starting_after=a%26limit%3D1%20b", "--paginate"
+    )
+    assert again.returncode == 0 and again.stdout == b'{"id":"y"}\n'
