@@ -531,3 +531,16 @@ def test_the_hint_after_a_failure_part_way_gives_a_cursor_that_can_be_pasted(
         env, "api", "/v1/conversations?starting_after=a%26limit%3D1%20b", "--paginate"
     )
     assert again.returncode == 0 and again.stdout == b'{"id":"y"}\n'
+
+
+def test_locally_a_database_failure_is_named_not_left_in_a_log_there_is_none(
+    tmp_path: Path,
+) -> None:
+    local = local_cli(tmp_path)
+    local.db_path.write_bytes(b"this is not an SQLite file, but text " * 100)
+    result = local.run("api", "/v1/conversations")
+    assert result.returncode == 1, result.stderr
+    assert "is not a convrisk database" in result.stderr, result.stderr
+    assert "is not a convrisk database" in json.loads(result.stdout)["error"]["message"]
+    assert "log" not in result.stdout + result.stderr
+    local.close()
