@@ -84,7 +84,8 @@ class LocalBackend:
 
     def send(self, method: str, target: str, body: bytes | None) -> RawAnswer:
         """One request through the wire rules of `convrisk serve` (local_backend.wire), without
-        a socket or a token: the answer `serve` would give, whatever its status."""
+        a socket or a token: the answer `serve` would give, whatever its status (but a 5xx
+        names its cause, which `serve` keeps for its log)."""
         from http import HTTPStatus
 
         from api_client.raw import RawAnswer
@@ -99,8 +100,8 @@ class LocalBackend:
         if answer.status >= 500 and answer.internal:
             # serve logs the reason and tells its clients no more; here there is no log, and the
             # user is the operator: the reason (a locked or corrupt file...) is the message.
-            reason = answer.internal.strip().splitlines()[-1]
-            error = ServiceError(reason, status=answer.status)
+            cause = answer.internal.strip().splitlines()[-1]
+            error = ServiceError(cause, status=answer.status)
             answer = json_answer(answer.status, error.to_body(), answer.headers)
         # As over HTTP: the reason phrase, and no body in an answer to HEAD.
         try:
