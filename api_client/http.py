@@ -517,7 +517,8 @@ class _Transport:
             self._executor = None
         self._http.close()
 
-    def _scrub(self, text: str) -> str:
+    def scrub(self, text: str) -> str:
+        """`text` with the token replaced by `***`."""
         if not self._token:
             return text
         if len(self._token) >= _WHOLE_ONLY_BELOW:
@@ -525,6 +526,13 @@ class _Transport:
         # A short token ("T") is hidden only where it stands whole, so "HTTP" stays readable.
         token = re.escape(self._token)
         return re.sub(rf"(?<![{_TOKEN_CHARS}]){token}(?![{_TOKEN_CHARS}])", "***", text)
+
+    def scrub_bytes(self, data: bytes) -> bytes:
+        """`data` (a body, in any encoding) with the token's ASCII bytes replaced by `***`."""
+        if not self._token or self._token.encode() not in data:
+            return data
+        # latin-1 maps every byte to one character and back, so the rest stays byte for byte.
+        return self.scrub(data.decode("latin-1")).encode("latin-1")
 
     def request(
         self,
@@ -705,27 +713,24 @@ class _Transport:
         kind = kinds.get(type(exc), type(exc).__name__)
         if self._scheme == "https" and _plain_http_answered_tls(exc):
             kind = "the port seems to speak plain HTTP, not HTTPS; try http:// in base_url"
-        return self._scrub(f"{kind} ({text})" if text else kind)
+        return self.scrub(f"{kind} ({text})" if text else kind)
 
     def _error_for(self, response: _Answer) -> APIError:
         status = response.status_code
         if 300 <= status < 400:
-            target = httpx.URL(response.headers.get("Location", ""))
-            where = f" to {target.host}" if target.host else ""
-            return ServiceError(
-                f"The service answered HTTP {status} {response.reason_phrase}, a redirect{where}; "
-                "redirects are not followed (check base_url).",
-                status=status,
-            )
+            from .raw import redirect_error
+
+            location = response.headers.get("Location", "")
+            return redirect_error(status, response.reason_phrase, location)
         try:
             body: object = json.loads(response.content) if response.content else None
         except (ValueError, RecursionError):
             body = None
         error = error_from_response(status, body, reason=response.reason_phrase)
         if error.param is not None:
-            error.param = self._scrub(error.param)
-        error.code = self._scrub(error.code)
-        return _with_note(error, None, scrub=self._scrub)
+            error.param = self.scrub(error.param)
+        error.code = self.scrub(error.code)
+        return _with_note(error, None, scrub=self.scrub)
 
     def _log(
         self,
@@ -743,7 +748,7 @@ class _Transport:
         logger.debug(
             "%s %s -> %s in %.0f ms (%s%s)",
             method,
-            self._scrub(shown),
+            self.scrub(shown),
             status,
             elapsed_ms,
             attempt,
@@ -1038,8 +1043,15 @@ class HTTPBackend:
         with the token and retries; the answer whatever its status."""
         from .raw import RawAnswer
 
-        answer = self._transport.request(method, target, content=body, any_status=True)
-        return RawAnswer(answer.status_code, answer.content, answer.reason_phrase)
+        transport = self._transport
+        answer = transport.request(method, target, content=body, any_status=True)
+        # The token never reaches output (DESIGN 3), even from a service that echoes it back.
+        return RawAnswer(
+            answer.status_code,
+            transport.scrub_bytes(answer.content),
+            transport.scrub(answer.reason_phrase),
+            transport.scrub(answer.headers.get("Location", "")),
+        )
 
     @property
     def conversations(self) -> ConversationsBackend:

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, quote, urlencode
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 if TYPE_CHECKING:
     from .client import AnyPage
@@ -25,27 +25,34 @@ API_PREFIX = "/v1/"
 # httpx does to a path it is given), so both backends receive the same bytes.
 _PATH_SAFE = "/%:@!$&'()*+,;=-._~"
 _QUERY_SAFE = _PATH_SAFE + "?"
+# The longest target sent, percent-encoded: well inside httpx's 64 KiB limit on a whole URL
+# (which also holds the base URL), so a PATH is refused alike on both backends, before sending.
+MAX_TARGET = 32 * 1024
 
 
 @dataclass(frozen=True)
 class RawAnswer:
-    """What the service answered: status, reason phrase and body, as sent."""
+    """What the service answered: status, reason phrase and body, as sent, and where a
+    redirect pointed (its Location header)."""
 
     status: int
     body: bytes
     reason: str = ""
+    location: str = ""
 
     @property
     def ok(self) -> bool:
-        """Whether the status is below 400 (the command succeeds)."""
-        return self.status < 400
+        """Whether the status is below 300 (the command succeeds): redirects are not followed."""
+        return self.status < 300
 
     def json(self) -> Any:
         """The body parsed as JSON (ValueError when it is not JSON)."""
         return json.loads(self.body)
 
     def error(self) -> APIError:
-        """The error of an answer of 400 or more, with its status (exit 3, 4 or 1)."""
+        """The error of an answer of 300 or more, with its status (exit 3, 4 or 1)."""
+        if self.status < 400:
+            return redirect_error(self.status, self.reason, self.location)
         try:
             body: object = self.json() if self.body else None
         except (ValueError, RecursionError):
@@ -56,11 +63,26 @@ class RawAnswer:
 Send = Callable[[str, str, bytes | None], RawAnswer]
 
 
+def redirect_error(status: int, reason: str, location: str) -> ServiceError:
+    """The error of a 3xx answer: the client follows no redirect (exit 1)."""
+    try:
+        host = urlsplit(location).hostname or ""
+    except ValueError:
+        host = ""
+    where = f" to {host}" if host else ""
+    return ServiceError(
+        f"The service answered HTTP {status} {reason}".rstrip()
+        + f", a redirect{where}; redirects are not followed (check base_url).",
+        status=status,
+    )
+
+
 def api_target(path: str) -> str:
     """PATH as given to `convrisk api`, checked and percent-encoded: path and query string.
 
     It must start with /v1/ and may carry a query string; `.` and `..` segments (also
-    percent-encoded) and fragments are refused, so the request stays under /v1/.
+    percent-encoded, or between backslashes, which some servers take for slashes) and fragments
+    are refused, so the request stays under /v1/ whatever a proxy on the way decodes.
     """
     if not path.startswith(API_PREFIX):
         raise InvalidRequestError(
@@ -77,14 +99,22 @@ def api_target(path: str) -> str:
         )
     where, _, query = path.partition("?")
     for segment in where.split("/"):
-        if segment.lower().replace("%2e", ".") in (".", ".."):
+        decoded = unquote(segment).replace("\\", "/").split("/")
+        if any(part in (".", "..") for part in decoded):
             raise InvalidRequestError(
-                f"PATH cannot contain {segment!r} segments: it must stay under {API_PREFIX}.",
+                f"PATH cannot contain . or .. segments ({segment!r} is or holds one): it must "
+                f"stay under {API_PREFIX}.",
                 param="PATH",
             )
     target = quote(where, safe=_PATH_SAFE)
     if query:
         target += "?" + quote(query, safe=_QUERY_SAFE)
+    if len(target) > MAX_TARGET:
+        raise InvalidRequestError(
+            f"PATH is too long: {len(target)} characters once percent-encoded, over the "
+            f"{MAX_TARGET} this client sends.",
+            param="PATH",
+        )
     return target
 
 
@@ -118,13 +148,20 @@ def pages(send: Send, target: str) -> Iterator[AnyPage]:
     a page that makes no progress, is a ServiceError: nothing loops.
     """
     from .client import paginate
+    from .records import NotANumber, load_json
 
     def fetch(size: int, cursor: str | None) -> AnyPage:
         answer = send("GET", target if cursor is None else with_cursor(target, cursor), None)
         if not answer.ok:
             raise answer.error()
         try:
-            page = answer.json()
+            page = load_json(answer.body)
+        except NotANumber as exc:
+            # Each item is printed as JSON again: Infinity would be no JSON at all.
+            raise ServiceError(
+                f"{target.partition('?')[0]} answered with a page that cannot be shown as JSON: "
+                f"{exc}."
+            ) from None
         except (ValueError, RecursionError):
             page = None
         if (

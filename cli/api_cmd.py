@@ -59,21 +59,24 @@ def api(
     The token, retries and timeout are the active profile's; locally the request goes through
     the same rules `convrisk serve` applies, without a socket, so both answer alike. An answer
     of 400 or more is printed too, with the error on stderr and its exit code (3 not found,
-    4 authentication, 1 otherwise). With --jq the program runs on the body, or on each item
-    with --paginate.
+    4 authentication, 1 otherwise); a redirect is not followed (exit 1). With --jq the
+    program runs on the body, or on each item with --paginate.
 
     \b
     Example:
-      convrisk api /v1/conversations?limit=2
+      convrisk api '/v1/conversations?limit=2'
       convrisk api /v1/risk-profiles -d @profile.json
-      convrisk api -X PUT /v1/conversations/conv_123 -d '{"muted": true}'
-      convrisk api /v1/conversations?muted=true --paginate --jq .id
+      convrisk api -X PUT /v1/conversations/conv_123 -d '{"is_muted": true}'
+      convrisk api '/v1/conversations?muted=true' --paginate --jq .id
     """
     from api_client.raw import api_target, check_paginate
 
     run = app_context(ctx)
+    # Made first, so that every error line, usage errors included, is the plain `Error:` line.
+    printer = run.printer("jsonl" if paginate else "json", json_errors=False)
     target = api_target(path)
-    verb = (method or ("POST" if data is not None else "GET")).upper()
+    default = "POST" if data is not None else "GET"
+    verb = (default if method is None else method).upper()  # -X "" is a mistake, not GET
     if not verb.isascii() or not verb.isalpha():
         raise UsageProblem(
             f"-X takes an HTTP method such as GET or PUT, not {method!r}.", param="-X"
@@ -83,11 +86,14 @@ def api(
         if verb in _NO_BODY:
             raise UsageProblem(f"-d sends a body, which {verb} does not take.", param="-d")
         text, source = opt.read_json_argument(data, "-d")
+        try:
+            # Bytes that are not UTF-8 (stdin, or argv) arrive as lone surrogates.
+            body = text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise UsageProblem(f"-d: {source} is not UTF-8 text.", param="-d") from None
         opt.check_json(text, "-d", source)
-        body = text.encode("utf-8")
     if paginate:
         check_paginate(verb, target)
-    printer = run.printer("jsonl" if paginate else "json", json_errors=False)
     client = run.client()
     if paginate:
         pages = cast("Any", client.raw_pages(target))

@@ -554,6 +554,18 @@ class Printer:
         if text:
             self._open_line = not text.endswith("\n")
 
+    def write_bytes(self, data: bytes) -> None:
+        """Write bytes to stdout as they are (not through the text layer) and flush."""
+        self._clear_progress()
+        try:
+            sys.stdout.flush()
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        except BrokenPipeError:
+            raise StdoutClosed() from None
+        if data:
+            self._open_line = not data.endswith(b"\n")
+
     def _inside_a_line(self) -> bool:
         """Whether stdout's last line is unfinished on the terminal that stderr writes to."""
         if not self._open_line:
@@ -740,20 +752,24 @@ class Printer:
         indented (and coloured) when it is JSON, escaped text otherwise; through --jq if given."""
         if not body:
             return
+        jq = self.shape.jq if self.shape is not None else None
+        if jq is None and not self.stdout_is_terminal():
+            self.write_bytes(body if body.endswith(b"\n") else body + b"\n")
+            return
         text = body.decode("utf-8", errors="replace")
-        if self.shape is not None and self.shape.jq is not None:
-            JqSink(self, ANSWER, False, self.shape.jq).run_on(text)
+        if jq is not None:
+            JqSink(self, ANSWER, False, jq).run_on(text)
             return
-        if self.stdout_is_terminal():
-            try:
-                value = json.loads(text)
-            except (ValueError, RecursionError):
-                self.write(shown(text.rstrip("\n"), keep_newlines=True) + "\n")
-                return
-            with self.records(ANSWER, many=False) as sink:
-                sink.write([value])
+        from api_client.records import load_json
+
+        try:
+            # Strict: a number no JSON output can hold (1e400) keeps the text as it came.
+            value = load_json(text)
+        except (ValueError, RecursionError):
+            self.write(shown(text.rstrip("\n"), keep_newlines=True) + "\n")
             return
-        self.write(text if text.endswith("\n") else text + "\n")
+        with self.records(ANSWER, many=False) as sink:
+            sink.write([value])
 
     def takes_json_text(self) -> bool:
         """Whether a list's pages may come as JSON text (`JsonPage`): its output is compact
@@ -775,8 +791,10 @@ class Printer:
         """Every page of a list as it arrives; a hint on stderr when more items exist.
 
         `cursor_option` is the option that continues after the last item printed (the walk of
-        `--ending-before` goes on with `--ending-before`). A listing that fails after printing
-        something says on stderr how to go on from the last item printed, then fails as it would.
+        `--ending-before` goes on with `--ending-before`); a `{}` in it stands for the id as a
+        value in a URL query, percent-encoded (`starting_after={} in PATH`). A listing that fails
+        after printing something says on stderr how to go on from the last item printed, then
+        fails as it would.
         """
         self._pages(kind, pages, hint_more=hint_more, text=False, cursor_option=cursor_option)
 
@@ -832,11 +850,13 @@ class Printer:
         except BaseException:
             if last_id is not None:
                 noun = kind.noun if count == 1 else kind.plural
-                going_on = (
-                    cursor_option.format(last_id)
-                    if "{}" in cursor_option
-                    else f"{cursor_option} {last_id}"
-                )
+                if "{}" in cursor_option:
+                    from urllib.parse import quote
+
+                    # A value in a URL's query (`convrisk api`): pasted back, it must mean the same.
+                    going_on = cursor_option.format(quote(last_id, safe=""))
+                else:
+                    going_on = f"{cursor_option} {last_id}"
                 self.hint(
                     f"Stopped after {count} {noun}. To go on from there, run the same command "
                     f"with {going_on}."

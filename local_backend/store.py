@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from api_client.errors import ServiceError
 from api_client.params import (
     ConversationCreateParams,
     ConversationFilters,
@@ -83,17 +84,31 @@ class LocalBackend:
 
     def send(self, method: str, target: str, body: bytes | None) -> RawAnswer:
         """One request through the wire rules of `convrisk serve` (local_backend.wire), without
-        a socket or a token: the answer `serve` would give, whatever its status."""
+        a socket or a token: the answer `serve` would give, whatever its status (but a 5xx
+        names its cause, which `serve` keeps for its log)."""
+        from http import HTTPStatus
+
         from api_client.raw import RawAnswer
 
-        from .wire import Wire
+        from .wire import Wire, json_answer
 
         if self._wire is None:
             self._wire = Wire(self, None)
         path, _, query = target.partition("?")
         headers = [] if body is None else [("content-type", "application/json")]
         answer = self._wire.handle(method, path, query, headers, body or b"")
-        return RawAnswer(answer.status, answer.body)
+        if answer.status >= 500 and answer.internal:
+            # serve logs the reason and tells its clients no more; here there is no log, and the
+            # user is the operator: the reason (a locked or corrupt file...) is the message.
+            cause = answer.internal.strip().splitlines()[-1]
+            error = ServiceError(cause, status=answer.status)
+            answer = json_answer(answer.status, error.to_body(), answer.headers)
+        # As over HTTP: the reason phrase, and no body in an answer to HEAD.
+        try:
+            reason = HTTPStatus(answer.status).phrase
+        except ValueError:
+            reason = ""
+        return RawAnswer(answer.status, b"" if method == "HEAD" else answer.body, reason)
 
     def close(self) -> None:
         """Close every connection; the backend cannot be used afterwards."""

@@ -106,6 +106,11 @@ def test_a_path_is_sent_percent_encoded(path: str, target: str) -> None:
         "/v1/./x",
         "/v1/x/..",
         "/v1/%2e%2E",
+        "/v1/conversations/..%2f..%2fadmin",
+        "/v1/conversations/.%2E%2Fadmin",
+        "/v1/conversations/x%5c..%5cadmin",
+        "/v1/conversations/x\\..\\admin",
+        pytest.param("/v1/conversations?group_id=" + "x" * 40_000, id="too-long"),
         "/v1/x#y",
         "/v1/\x1b",
     ],
@@ -126,3 +131,21 @@ def test_paginate_is_for_get_and_forwards_only() -> None:
     with pytest.raises(InvalidRequestError, match="drop ending_before"):
         check_paginate("GET", "/v1/conversations?ending_before=x")
     check_paginate("GET", "/v1/conversations?limit=3")
+
+
+def test_a_redirect_answer_is_an_error_naming_it() -> None:
+    answer = RawAnswer(302, b"", "Found")
+    assert not answer.ok
+    error = answer.error()
+    assert isinstance(error, ServiceError) and error.status == 302
+    assert "HTTP 302 Found" in error.message and "redirects are not followed" in error.message
+
+
+def test_an_id_with_an_encoded_slash_is_still_sent() -> None:
+    assert api_target("/v1/conversations/a%2Fb") == "/v1/conversations/a%2Fb"
+
+
+def test_a_page_with_a_number_no_json_output_can_hold_is_an_error_not_infinity() -> None:
+    body = b'{"data": [{"id": "a", "n": 1e400}], "has_more": false}'
+    with pytest.raises(ServiceError, match="cannot be shown as JSON: 1e400"):
+        items(Scripted({None: RawAnswer(200, body)}))

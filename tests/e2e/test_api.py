@@ -89,11 +89,15 @@ def test_a_method_the_route_lacks_is_a_405_naming_the_methods_it_has(cli: Cli) -
     [
         (["/conversations"], "PATH must start with /v1/"),
         (["http://127.0.0.1:1/v1/conversations"], "PATH must start with /v1/"),
-        (["/v1/../admin"], "'..' segments"),
-        (["/v1/%2E%2E/admin"], "'%2E%2E' segments"),
+        (["/v1/../admin"], "cannot contain . or .. segments"),
+        (["/v1/%2E%2E/admin"], "cannot contain . or .. segments"),
+        (["/v1/conversations/..%2F..%2Fadmin"], "cannot contain . or .. segments"),
+        (["/v1/conversations/x%5C..%5Cadmin"], "cannot contain . or .. segments"),
+        (["/v1/conversations?group_id=" + "é" * 20_000], "PATH is too long"),
         (["/v1/conversations#x"], "fragment"),
         (["/v1/conversations?x=a b"], "spaces or control characters"),
         (["-X", "GE T", "/v1/conversations"], "-X takes an HTTP method"),
+        (["-X", "", "/v1/conversations", "-d", "{}"], "-X takes an HTTP method"),
         (["-d", "{nope", "/v1/conversations"], "-d: the argument is not valid JSON"),
         (["-d", "@/nonexistent/body.json", "/v1/conversations"], "-d: cannot read"),
         (["-X", "GET", "-d", "{}", "/v1/conversations"], "-d sends a body, which GET"),
@@ -178,6 +182,8 @@ REQUESTS: list[list[str]] = [
     ["/v1/risk-profiles", "-d", '{"customer_id": "c", "profile_type": "x", "score": 101}'],
     ["/v1/risk-profiles", "-X", "DELETE"],
     ["/v1/risk-profiles?customer_id=c&limit=100"],
+    ["/v1/conversations", "-X", "HEAD"],
+    ["/v1/conversations/conv_missing", "-X", "HEAD"],
 ]
 
 
@@ -288,3 +294,235 @@ def test_a_body_that_is_not_json_is_passed_through_piped_and_escaped_on_a_termin
     lines = term.text()
     assert lines[0] == "<html>\\x1b]0;pwned\\x07\\x1b[2JBad gateway</html>"
     assert lines[1].startswith("Error: The service answered HTTP 502")
+
+
+# -- a service that answers as it was told (redirects, echoes, bytes that are not UTF-8) --------
+
+SECRET = "s3cret-token-for-api-tests"
+
+
+class _Scripted(BaseHTTPRequestHandler):
+    """Answers each path with the (status, headers, body) in the server's `script`; a body of
+    None echoes the request's Authorization header back in an error message."""
+
+    protocol_version = "HTTP/1.1"
+
+    def _answer(self) -> None:
+        assert isinstance(self.server, _ScriptedServer)
+        self.server.seen.append(self.path)
+        missing: tuple[int, list[tuple[str, str]], bytes | None]
+        missing = (404, [], b'{"error": {"message": "?"}}')
+        status, headers, body = self.server.script.get(self.path, missing)
+        if body is None:
+            echoed = self.headers.get("Authorization", "")
+            body = json.dumps(
+                {"error": {"message": f"bad header {echoed}", "param": echoed}, "you": echoed}
+            ).encode()
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = do_PUT = do_DELETE = _answer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+class _ScriptedServer(ThreadingHTTPServer):
+    """The server of `_Scripted`: what to answer on each path, and the paths requested."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Scripted)
+        self.script: dict[str, tuple[int, list[tuple[str, str]], bytes | None]] = {}
+        self.seen: list[str] = []
+
+
+@pytest.fixture
+def scripted(tmp_path: Path) -> Iterator[tuple[_ScriptedServer, dict[str, str]]]:
+    """A scripted service on loopback (fill `server.script`), and an environment pointing at it."""
+    server = _ScriptedServer()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    env = isolated_env(
+        tmp_path,
+        CONVRISK_BASE_URL=f"http://127.0.0.1:{server.server_address[1]}",
+        CONVRISK_TOKEN=SECRET,
+        CONVRISK_MAX_RETRIES="0",
+    )
+    try:
+        yield server, env
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def run_bytes(
+    env: dict[str, str], *args: str, stdin: bytes = b""
+) -> subprocess.CompletedProcess[bytes]:
+    """convrisk run to its end, its streams as bytes."""
+    return subprocess.run(
+        [CONVRISK, *args], env=env, input=stdin, capture_output=True, timeout=SAFETY_TIMEOUT
+    )
+
+
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+def test_a_redirect_is_not_followed_and_fails_with_exit_1(
+    scripted: tuple[_ScriptedServer, dict[str, str]], status: int
+) -> None:
+    server, env = scripted
+    server.script["/v1/conversations"] = (
+        status,
+        [("Location", "http://127.0.0.1:1/v1/conversations")],
+        b"",
+    )
+    result = run_bytes(env, "api", "/v1/conversations")
+    assert result.returncode == 1, result
+    assert result.stdout == b""
+    stderr = result.stderr.decode()
+    assert stderr.startswith(f"Error: The service answered HTTP {status}"), stderr
+    assert "redirects are not followed" in stderr and len(stderr.splitlines()) == 1
+    assert server.seen == ["/v1/conversations"]
+
+
+def test_a_token_the_service_echoes_back_is_never_printed(
+    scripted: tuple[_ScriptedServer, dict[str, str]],
+) -> None:
+    server, env = scripted
+    server.script["/v1/conversations"] = (400, [], None)
+    for args in (["api"], ["--debug", "api"]):
+        result = run_bytes(env, *args, "/v1/conversations")
+        assert result.returncode == 1, result
+        assert SECRET.encode() not in result.stdout + result.stderr
+        assert json.loads(result.stdout)["you"] == "Bearer ***"
+        assert "Error: bad header Bearer *** (HTTP 400)" in result.stderr.decode()
+
+
+def test_a_piped_body_is_written_byte_for_byte_even_when_not_utf8(
+    scripted: tuple[_ScriptedServer, dict[str, str]],
+) -> None:
+    server, env = scripted
+    body = b'{"name": "caf\xe9"}\n' + bytes(range(256))
+    server.script["/v1/conversations"] = (200, [], body)
+    result = run_bytes(env, "api", "/v1/conversations")
+    assert result.returncode == 0, result
+    assert result.stdout == body + b"\n"
+
+
+@pytest.mark.parametrize("how", ["stdin", "argument", "file"])
+def test_a_body_that_is_not_utf8_is_refused_before_any_request(
+    cli: Cli,  # noqa: F811
+    tmp_path: Path,
+    how: str,
+) -> None:
+    latin1 = b'{"contact_id": "caf\xe9"}'
+    if how == "stdin":
+        result = run_bytes(cli.env, "api", "/v1/conversations", "-d", "-", stdin=latin1)
+    elif how == "file":
+        (tmp_path / "body.json").write_bytes(latin1)
+        result = run_bytes(cli.env, "api", "/v1/conversations", "-d", f"@{tmp_path / 'body.json'}")
+    else:
+        argv = [str(CONVRISK).encode(), b"api", b"/v1/conversations", b"-d", latin1]
+        result = subprocess.run(
+            argv,
+            env=cli.env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=SAFETY_TIMEOUT,
+        )
+    stderr = result.stderr.decode()
+    assert result.returncode == 2, stderr
+    assert result.stdout == b""
+    assert "-d:" in stderr and "not UTF-8" in stderr and len(stderr.splitlines()) == 1
+    assert cli.count("conversations") == 0
+
+
+def test_every_error_line_is_plain_even_with_convrisk_output_json(tmp_path: Path) -> None:
+    local = local_cli(tmp_path)
+    for args, code in (
+        (["/v1/nothing-here"], 3),
+        (["/nope"], 2),
+        (["-X", "G T", "/v1/conversations"], 2),
+        (["/v1/conversations", "-d", "{"], 2),
+    ):
+        result = local.run("api", *args, CONVRISK_OUTPUT="json")
+        assert result.returncode == code, result.stderr
+        assert result.stderr.startswith("Error: "), result.stderr
+    local.close()
+
+
+def test_on_a_terminal_a_number_too_large_for_a_float_is_shown_as_sent(
+    scripted: tuple[_ScriptedServer, dict[str, str]],
+) -> None:
+    server, env = scripted
+    body = b'{"n": 1e400, "s": "\\u001b[2J"}'
+    server.script["/v1/conversations"] = (200, [], body)
+    term = Terminal(env, ["api", "/v1/conversations"], columns=80)
+    assert term.finish() == 0
+    assert term.text() == ['{"n": 1e400, "s": "\\u001b[2J"}']
+
+
+def test_every_example_of_the_help_works(tmp_path: Path) -> None:
+    local = local_cli(tmp_path)
+    [conv_id] = made_conversations(local, 1)
+    profile = {"customer_id": "cus_1", "profile_type": "moderate", "score": 50, "details": {}}
+    (tmp_path / "profile.json").write_text(json.dumps(profile))
+    help_text = ok(local.run("api", "--help"))
+    lines = [line.strip() for line in help_text.splitlines()]
+    examples = [line for line in lines if line.startswith("convrisk api ")]
+    assert len(examples) == 4, help_text
+    for example in examples:
+        line = example.replace("conv_123", conv_id)
+        result = subprocess.run(
+            ["sh", "-c", line.replace("convrisk", str(CONVRISK), 1)],
+            env=local.env,
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=SAFETY_TIMEOUT,
+        )
+        assert result.returncode == 0, (example, result.stderr)
+    assert local.store.conversations.retrieve(conv_id)["is_muted"] is True
+    local.close()
+
+
+def test_the_hint_after_a_failure_part_way_gives_a_cursor_that_can_be_pasted(
+    scripted: tuple[_ScriptedServer, dict[str, str]],
+) -> None:
+    server, env = scripted
+    page = {"data": [{"id": "x"}, {"id": "a&limit=1 b"}], "has_more": True}
+    server.script["/v1/conversations"] = (200, [], json.dumps(page).encode())
+    result = run_bytes(env, "api", "/v1/conversations", "--paginate")
+    assert result.returncode == 3, result
+    assert server.seen == [
+        "/v1/conversations",
+        "/v1/conversations?starting_after=a%26limit%3D1%20b",
+    ]
+    hint = result.stderr.decode().splitlines()[0]
+    assert hint.endswith("with starting_after=a%26limit%3D1%20b in PATH."), hint
+    server.script["/v1/conversations?starting_after=a%26limit%3D1%20b"] = (
+        200,
+        [],
+        b'{"data": [{"id": "y"}], "has_more": false}',
+    )
+    again = run_bytes(
+        env, "api", "/v1/conversations?starting_after=a%26limit%3D1%20b", "--paginate"
+    )
+    assert again.returncode == 0 and again.stdout == b'{"id":"y"}\n'
+
+
+def test_locally_a_database_failure_is_named_not_left_in_a_log_there_is_none(
+    tmp_path: Path,
+) -> None:
+    local = local_cli(tmp_path)
+    local.db_path.write_bytes(b"this is not an SQLite file, but text " * 100)
+    result = local.run("api", "/v1/conversations")
+    assert result.returncode == 1, result.stderr
+    assert "is not a convrisk database" in result.stderr, result.stderr
+    assert "is not a convrisk database" in json.loads(result.stdout)["error"]["message"]
+    assert "log" not in result.stdout + result.stderr
+    local.close()
