@@ -78,6 +78,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("convrisk.http")
 
 RETRY_STATUSES = frozenset({408, 409, 429})
+# Methods `convrisk api` retries: idempotent ones, and POST (it carries an Idempotency-Key).
+_RETRIED_AS_SENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "POST"})
 MAX_RETRY_AFTER = 120.0
 CONNECT_TIMEOUT = 5.0
 MIB = 1024 * 1024
@@ -545,6 +547,7 @@ class _Transport:
         idempotency_key: str | None = None,
         gone_is_done: bool = False,
         any_status: bool = False,
+        retries: int | None = None,
     ) -> _Answer:
         """Send one logical request, retrying per DESIGN 1.2; returns a 2xx answer or raises.
 
@@ -552,8 +555,9 @@ class _Transport:
         delete), a 404 to a retry is the answer too when an earlier attempt may have been
         carried out (its answer was lost or was a 5xx): the object is gone. With `any_status`
         the last answer is returned whatever its status (`convrisk api`); only a failure to get
-        one is raised.
+        one is raised. `retries` overrides max_retries for this request.
         """
+        max_retries = self._max_retries if retries is None else retries
         if self._http.is_closed:
             raise ConvriskError(f"The connection to {self.host} was already closed.")
         headers: dict[str, str] = {}
@@ -616,13 +620,13 @@ class _Transport:
                 retryable = not isinstance(error, ServiceError)
                 status_text = _failure_text(error)
                 maybe_done = maybe_done or reached
-            if not retryable or retry >= self._max_retries:
+            if not retryable or retry >= max_retries:
                 self._log(method, shown, status_text, elapsed_ms, retry, None)
                 if any_status and response is not None:
                     return response
             if not retryable:
                 raise error
-            if retry >= self._max_retries:
+            if retry >= max_retries:
                 if retry == 0:
                     raise error
                 raise _with_note(error, f"gave up after {retry + 1} attempts")
@@ -1044,7 +1048,10 @@ class HTTPBackend:
         from .raw import RawAnswer
 
         transport = self._transport
-        answer = transport.request(method, target, content=body, any_status=True)
+        # A method outside the interface (PATCH, ...) may not be idempotent and carries no
+        # Idempotency-Key: sent once, never retried, so it cannot take effect twice.
+        retries = None if method in _RETRIED_AS_SENT else 0
+        answer = transport.request(method, target, content=body, any_status=True, retries=retries)
         # The token never reaches output (DESIGN 3), even from a service that echoes it back.
         return RawAnswer(
             answer.status_code,

@@ -4,12 +4,14 @@ service could give (a page in a circle, an empty page that says more, no page at
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 from api_client.errors import InvalidRequestError, NotFoundError, ServiceError
+from api_client.http import HTTPBackend
 from api_client.raw import RawAnswer, api_target, check_paginate, pages, with_cursor
+from tests.loopback import JSONService, on_loopback, running, url_of
 
 
 def page_answer(ids: list[str], has_more: bool) -> RawAnswer:
@@ -149,3 +151,32 @@ def test_a_page_with_a_number_no_json_output_can_hold_is_an_error_not_infinity()
     body = b'{"data": [{"id": "a", "n": 1e400}], "has_more": false}'
     with pytest.raises(ServiceError, match="cannot be shown as JSON: 1e400"):
         items(Scripted({None: RawAnswer(200, body)}))
+
+
+class _Unavailable(JSONService):
+    """Answers every request 503, counting them by method."""
+
+    seen: ClassVar[list[str]] = []
+
+    def _answer(self) -> None:
+        self.seen.append(self.command)
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        self.send_json(503, {"error": {"type": "api_error", "message": "busy"}})
+
+    do_GET = do_PUT = do_PATCH = do_POST = _answer
+
+
+@pytest.mark.parametrize(
+    ("method", "attempts"), [("GET", 3), ("PUT", 3), ("POST", 3), ("PATCH", 1)]
+)
+def test_a_method_outside_the_interface_is_never_retried(method: str, attempts: int) -> None:
+    _Unavailable.seen = []
+    with running(on_loopback(_Unavailable)) as server:
+        backend = HTTPBackend(url_of(server), "tok", max_retries=2, sleep=lambda _: None)
+        try:
+            answer = backend.send(method, "/v1/conversations/x", b"{}" if method != "GET" else None)
+        finally:
+            backend.close()
+    assert answer.status == 503
+    assert _Unavailable.seen == [method] * attempts
