@@ -106,15 +106,22 @@ def _finite_float(text: str) -> float:
     return value
 
 
+# Built once: json.loads and json.dumps with options build a decoder or encoder on every call.
+_STRICT_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
+_COMPACT_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def load_json(text: str | bytes) -> Any:
     """Parse JSON text strictly: NaN and Infinity (which Python's parser accepts) and numbers
     that overflow a float raise NotANumber, so every value read can be printed as JSON again."""
+    if isinstance(text, str):
+        return _STRICT_DECODER.decode(text)
     return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
 
 
 def json_text(record: Mapping[str, Any]) -> str:
     """A record's compact JSON text, non-ASCII kept: what `-o jsonl` prints before escaping."""
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    return _COMPACT_ENCODER.encode(record)
 
 
 class ShapeError(ValueError):
