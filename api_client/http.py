@@ -12,6 +12,7 @@ import math
 import random as _random
 import re
 import ssl
+import threading
 import time
 import urllib.request
 import uuid
@@ -71,7 +72,7 @@ from .records import (
 )
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future, ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor
 
 logger = logging.getLogger("convrisk.http")
 
@@ -730,8 +731,14 @@ class _Transport:
 
     def _read_direct(self, response: httpcore.Response, deadline: float) -> _Answer:
         """An httpcore answer read as `_read` reads httpx's: the limit and the deadline."""
-        headers = httpx.Headers(response.headers)
-        if headers.get("Content-Encoding", "identity").strip().lower() != "identity":
+        encoding, declared = b"identity", b""
+        for name, value in response.headers:
+            lowered = name.lower()
+            if lowered == b"content-encoding":
+                encoding = value
+            elif lowered == b"content-length":
+                declared = value
+        if encoding.strip().lower() != b"identity":
             if not isinstance(response.stream, Iterable):
                 raise TypeError("httpcore answered with an asynchronous body")
             encoded = httpx.Response(
@@ -741,7 +748,7 @@ class _Transport:
                 extensions=response.extensions,
             )
             return self._read(encoded, deadline)
-        declared = headers.get("Content-Length", "").strip()
+        declared = declared.strip()
         if declared.isdigit() and int(declared) > self._max_bytes:
             raise _TooLarge(int(declared))
         chunks: list[bytes] = []
@@ -762,7 +769,7 @@ class _Transport:
                 if isinstance(reason, bytes)
                 else httpx.codes.get_reason_phrase(response.status)
             ),
-            headers=headers,
+            headers=httpx.Headers(response.headers),
             content=b"".join(chunks),
         )
 
@@ -1044,16 +1051,39 @@ class HTTPResource(Generic[M, C, U, F]):
                 if stop_on_error and isinstance(result, ConvriskError):
                     break
             return results
+        # A few workers each take the next item until none is left: one Future per worker, not
+        # per item (a Future's lock and wake-up cost about as much CPU as the request itself).
+        slots: builtins.list[M | ConvriskError | None] = [None] * len(items)
+        pending = iter(enumerate(items))
+        taking = threading.Lock()
+        stopped = threading.Event()
+
+        def work() -> None:
+            while not stopped.is_set():
+                with taking:
+                    step = next(pending, None)
+                if step is None:
+                    return
+                index, (params, key) = step
+                slots[index] = self._create_or_error(params, key)
+
         executor = self._t.executor()
-        futures: builtins.list[Future[M | ConvriskError]] = []
+        workers = [
+            executor.submit(work) for _ in range(min(CREATE_MANY_CONCURRENCY, len(items)))
+        ]
         try:
-            for params, key in items:
-                futures.append(executor.submit(self._create_or_error, params, key))
-            return [future.result() for future in futures]
+            for worker in workers:
+                worker.result()
         finally:
             # Interrupted (Ctrl-C) or failed: what has not started yet is not sent.
-            for future in futures:
-                future.cancel()
+            stopped.set()
+            for worker in workers:
+                worker.cancel()
+        done: builtins.list[M | ConvriskError] = []
+        for slot in slots:
+            assert slot is not None
+            done.append(slot)
+        return done
 
     def _create_or_error(self, params: C, key: str | None) -> M | ConvriskError:
         try:
