@@ -212,3 +212,37 @@ def test_a_database_failure_in_a_batch_is_each_creates_own(
     answers: list[Answer] = wire.finish_creates(calls)
     assert [a.status for a in answers] == [200, 200, 200]
     assert len(backend.risk_profiles.list()["data"]) == 3
+
+
+def test_creates_of_two_resources_in_one_turn_are_two_batches(
+    backend: LocalBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wire = Wire(backend, TOKEN)
+    app = ServeApp(wire, AccessLog(None, "text", TOKEN), None, _Connections())
+    batches: list[tuple[str, int]] = []
+    for name in ("risk_profiles", "conversations"):
+        resource = getattr(backend, name)
+        original = resource.create_many
+
+        def counted(items: Any, _name: str = name, _original: Any = original, **kw: Any) -> Any:
+            batches.append((_name, len(items)))
+            return _original(items, **kw)
+
+        monkeypatch.setattr(resource, "create_many", counted)
+    risk = [json.dumps(_body(number)).encode() for number in range(3)]
+    conv = [json.dumps({"contact_id": f"ct_{number}"}).encode() for number in range(2)]
+
+    async def together() -> list[tuple[int, Any]]:
+        return await asyncio.gather(
+            _asgi_post(app, RISK, risk[0], "r0"),
+            _asgi_post(app, CONV, conv[0], "c0"),
+            _asgi_post(app, RISK, risk[1], "r1"),
+            _asgi_post(app, CONV, conv[1], "c1"),
+            _asgi_post(app, RISK, risk[2], "r2"),
+        )
+
+    answers = asyncio.run(together())
+    app.writer.shutdown(wait=True)
+    assert sorted(batches) == [("conversations", 2), ("risk_profiles", 3)]
+    assert [status for status, _ in answers] == [200] * 5
+    assert [made["id"][:3] for _, made in answers] == ["rp_", "con", "rp_", "con", "rp_"]
