@@ -139,9 +139,17 @@ def exceeds_depth(value: object, limit: int) -> bool:
         if depth > limit:
             return True
         children: Any = item.values() if isinstance(item, Mapping) else item
-        # Only containers go on the stack: a flat object costs one pass over its values.
-        stack.extend((child, depth + 1) for child in children if isinstance(child, containers))
+        # Only containers go on the stack: a flat object costs one pass over its values, and
+        # a JSON scalar is told by its exact type before the slower isinstance against Mapping.
+        for child in children:
+            if type(child) in _SCALARS:
+                continue
+            if isinstance(child, containers):
+                stack.append((child, depth + 1))
     return False
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _details(body: Mapping[str, Any]) -> dict[str, Any]:

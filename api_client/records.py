@@ -106,15 +106,25 @@ def _finite_float(text: str) -> float:
     return value
 
 
+# Built once: json.loads and json.dumps with options build a decoder or encoder on every call.
+_STRICT_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
+_COMPACT_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def load_json(text: str | bytes) -> Any:
     """Parse JSON text strictly: NaN and Infinity (which Python's parser accepts) and numbers
     that overflow a float raise NotANumber, so every value read can be printed as JSON again."""
-    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    # As json.loads reads its argument, with a decoder built once.
+    if not isinstance(text, str):
+        text = text.decode(json.detect_encoding(text), "surrogatepass")
+    elif text.startswith("\ufeff"):
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    return _STRICT_DECODER.decode(text)
 
 
 def json_text(record: Mapping[str, Any]) -> str:
     """A record's compact JSON text, non-ASCII kept: what `-o jsonl` prints before escaping."""
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    return _COMPACT_ENCODER.encode(record)
 
 
 class ShapeError(ValueError):

@@ -60,6 +60,8 @@ class Run:
     seconds: float
     cpu_seconds: float
     max_rss_kib: int
+    # The CPU time (user + system) `convrisk serve` spent meanwhile (remote runs on Linux).
+    server_cpu_seconds: float | None = None
 
 
 def _import(ws: Workspace, path: Path, db: Path | None, **extra: str) -> Run:
@@ -116,6 +118,15 @@ class Serve:
             else:
                 time.sleep(0.05)
 
+    def cpu_seconds(self) -> float | None:
+        """The server's CPU time so far (user + system), where /proc tells it."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            return None
+        # utime and stime: fields 14 and 15 of stat(5), 12 and 13 after the command's name.
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         """SIGTERM, then wait (bounded)."""
         self.proc.send_signal(signal.SIGTERM)
@@ -143,15 +154,12 @@ def import_section(ws: Workspace) -> str:
     for _ in range(runs):
         served = Serve(ws, files / "serve.db")
         try:
-            remote_runs.append(
-                _import(
-                    ws,
-                    remote_file,
-                    None,
-                    CONVRISK_BASE_URL=served.url,
-                    CONVRISK_TOKEN=TOKEN,
-                )
-            )
+            before = served.cpu_seconds()
+            run = _import(ws, remote_file, None, CONVRISK_BASE_URL=served.url, CONVRISK_TOKEN=TOKEN)
+            after = served.cpu_seconds()
+            if before is not None and after is not None:
+                run.server_cpu_seconds = after - before
+            remote_runs.append(run)
         finally:
             served.stop()
     for where, n in ((db, small), (files / "serve.db", remote_n)):
@@ -169,6 +177,14 @@ def import_section(ws: Workspace) -> str:
         cpu = statistics.median(r.cpu_seconds for r in results)
         return f"{n / cpu:,.0f}" if cpu else "unknown"
 
+    server_cpu = [r.server_cpu_seconds for r in remote_runs if r.server_cpu_seconds is not None]
+    server_line = ""
+    if server_cpu:
+        server_line = (
+            f"`convrisk serve` itself used {statistics.median(server_cpu):.2f} s of CPU for the "
+            f"{remote_n:,} remote records (median), "
+            f"{1e6 * statistics.median(server_cpu) / remote_n:,.0f} µs a record.\n"
+        )
     local_rate = rate(local_big, big)
     remote_rate = rate(remote_runs, remote_n)
     big_rss, small_rss = rss(local_big), rss(local_small)
@@ -199,6 +215,27 @@ def import_section(ws: Workspace) -> str:
             f">= 1,000/s: {_verdict(remote_rate >= 1_000)}",
         ],
     ]
+    ws.target(
+        f"local `risk import` of {big:,} records (JSON lines), records/s",
+        ">= 10,000",
+        f"{local_rate:,.0f}",
+        local_rate >= 10_000,
+    )
+    ws.target(
+        f"local `risk import` peak memory, {big:,} records against {small:,}",
+        "<= 1.2x",
+        f"{ratio:.2f}x",
+        ratio <= 1.2,
+    )
+    ws.target(
+        f"remote `risk import` of {remote_n:,} records over `serve` on loopback, records/s",
+        ">= 1,000",
+        f"{remote_rate:,.0f}",
+        remote_rate >= 1_000,
+    )
+    load = "unknown"
+    if hasattr(os, "getloadavg"):
+        load = f"{os.getloadavg()[0]:.1f}"
     lines = [
         "| import | seconds | records/s | records per CPU second of convrisk | peak MiB | target |",
         "|---|---|---|---|---|---|",
@@ -214,6 +251,8 @@ def import_section(ws: Workspace) -> str:
         + "\n".join(lines)
         + f"\n\nPeak memory at {big:,} records is {ratio:.2f}x the peak at {small:,} records "
         f"(target <= 1.2x: {_verdict(ratio <= 1.2)}).\n"
+        + server_line
+        + f"Load average (1 minute) at the end: {load} on {os.cpu_count()} cores.\n"
     )
 
 

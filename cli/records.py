@@ -196,7 +196,12 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+# Built once: json.loads with options builds a decoder on every call.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def _jsonl(source: Source, lines: Iterator[tuple[int, bytes]]) -> Iterator[Record]:
+    decode = _DECODER.decode
     for number, raw in lines:
         if source.oversized:
             source.oversized = False
@@ -206,7 +211,7 @@ def _jsonl(source: Source, lines: Iterator[tuple[int, bytes]]) -> Iterator[Recor
             continue
         try:
             text = _decode(raw, number)
-            value = json.loads(text, parse_constant=_reject_constant)
+            value = decode(text)
         except UsageProblem as exc:
             yield Record(number, None, exc)
             continue

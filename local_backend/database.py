@@ -160,6 +160,11 @@ def never_wait() -> Iterator[None]:
         _NEVER_WAIT.reset(token)
 
 
+def waiting_allowed() -> bool:
+    """Whether operations here may wait for a lock (False inside `never_wait()`)."""
+    return not _NEVER_WAIT.get()
+
+
 class Database:
     """One SQLite file shared by threads (a pool of connections) and by processes (WAL)."""
 

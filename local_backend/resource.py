@@ -47,6 +47,11 @@ IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60
 # Values bound in one `IN (...)` (SQLite allows 32766 parameters since 3.32; older ones 999).
 _IN_CHUNK = 500
 _INT64 = (-(2**63), 2**63 - 1)
+# Built once: json.dumps with options builds an encoder on every call (a few per create).
+_ANSWER_ENCODER = json.JSONEncoder(separators=(",", ":"))
+_SORTED_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+_SORTED_TEXT_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+_INPUT_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -492,7 +497,7 @@ class TableResource(Generic[M, C, U, F]):
     def _response(self, object_id: str, data: Mapping[str, Any]) -> str:
         """The answer stored for an idempotency key: the object's JSON."""
         try:
-            return json.dumps(data, separators=(",", ":"))
+            return _ANSWER_ENCODER.encode(data)
         except (ValueError, TypeError, RecursionError) as exc:
             raise self._unreadable(object_id, exc) from exc
 
@@ -569,13 +574,8 @@ class TableResource(Generic[M, C, U, F]):
         canonical = dict(values)
         for name in self._spec.json_columns:
             if isinstance(canonical.get(name), str):
-                canonical[name] = json.dumps(
-                    json.loads(canonical[name]),
-                    sort_keys=True,
-                    ensure_ascii=False,
-                    separators=(",", ":"),
-                )
-        text = json.dumps([self._spec.name, canonical], sort_keys=True, separators=(",", ":"))
+                canonical[name] = _SORTED_TEXT_ENCODER.encode(json.loads(canonical[name]))
+        text = _SORTED_ENCODER.encode([self._spec.name, canonical])
         import hashlib  # here: only writes with an idempotency key need it (it loads OpenSSL)
 
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -615,7 +615,7 @@ def check_storable_number(value: object, param: str) -> None:
 def json_text(value: object, param: str) -> str:
     """The JSON text of a value taken from the caller, or InvalidRequestError naming `param`."""
     try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text = _INPUT_ENCODER.encode(value)
     except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidRequestError(f"{param} must be valid JSON: {exc}.", param=param) from exc
     check_text(text, param)

@@ -40,7 +40,16 @@ from api_client.protocol import Backend
 from api_client.text import printable
 
 from .database import WouldWait, never_wait
-from .wire import OPENAPI_PATH, Answer, Call, Wire, error_answer, json_answer, too_large
+from .wire import (
+    OPENAPI_PATH,
+    Answer,
+    Call,
+    Wire,
+    error_answer,
+    is_create,
+    json_answer,
+    too_large,
+)
 
 # The head of a request (request line and headers) must arrive within this many seconds of the
 # connection opening or of its first byte; a body may pause this long between reads.
@@ -414,6 +423,9 @@ class ServeApp:
         self._dice = _Dice(chaos) if chaos is not None and chaos.active else None
         self.in_flight = 0
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="convrisk-writer")
+        # Creates waiting for the next group commit (see _create), and whether one is due.
+        self._creates: list[tuple[Call, bytes, asyncio.Future[Answer]]] = []
+        self._commit_task: asyncio.Task[None] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """One request (lifespan and other scope types are not used)."""
@@ -484,14 +496,62 @@ class ServeApp:
         An operation takes a fraction of a millisecond, less than the hop to a thread and back,
         so it runs on the event loop, told never to wait for a lock. When another process holds
         the file's write lock, it stops before changing anything and runs again on the one
-        writer thread, where waiting (the busy timeout) stalls nobody else.
+        writer thread, where waiting (the busy timeout) stalls nobody else. Creates are
+        committed in groups (see _create).
         """
+        if is_create(call):
+            return await self._create(call, body)
         try:
             with never_wait():
                 return self.wire.finish(call, body)
         except WouldWait:
             loop = asyncio.get_running_loop()
             return await loop.run_in_executor(self.writer, self.wire.finish, call, body)
+
+    async def _create(self, call: Call, body: bytes) -> Answer:
+        """A create, committed with the others that reach this point in the same turn of the
+        event loop (group commit): the requests read in one turn all get here before the
+        commit task runs, so concurrent clients share a transaction, and a lone request waits
+        only one turn. Each answer is the one that create alone would get (Wire.finish_creates).
+        """
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[Answer] = loop.create_future()
+        self._creates.append((call, body, answer))
+        if self._commit_task is None:
+            self._commit_task = loop.create_task(self._commit())
+        return await answer
+
+    async def _commit(self) -> None:
+        """Run the creates gathered so far, a batch per resource, and hand each its answer; a
+        request given up meanwhile (its task cancelled) is left out."""
+        gathered, self._creates, self._commit_task = self._creates, [], None
+        by_route: dict[str, list[tuple[Call, bytes, asyncio.Future[Answer]]]] = {}
+        for call, body, future in gathered:
+            if not future.done():
+                by_route.setdefault(call.route.attribute, []).append((call, body, future))
+        for batch in by_route.values():
+            calls = [(call, body) for call, body, _ in batch]
+            try:
+                try:
+                    with never_wait():
+                        answers = self.wire.finish_creates(calls)
+                except WouldWait:
+                    loop = asyncio.get_running_loop()
+                    answers = await loop.run_in_executor(
+                        self.writer, self.wire.finish_creates, calls
+                    )
+            except Exception as exc:
+                for _, _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            except BaseException:
+                for _, _, future in batch:
+                    future.cancel()
+                raise
+            for (_, _, future), result in zip(batch, answers, strict=True):
+                if not future.done():
+                    future.set_result(result)
 
     async def _drop(self, client: Any) -> None:
         self.connections.abort(client)

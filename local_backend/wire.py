@@ -29,7 +29,7 @@ from api_client.params import DEFAULT_LIMIT, MAX_LIMIT
 from api_client.protocol import Backend, ResourceBackend
 from api_client.text import printable
 
-from .database import WouldWait
+from .database import WouldWait, waiting_allowed
 
 MAX_BODY_BYTES = 1024 * 1024
 OPENAPI_PATH = "/openapi.json"
@@ -93,6 +93,11 @@ class Call:
     idempotency_key: str | None
     # POST and PUT: the body to parse; None when it is absent and untyped (means `{}`).
     wants_body: bool
+
+
+def is_create(call: Call) -> bool:
+    """Whether the call creates an object (a POST to a collection)."""
+    return call.method == "POST" and call.object_id is None
 
 
 class _Reply(Exception):
@@ -210,6 +215,53 @@ class Wire:
             raise  # the caller runs it again where waiting is harmless (see database.never_wait)
         except Exception:
             return error_answer(ServiceError(SERVER_FAILED), internal=traceback.format_exc())
+
+    def finish_creates(self, calls: Sequence[tuple[Call, bytes]]) -> list[Answer]:
+        """Finish several creates of one resource (calls `is_create` accepts) together, in one
+        `create_many` (one transaction locally); the answers in order, each what `finish` would
+        give for that call alone.
+
+        A body that does not parse is its own answer; anything create_many raises (a database
+        failure rolls its batch back whole) sends the calls through `finish` one by one, so a
+        failure is each request's own, as without batching. WouldWait goes through, with
+        nothing written; so does that failure under `never_wait()`, so that the one-by-one
+        run happens where waiting is allowed and cannot stop half way.
+        """
+        if not calls:
+            return []
+        route = calls[0][0].route
+        if any(call.route != route or not is_create(call) for call, _ in calls):
+            raise ValueError("finish_creates takes creates of one resource")
+        answers: list[Answer | None] = [None] * len(calls)
+        items: list[tuple[int, Any, str | None]] = []
+        for index, (call, body) in enumerate(calls):
+            try:
+                payload = _json_body(body) if call.wants_body else {}
+            except _Reply as reply:
+                answers[index] = error_answer(reply.error, reply.headers)
+                continue
+            items.append((index, payload, call.idempotency_key))
+        if items:
+            resource: AnyResource = getattr(self.backend, route.attribute)
+            try:
+                results = resource.create_many([(payload, key) for _, payload, key in items])
+            except WouldWait:
+                raise
+            except Exception as exc:
+                if not waiting_allowed():
+                    raise WouldWait(f"create_many failed: {exc}") from exc
+                results = None
+            for position, (index, _, _) in enumerate(items):
+                result = results[position] if results is not None else None
+                if result is None or not isinstance(result, dict | APIError):
+                    answers[index] = self.finish(*calls[index])
+                elif isinstance(result, APIError):
+                    answers[index] = error_answer(result)
+                else:
+                    answers[index] = _ok(_dump(result))
+        done = [answer for answer in answers if answer is not None]
+        assert len(done) == len(calls)
+        return done
 
     # -- rules ----------------------------------------------------------------------------------
 

@@ -1,0 +1,24 @@
+"""The idempotency keys of an import: one per record and line, sorting in file order."""
+
+from __future__ import annotations
+
+from cli.importer import idempotency_key
+
+RECORD = {"customer_id": "cus_1", "profile_type": "moderate", "score": 5, "details": {}}
+
+
+def test_the_keys_of_a_file_sort_in_file_order() -> None:
+    keys = [idempotency_key("risk_profiles", line, RECORD, "") for line in (1, 2, 9, 10, 99, 100)]
+    assert keys == sorted(keys)
+    assert keys[2].startswith("import-0000000009-")
+    assert len(set(keys)) == len(keys)
+
+
+def test_a_key_changes_with_the_record_the_run_and_the_resource_but_not_field_order() -> None:
+    key = idempotency_key("risk_profiles", 7, RECORD, "")
+    assert idempotency_key("risk_profiles", 7, dict(reversed(RECORD.items())), "") == key
+    assert idempotency_key("risk_profiles", 7, {**RECORD, "score": 6}, "") != key
+    assert idempotency_key("risk_profiles", 7, RECORD, "pipeline-42") != key
+    assert idempotency_key("conversations", 7, RECORD, "") != key
+    # A header value: printable ASCII, within the 255 characters the interface allows.
+    assert key.isascii() and key.isprintable() and len(key) <= 255
