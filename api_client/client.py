@@ -303,6 +303,7 @@ class Client:
 
     def __init__(self, backend: Backend, *, page_size: int = DEFAULT_PAGE_SIZE) -> None:
         self.backend = backend
+        self.page_size = check_page_size(page_size)
         self.conversations: ConversationsClient = ResourceClient(
             backend.conversations,
             page_size=page_size,
@@ -322,10 +323,11 @@ class Client:
         return self.backend.send(method, target, body)
 
     def raw_pages(self, target: str) -> Iterator[AnyPage]:
-        """Each page of the list at `target`, following has_more (raw.pages)."""
-        from .raw import pages
+        """Each page of the list at `target`, following has_more (raw.pages); pages of
+        `page_size` items unless the target's query sets `limit`."""
+        from .raw import pages, with_default
 
-        return pages(self.backend.send, target)
+        return pages(self.backend.send, with_default(target, "limit", str(self.page_size)))
 
     def close(self) -> None:
         """Release the backend's connections and files."""

@@ -126,6 +126,17 @@ def with_cursor(target: str, cursor: str) -> str:
     return f"{where}?{urlencode(pairs, quote_via=quote)}"
 
 
+def with_default(target: str, name: str, value: str) -> str:
+    """A collection's `target` (`/v1/<name>`) with `name=value` added to its query, unless the
+    query has `name` already; any other target as it is."""
+    where, _, query = target.partition("?")
+    if where.count("/") != 2 or any(
+        key == name for key, _ in parse_qsl(query, keep_blank_values=True)
+    ):
+        return target
+    return f"{target}{'&' if query else '?'}{name}={quote(value, safe='')}"
+
+
 def check_paginate(method: str, target: str) -> None:
     """--paginate walks forward through a GET list: other uses are refused before any request."""
     if method != "GET":

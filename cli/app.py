@@ -21,6 +21,7 @@ from .errors import (
     JqFailed,
     NotConfirmed,
     NotSet,
+    OutputFailed,
     RecordsFailed,
     StdoutClosed,
     UsageProblem,
@@ -312,6 +313,8 @@ def main(args: Sequence[str] | None = None) -> int:
             if info.type == "internal_error" and not run.flags.debug:
                 info.message += " (run with --debug for the traceback)"
             printer.error(info)
+        if isinstance(exc, OutputFailed):
+            _silence_stdout()  # what is left in its buffer cannot be written at exit either
         return exit_code(exc)
     finally:
         run.stop_debug_log()

@@ -33,6 +33,12 @@ class JqFailed(CliError):
     error_type = "jq_error"
 
 
+class OutputFailed(CliError):
+    """stdout cannot be written (closed at start, a full disk, an I/O error): exit 1."""
+
+    error_type = "output_error"
+
+
 class StdoutClosed(Exception):
     """The reader of stdout went away (e.g. `| head -1`): stop quietly (exit 0)."""
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 
 import typer
 
@@ -293,7 +293,7 @@ def read_json_argument(spec: str, name: str, *, example: str = "body.json") -> t
     """The text of a JSON argument given inline, as `@file.json`, or `-` for stdin, and where it
     came from (for messages); `name` is the option's."""
     if spec == "-":
-        return sys.stdin.read().removeprefix(_BOM), "stdin"
+        return _bounded_text(sys.stdin.buffer, name, "stdin"), "stdin"
     if not spec.startswith("@"):
         return spec, "the argument"
     if not spec[1:].strip():
@@ -305,14 +305,31 @@ def read_json_argument(spec: str, name: str, *, example: str = "body.json") -> t
     if path.is_dir():
         raise UsageProblem(f"{name}: {path} is a folder, not a JSON file.", param=name)
     try:
-        # utf-8-sig: a byte-order mark (Windows editors write one) is not part of the JSON.
-        return path.read_text(encoding="utf-8-sig"), str(path)
+        with path.open("rb") as file:
+            return _bounded_text(file, name, str(path)), str(path)
     except OSError as exc:
         raise UsageProblem(
             f"{name}: cannot read {path}: {exc.strerror or exc}.", param=name
         ) from None
+
+
+# A JSON argument larger than this is refused (`-d @/dev/zero` would otherwise fill memory);
+# the interface takes bodies of at most 1 MiB.
+MAX_JSON_ARGUMENT = 64 * 1024 * 1024
+
+
+def _bounded_text(stream: BinaryIO, name: str, source: str) -> str:
+    """At most MAX_JSON_ARGUMENT bytes of `stream` as UTF-8 text, a byte-order mark dropped
+    (Windows editors write one; it is not part of the JSON)."""
+    data = stream.read(MAX_JSON_ARGUMENT + 1)
+    if len(data) > MAX_JSON_ARGUMENT:
+        raise UsageProblem(
+            f"{name}: {source} is over {MAX_JSON_ARGUMENT // (1024 * 1024)} MiB.", param=name
+        )
+    try:
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise UsageProblem(f"{name}: {path} is not UTF-8 text.", param=name) from None
+        raise UsageProblem(f"{name}: {source} is not UTF-8 text.", param=name) from None
 
 
 def check_json(text: str, name: str, source: str) -> None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TextIO, TypeVar, cast
 
-from .errors import CliError, JqFailed, StdoutClosed
+from .errors import CliError, JqFailed, OutputFailed, StdoutClosed
 
 if TYPE_CHECKING:
     import logging
@@ -356,6 +356,14 @@ def csv_cell(text: str) -> str:
     return text
 
 
+def _output_failed(exc: BaseException) -> OutputFailed:
+    """The error of a write to stdout that failed: closed (`>&-`), a full disk, an I/O error."""
+    if sys.stdout is None or isinstance(exc, AttributeError):
+        return OutputFailed("stdout is closed: there is nowhere to print the output.")
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+    return OutputFailed(f"Cannot write the output to stdout: {reason}.")
+
+
 def is_terminal(stream: object) -> bool:
     """Whether a stream is an interactive terminal."""
     isatty = getattr(stream, "isatty", None)
@@ -551,6 +559,8 @@ class Printer:
             sys.stdout.flush()
         except BrokenPipeError:
             raise StdoutClosed() from None
+        except (OSError, AttributeError) as exc:
+            raise _output_failed(exc) from None
         if text:
             self._open_line = not text.endswith("\n")
 
@@ -563,6 +573,8 @@ class Printer:
             sys.stdout.buffer.flush()
         except BrokenPipeError:
             raise StdoutClosed() from None
+        except (OSError, AttributeError) as exc:
+            raise _output_failed(exc) from None
         if data:
             self._open_line = not data.endswith(b"\n")
 

@@ -10,7 +10,7 @@ import pytest
 
 from api_client.errors import InvalidRequestError, NotFoundError, ServiceError
 from api_client.http import HTTPBackend
-from api_client.raw import RawAnswer, api_target, check_paginate, pages, with_cursor
+from api_client.raw import RawAnswer, api_target, check_paginate, pages, with_cursor, with_default
 from tests.loopback import JSONService, on_loopback, running, url_of
 
 
@@ -180,3 +180,10 @@ def test_a_method_outside_the_interface_is_never_retried(method: str, attempts: 
             backend.close()
     assert answer.status == 503
     assert _Unavailable.seen == [method] * attempts
+
+
+def test_with_default_adds_a_parameter_only_when_the_query_lacks_it() -> None:
+    assert with_default("/v1/c", "limit", "100") == "/v1/c?limit=100"
+    assert with_default("/v1/c?muted=true", "limit", "100") == "/v1/c?muted=true&limit=100"
+    assert with_default("/v1/c?limit=3", "limit", "100") == "/v1/c?limit=3"
+    assert with_default("/v1/c/conv_1", "limit", "100") == "/v1/c/conv_1"

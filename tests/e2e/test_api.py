@@ -134,6 +134,19 @@ def test_paginate_prints_every_item_of_every_page_as_one_json_line(cli: Cli) -> 
     assert ok(cli.run("conv", "list", "--all", "-o", "id")).split() == ids
 
 
+def test_paginate_without_a_limit_takes_pages_of_the_profile_s_page_size(
+    cli: Cli,  # noqa: F811
+) -> None:
+    ids = made_conversations(cli, 12)
+    result = cli.run("api", "/v1/conversations?muted=false", "--paginate", CONVRISK_PAGE_SIZE="5")
+    assert [json.loads(line)["id"] for line in ok(result).splitlines()] == ids
+    if cli.serve is not None:
+        deadline = time.monotonic() + 10
+        while sum("muted=false&limit=5" in line for line in cli.serve.log) < 3:
+            assert time.monotonic() < deadline, cli.serve.log
+            time.sleep(0.05)
+
+
 def test_paginate_with_jq_runs_the_program_on_each_item(cli: Cli) -> None:  # noqa: F811
     ids = made_conversations(cli, 5)
     each = cli.run("api", "/v1/conversations?limit=2", "--paginate", "--jq", ".id")
@@ -495,16 +508,17 @@ def test_the_hint_after_a_failure_part_way_gives_a_cursor_that_can_be_pasted(
 ) -> None:
     server, env = scripted
     page = {"data": [{"id": "x"}, {"id": "a&limit=1 b"}], "has_more": True}
-    server.script["/v1/conversations"] = (200, [], json.dumps(page).encode())
+    # Without limit= in PATH, --paginate asks for pages of the profile's page_size (100).
+    server.script["/v1/conversations?limit=100"] = (200, [], json.dumps(page).encode())
     result = run_bytes(env, "api", "/v1/conversations", "--paginate")
     assert result.returncode == 3, result
     assert server.seen == [
-        "/v1/conversations",
-        "/v1/conversations?starting_after=a%26limit%3D1%20b",
+        "/v1/conversations?limit=100",
+        "/v1/conversations?limit=100&starting_after=a%26limit%3D1%20b",
     ]
     hint = result.stderr.decode().splitlines()[0]
     assert hint.endswith("with starting_after=a%26limit%3D1%20b in PATH."), hint
-    server.script["/v1/conversations?starting_after=a%26limit%3D1%20b"] = (
+    server.script["/v1/conversations?limit=100&starting_after=a%26limit%3D1%20b"] = (
         200,
         [],
         b'{"data": [{"id": "y"}], "has_more": false}',
