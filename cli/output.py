@@ -911,10 +911,11 @@ class ImportReport:
         self.position = position
         self.counts = dict.fromkeys(self._STATUSES, 0)
         self.last_line = 0
-        self._summary = printer.fmt == "table" and printer.stdout_is_terminal()
+        jq = printer.shape is not None and printer.shape.jq is not None
+        self._summary = printer.fmt == "table" and printer.stdout_is_terminal() and not jq
         self._sink: Sink | None = None
         if not self._summary:
-            if printer.fmt == "table":
+            if printer.fmt == "table" and not jq:
                 self._sink = JsonlSink(printer, IMPORT_RESULTS, True)
             else:
                 self._sink = printer._sink(IMPORT_RESULTS, True)

@@ -212,6 +212,7 @@ def import_(
     dry_run: opt.DryRun = False,
     stop_on_error: opt.StopOnError = False,
     output: opt.Output = None,
+    jq: opt.Jq = None,
 ) -> None:
     """Create or update risk profiles from a file: one record per JSON line or CSV row.
 

@@ -503,3 +503,41 @@ def test_dry_run_with_stop_on_error_stops_at_the_first_bad_record(cli: Cli, tmp_
     assert result.returncode == 2
     assert "line 2" in result.stderr and "line 3" not in result.stderr
     assert len(result.stdout.splitlines()) == 1
+
+
+def test_jq_on_import_results_picks_the_failures_and_counts_by_status(
+    cli: Cli,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "profiles.jsonl"
+    source.write_text(
+        '{"customer_id": "c1", "profile_type": "moderate", "score": 5}\n'
+        '{"customer_id": "c2", "score": 5}\n'
+        '{"customer_id": "c3", "profile_type": "aggressive", "score": 70}\n'
+    )
+    failures = cli.run(
+        "risk",
+        "import",
+        str(source),
+        "-o",
+        "jsonl",
+        "--jq",
+        'select(.status == "failed") | "line \\(.line): \\(.error.param)"',
+    )
+    assert failures.returncode == 1
+    assert failures.stdout == "line 2: profile_type\n"
+    counts = cli.run(
+        "risk",
+        "import",
+        str(source),
+        "--jq",
+        "map(.status) | group_by(.) | map({(.[0]): length}) | add",
+    )
+    assert counts.returncode == 1
+    assert json.loads(counts.stdout) == {"created": 2, "failed": 1}
+    assert cli.count("risk_profiles") == 2  # the second run replayed the first's creates
+    plan = cli.run("risk", "import", str(source), "--dry-run", "-o", "jsonl", "--jq", ".operation")
+    assert plan.returncode == 2 and plan.stdout == "create\ncreate\n"
+    bad = cli.run("risk", "import", str(source), "--jq", ".[")
+    assert bad.returncode == 2 and "--jq does not compile" in bad.stderr
+    assert cli.count("risk_profiles") == 2
