@@ -98,6 +98,7 @@ M = TypeVar("M", bound=Record)
 C = TypeVar("C", bound=Mapping[str, Any])
 U = TypeVar("U", bound=Mapping[str, Any])
 F = TypeVar("F", bound=Mapping[str, Any])
+R = TypeVar("R")
 
 
 def backoff_wait(retry: int, rand: float) -> float:
@@ -676,23 +677,37 @@ class _Transport:
         The deadline reaches every socket wait through `_DEADLINE` (see `_DeadlineTransport`)
         and is checked again between chunks of the body, which also bounds time spent decoding.
         """
-        deadline = time.monotonic() + self._timeout
-        token = _DEADLINE.set(deadline)
-        try:
+
+        def start() -> httpx.Response:
             request = self._http.build_request(
                 method, path, params=params, content=content, headers=headers
             )
+            return self._http.send(request, stream=True)
+
+        return self._attempt(start, self._read, lambda response: response.close())
+
+    def _attempt(
+        self,
+        start: Callable[[], R],
+        read: Callable[[R, float], _Answer],
+        close: Callable[[R], None],
+    ) -> _Answer:
+        """One attempt under the deadline: `start` sends the request and returns the response
+        (its headers read), `read` reads its body by the deadline, `close` releases it."""
+        deadline = time.monotonic() + self._timeout
+        token = _DEADLINE.set(deadline)
+        try:
             # A timeout before the headers are in reads "waiting for the answer"...
-            response = self._http.send(request, stream=True)
+            response = start()
             try:
-                return self._read(response, deadline)
+                return read(response, deadline)
             except httpx.ReadTimeout as exc:
                 # ... and one in the body, cut short by the deadline, "the whole answer".
                 if isinstance(exc, _AnswerTooSlow) or time.monotonic() < deadline:
                     raise
                 raise _AnswerTooSlow("the whole answer took longer than the timeout") from exc
             finally:
-                response.close()
+                close(response)
         finally:
             _DEADLINE.reset(token)
 
@@ -710,33 +725,23 @@ class _Transport:
         if route is None:
             route = self._direct_route(path)
         url, base_headers = route
-        deadline = time.monotonic() + self._timeout
-        token = _DEADLINE.set(deadline)
-        try:
-            body = content or b""
-            sent = [*base_headers, *((k.encode(), v.encode()) for k, v in headers.items())]
-            sent.append((b"Content-Length", str(len(body)).encode()))
-            request = httpcore.Request(
-                method=b"POST",
-                url=url,
-                headers=sent,
-                content=body,
-                extensions={"timeout": self._http.timeout.as_dict()},
-            )
-            # A timeout before the headers are in reads "waiting for the answer"...
-            response = self._direct.exchange(request)
-            try:
-                return self._read_direct(response, deadline)
-            except httpx.ReadTimeout as exc:
-                # ... and one in the body, cut short by the deadline, "the whole answer".
-                if isinstance(exc, _AnswerTooSlow) or time.monotonic() < deadline:
-                    raise
-                raise _AnswerTooSlow("the whole answer took longer than the timeout") from exc
-            finally:
-                with _as_httpx_errors():
-                    response.close()
-        finally:
-            _DEADLINE.reset(token)
+        direct = self._direct
+        body = content or b""
+        sent = [*base_headers, *((k.encode(), v.encode()) for k, v in headers.items())]
+        sent.append((b"Content-Length", str(len(body)).encode()))
+        request = httpcore.Request(
+            method=b"POST",
+            url=url,
+            headers=sent,
+            content=body,
+            extensions={"timeout": self._http.timeout.as_dict()},
+        )
+
+        def close(response: httpcore.Response) -> None:
+            with _as_httpx_errors():
+                response.close()
+
+        return self._attempt(lambda: direct.exchange(request), self._read_direct, close)
 
     def _direct_route(self, path: str) -> tuple[httpcore.URL, list[tuple[bytes, bytes]]]:
         """The URL and default headers httpx would send a POST to `path` with (no cookies)."""
@@ -771,19 +776,8 @@ class _Transport:
                 extensions=response.extensions,
             )
             return self._read(encoded, deadline)
-        declared = declared.strip()
-        if declared.isdigit() and int(declared) > self._max_bytes:
-            raise _TooLarge(int(declared))
-        chunks: list[bytes] = []
-        size = 0
         with _as_httpx_errors():
-            for chunk in response.iter_stream():
-                size += len(chunk)
-                if size > self._max_bytes:
-                    raise _TooLarge()
-                if time.monotonic() > deadline:
-                    raise _AnswerTooSlow("the whole answer took longer than the timeout")
-                chunks.append(chunk)
+            content = self._body(declared.decode("latin-1"), response.iter_stream(), deadline)
         reason = response.extensions.get("reason_phrase")
         return _Answer(
             status_code=response.status,
@@ -793,29 +787,37 @@ class _Transport:
                 else httpx.codes.get_reason_phrase(response.status)
             ),
             headers=httpx.Headers(response.headers),
-            content=b"".join(chunks),
+            content=content,
         )
 
     def _read(self, response: httpx.Response, deadline: float) -> _Answer:
         """The body decoded, at most `max_response_bytes` of it held: beyond is `_TooLarge`."""
-        declared = response.headers.get("Content-Length", "").strip()
+        content = self._body(
+            response.headers.get("Content-Length", ""), response.iter_bytes(), deadline
+        )
+        return _Answer(
+            status_code=response.status_code,
+            reason_phrase=response.reason_phrase,
+            headers=response.headers,
+            content=content,
+        )
+
+    def _body(self, declared: str, chunks: Iterable[bytes], deadline: float) -> bytes:
+        """The chunks of a body joined, by the deadline and within the size limit (a declared
+        Content-Length over it is refused before reading)."""
+        declared = declared.strip()
         if declared.isdigit() and int(declared) > self._max_bytes:
             raise _TooLarge(int(declared))
-        chunks: list[bytes] = []
+        held: list[bytes] = []
         size = 0
-        for chunk in response.iter_bytes():
+        for chunk in chunks:
             size += len(chunk)
             if size > self._max_bytes:
                 raise _TooLarge()
             if time.monotonic() > deadline:
                 raise _AnswerTooSlow("the whole answer took longer than the timeout")
-            chunks.append(chunk)
-        return _Answer(
-            status_code=response.status_code,
-            reason_phrase=response.reason_phrase,
-            headers=response.headers,
-            content=b"".join(chunks),
-        )
+            held.append(chunk)
+        return b"".join(held)
 
     def _describe(self, exc: httpx.RequestError) -> str:
         text = str(exc).strip()
