@@ -215,8 +215,10 @@ class Workspace:
         if (bin_dir / "convrisk").exists():
             return bin_dir
         src = self.dir / "src"
-        for name in ("cli", "api_client", "local_backend"):
-            shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+        for name in ("cli", "api_client", "local_backend", "convrisk"):
+            shutil.copytree(
+                ROOT / name, src / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__")
+            )
         for name in ("pyproject.toml", "README.md"):
             shutil.copy(ROOT / name, src / name)
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)

@@ -30,11 +30,11 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from api_client import Client, ConvriskError
-from api_client.http import HTTPBackend
 from bench.common import serving
-from local_backend.server import make_server
-from local_backend.store import LocalBackend
+from convrisk.api_client import Client, ConvriskError
+from convrisk.api_client.http import HTTPBackend
+from convrisk.local_backend.server import make_server
+from convrisk.local_backend.store import LocalBackend
 
 TOKEN = "load-bench-token"
 MAX_SECONDS = 600.0
@@ -108,7 +108,7 @@ def _thread_server(db_path: Path) -> Iterator[str]:
 @contextmanager
 def _process_server(db_path: Path) -> Iterator[str]:
     exe = Path(sys.executable).with_name("convrisk")
-    command = [str(exe)] if exe.exists() else [sys.executable, "-m", "cli.app"]
+    command = [str(exe)] if exe.exists() else [sys.executable, "-m", "convrisk.cli.app"]
     with serving(command, db_path, token=TOKEN, clean_stop=True) as url:
         yield url
 

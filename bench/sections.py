@@ -461,7 +461,7 @@ def export(ws: Workspace) -> str:
 
 
 def _writer(path: str, count: int, errors: multiprocessing.Queue[str]) -> None:
-    from local_backend.store import LocalBackend
+    from convrisk.local_backend.store import LocalBackend
 
     with LocalBackend(path) as backend:
         for i in range(count):
@@ -523,8 +523,8 @@ def writers(ws: Workspace) -> str:
 
 def remote(ws: Workspace) -> str:
     """`conv list --all` through the remote backend against `serve` on loopback."""
-    from local_backend.server import make_server
-    from local_backend.store import LocalBackend
+    from convrisk.local_backend.server import make_server
+    from convrisk.local_backend.store import LocalBackend
 
     n = 300 if ws.tiny else 10_000
     db = ws.dir / "remote.db"

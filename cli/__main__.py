@@ -5,7 +5,7 @@ neither. `convrisk --version` prints the version from api_client/__init__.py (it
 `convrisk --help` (or `-h`) prints cli/root_help.txt, the app's own root help at 80 columns or
 more (tests/cli/test_root_help.py keeps the two identical). Anything else, a narrower terminal,
 or shell completion at work, goes to `cli.app.main`, which answers both as well. Also runs as
-`python -m cli`.
+`python -m convrisk.cli`.
 """
 
 import os
@@ -22,7 +22,7 @@ def main() -> int:
     args = sys.argv[1:]
     if COMPLETION_VARIABLE not in os.environ:
         if args == ["--version"]:
-            from api_client import __version__
+            from convrisk.api_client import __version__
 
             return _print(f"convrisk {__version__}\n")
         if args in (["--help"], ["-h"]) and _columns() >= HELP_COLUMNS:
@@ -32,7 +32,7 @@ def main() -> int:
                 text = ""
             if text:
                 return _print(text)
-    from cli.app import main as app_main
+    from convrisk.cli.app import main as app_main
 
     code = app_main()
     # The process ends next. Its final garbage collection would visit every object that typer,

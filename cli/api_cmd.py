@@ -69,7 +69,7 @@ def api(
       convrisk api -X PUT /v1/conversations/conv_123 -d '{"is_muted": true}'
       convrisk api '/v1/conversations?muted=true' --paginate --jq .id
     """
-    from api_client.raw import api_target, check_paginate
+    from convrisk.api_client.raw import api_target, check_paginate
 
     run = app_context(ctx)
     # Made first, so that every error line, usage errors included, is the plain `Error:` line.

@@ -163,7 +163,7 @@ app = typer.Typer(
 def _version(ctx: typer.Context, value: bool) -> None:
     if value:
         # The version pyproject.toml reads too; importlib.metadata would cost ~15 ms of start-up.
-        from api_client import __version__
+        from convrisk.api_client import __version__
 
         app_context(ctx).plain_printer().line(f"convrisk {__version__}")
         raise typer.Exit()
@@ -230,7 +230,7 @@ def exit_code(exc: BaseException) -> int:
         return FAILED
     if isinstance(exc, KeyboardInterrupt | typer.Abort):
         return INTERRUPTED
-    errors = sys.modules.get("api_client.errors")
+    errors = sys.modules.get("convrisk.api_client.errors")
     if errors is not None:
         if isinstance(exc, errors.NotFoundError):
             return NOT_FOUND

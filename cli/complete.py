@@ -66,7 +66,7 @@ def _local_ids(ctx: typer.Context, resource: str, incomplete: str) -> list[str]:
         return []
     if settings.is_remote:
         return []
-    from local_backend.completion import ids_starting_with
+    from convrisk.local_backend.completion import ids_starting_with
 
     return ids_starting_with(settings.db, resource, incomplete)
 

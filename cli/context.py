@@ -28,8 +28,8 @@ from .settings import resolve as resolve_settings
 if TYPE_CHECKING:
     import logging
 
-    from api_client import Client
-    from api_client.client import ResourceClient
+    from convrisk.api_client import Client
+    from convrisk.api_client.client import ResourceClient
 
     from .shape import FieldChoice
 
@@ -192,11 +192,11 @@ class AppContext:
 
 def build_client(settings: Settings) -> Client:
     """The composition root: a remote HTTPBackend for a base_url, else the local SQLite file."""
-    from api_client import Client
+    from convrisk.api_client import Client
 
     if settings.base_url is not None:
-        from api_client.errors import ConvriskError
-        from api_client.http import HTTPBackend
+        from convrisk.api_client.errors import ConvriskError
+        from convrisk.api_client.http import HTTPBackend
 
         try:
             remote = HTTPBackend(
@@ -210,7 +210,7 @@ def build_client(settings: Settings) -> Client:
             # Nothing was sent: the settings are what is wrong (exit 2), not an HTTP answer.
             raise UsageProblem(f"{exc}", param=getattr(exc, "param", None)) from exc
         return Client(remote, page_size=settings.page_size)
-    from local_backend.store import LocalBackend
+    from convrisk.local_backend.store import LocalBackend
 
     return Client(LocalBackend(database_path(settings)), page_size=settings.page_size)
 
@@ -219,7 +219,7 @@ def database_path(settings: Settings) -> Path:
     """The local database file; only the default data folder is created (mode 0700, as are its
     missing parents), a chosen one must exist."""
     if settings.sources.get("db") == "default":
-        from local_backend.database import make_private_folder
+        from convrisk.local_backend.database import make_private_folder
 
         try:
             make_private_folder(settings.db.parent)
@@ -245,7 +245,9 @@ def app_context(ctx: typer.Context) -> AppContext:
 # Errors that would fail the same way for every remaining id, so the loop stops.
 def stops_the_loop(exc: BaseException) -> bool:
     """Whether an error would fail every remaining operation alike (unreachable, token)."""
-    errors = sys.modules.get("api_client.errors")  # not loaded: exc cannot be one of its errors
+    errors = sys.modules.get(
+        "convrisk.api_client.errors"
+    )  # not loaded: exc cannot be one of its errors
     return errors is not None and isinstance(
         exc, errors.APIConnectionError | errors.AuthenticationError
     )
@@ -278,7 +280,7 @@ def describe_failure(
     if stops_the_loop(exc):
         id = None
     info = describe_error(exc, remote=remote, id=id)
-    errors = sys.modules.get("api_client.errors")
+    errors = sys.modules.get("convrisk.api_client.errors")
     if errors is not None and isinstance(exc, errors.AuthenticationError):
         info.message = f"{_token_origin(run)}: {info.message}"
     return info
@@ -330,7 +332,7 @@ def for_each_id(
     carries the first, so that main() exits with its code. An empty list is a success.
     A refused token or an unreachable service stops the loop at once, blaming no id.
     """
-    from api_client.errors import ConvriskError
+    from convrisk.api_client.errors import ConvriskError
 
     printer = run.printer(output)
     first: BaseException | None = None

@@ -9,7 +9,7 @@ from .context import app_context, delete_each, for_each_id, plan_create, plan_ea
 from .output import CONVERSATIONS
 
 if TYPE_CHECKING:
-    from api_client.params import ConversationFilters
+    from convrisk.api_client.params import ConversationFilters
 
 app = typer.Typer(
     help="""Conversations with one contact or one group.

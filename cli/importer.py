@@ -23,7 +23,7 @@ from .output import CONVERSATIONS, RISK_PROFILES, Kind, Printer, plan_kind, plan
 from .records import CellType, Record, Source, read
 
 if TYPE_CHECKING:
-    from api_client.client import ResourceClient
+    from convrisk.api_client.client import ResourceClient
 
 # Records read, checked and sent together: one create_many (one local transaction) at most.
 BATCH = 256
@@ -177,7 +177,7 @@ def _checked(
 ) -> Operation | Failure:
     """The record's operation or its failure; with `check_body` (a dry run) the body is checked
     by the interface's rules too (otherwise the backend checks it when it runs)."""
-    from api_client.errors import ConvriskError
+    from convrisk.api_client.errors import ConvriskError
 
     if record.problem is not None:
         return Failure(record.line, record.problem)
@@ -289,7 +289,7 @@ class Importer:
 
     def _create(self, creates: list[Operation]) -> tuple[list[dict[str, Any]], Stop]:
         """Run consecutive creates together (create_many); their results in order."""
-        from api_client.errors import ConvriskError
+        from convrisk.api_client.errors import ConvriskError
 
         results = self.target.create_many(
             [(op.body, op.key) for op in creates], stop_on_error=self.stop_on_error
@@ -308,7 +308,7 @@ class Importer:
 
     def _update(self, op: Operation) -> tuple[dict[str, Any] | None, Stop]:
         """Run one update; its result (none when an error stops the import)."""
-        from api_client.errors import ConvriskError
+        from convrisk.api_client.errors import ConvriskError
 
         assert op.id is not None
         try:
@@ -321,7 +321,7 @@ class Importer:
 
     def dry_run(self, records: Iterator[Record]) -> None:
         """Check every record and every id (read-only) and print the planned operations."""
-        from api_client.errors import ConvriskError
+        from convrisk.api_client.errors import ConvriskError
 
         first: BaseException | None = None
         failed = 0

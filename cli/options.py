@@ -21,7 +21,7 @@ from .output import CONVERSATIONS, DELETIONS, RISK_PROFILES, Kind
 from .settings import OUTPUT_FORMATS
 
 if TYPE_CHECKING:
-    from api_client.params import (
+    from convrisk.api_client.params import (
         ConversationCreateParams,
         ConversationUpdateParams,
         RiskProfileCreateParams,

@@ -30,7 +30,7 @@ from .errors import CliError, JqFailed, OutputFailed, StdoutClosed
 if TYPE_CHECKING:
     import logging
 
-    from api_client.records import JsonPage, Page, Record
+    from convrisk.api_client.records import JsonPage, Page, Record
 
     from .shape import JqProgram, Shape
 
@@ -326,7 +326,7 @@ def shown(text: str, *, escape_backslash: bool = False, keep_newlines: bool = Fa
     # import nothing of api_client.
     if text.isascii() and text.isprintable() and not (escape_backslash and "\\" in text):
         return text
-    from api_client.text import printable
+    from convrisk.api_client.text import printable
 
     return printable(text, escape_backslash=escape_backslash, keep_newlines=keep_newlines)
 
@@ -338,7 +338,7 @@ def _json(value: object, **options: Any) -> str:
 
 def _printable_json(text: str) -> str:
     """JSON text (from `json.dumps(..., ensure_ascii=False)`) safe on a terminal: printable_json."""
-    from api_client.text import printable_json
+    from convrisk.api_client.text import printable_json
 
     return printable_json(text)
 
@@ -483,7 +483,7 @@ def describe_error(exc: BaseException, *, remote: bool, id: str | None = None) -
     """The ErrorInfo of any exception the command line reports."""
     if isinstance(exc, CliError):
         return ErrorInfo(exc.error_type, exc.message, param=exc.param, id=id)
-    errors = sys.modules.get("api_client.errors")
+    errors = sys.modules.get("convrisk.api_client.errors")
     if errors is not None:
         if isinstance(exc, errors.APIError):
             # Only an error built from a real answer has a status to show; one raised by a
@@ -772,7 +772,7 @@ class Printer:
         if jq is not None:
             JqSink(self, ANSWER, False, jq).run_on(text)
             return
-        from api_client.records import load_json
+        from convrisk.api_client.records import load_json
 
         try:
             # Strict: a number no JSON output can hold (1e400) keeps the text as it came.
@@ -1293,7 +1293,7 @@ def _tsv_line(cells: list[str]) -> str:
     whole = "".join(cells)
     # One check for the whole row: most rows are plain ASCII with nothing to escape.
     if not (whole.isascii() and whole.isprintable() and "\\" not in whole):
-        from api_client.text import printable
+        from convrisk.api_client.text import printable
 
         if printable(whole, escape_backslash=True) != whole:  # something to escape
             cells = [printable(cell, escape_backslash=True) for cell in cells]

@@ -9,7 +9,7 @@ from .context import app_context, delete_each, for_each_id, plan_create, plan_ea
 from .output import RISK_PROFILES
 
 if TYPE_CHECKING:
-    from api_client.params import RiskProfileFilters
+    from convrisk.api_client.params import RiskProfileFilters
 
 app = typer.Typer(
     help="""Risk profiles: the risk tolerance of a customer.

@@ -15,7 +15,7 @@ from .errors import UsageProblem
 from .options import whole_number
 
 if TYPE_CHECKING:
-    from local_backend.server import Chaos
+    from convrisk.local_backend.server import Chaos
 
 _LOG_FORMATS = ("text", "json")
 
@@ -95,7 +95,7 @@ def serve(
     """
     import secrets
 
-    from local_backend.server import Chaos, is_loopback, run_server
+    from convrisk.local_backend.server import Chaos, is_loopback, run_server
 
     port_number = whole_number(port, "--port", 0, 65535)
     run = app_context(ctx)
@@ -121,7 +121,7 @@ def serve(
     printer = run.plain_printer()
     stored = None
     if given is None:
-        from local_backend.serve_token import load_or_create
+        from convrisk.local_backend.serve_token import load_or_create
 
         stored = load_or_create(db_path)
     secret = given if given is not None else stored.token if stored is not None else ""
@@ -162,7 +162,7 @@ def serve(
 
 
 def _token_problem(token: str) -> str | None:
-    from api_client.params import token_problem
+    from convrisk.api_client.params import token_problem
 
     return token_problem(token)
 
@@ -182,7 +182,7 @@ def _fault_rate(text: str) -> float:
 
 def _latency(text: str | None) -> tuple[int, int]:
     """`MS` or `MIN-MAX` (whole milliseconds) as (low, high); a usage error otherwise."""
-    from local_backend.server import MAX_LATENCY_MS
+    from convrisk.local_backend.server import MAX_LATENCY_MS
 
     if text is None:
         return (0, 0)

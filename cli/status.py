@@ -23,7 +23,7 @@ def status(ctx: typer.Context, output: opt.Output = None) -> int:
       convrisk status
       convrisk --profile staging status -o json
     """
-    from api_client.errors import ConvriskError
+    from convrisk.api_client.errors import ConvriskError
 
     from .app import exit_code
 

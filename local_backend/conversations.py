@@ -5,8 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import cast
 
-from api_client.params import check_conversation_create, check_conversation_update, check_text
-from api_client.records import Conversation
+from convrisk.api_client.params import (
+    check_conversation_create,
+    check_conversation_update,
+    check_text,
+)
+from convrisk.api_client.records import Conversation
 
 from .resource import (
     Columns,

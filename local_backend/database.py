@@ -18,7 +18,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import TypeVar
 
-from api_client.errors import ServiceError
+from convrisk.api_client.errors import ServiceError
 
 T = TypeVar("T")
 

@@ -15,15 +15,15 @@ import typing
 from functools import cache
 from typing import Any
 
-from api_client import __version__
-from api_client.errors import STATUS_TABLE
-from api_client.params import (
+from convrisk.api_client import __version__
+from convrisk.api_client.errors import STATUS_TABLE
+from convrisk.api_client.params import (
     DEFAULT_LIMIT,
     MAX_DETAILS_DEPTH,
     MAX_IDEMPOTENCY_KEY_LENGTH,
     MAX_LIMIT,
 )
-from api_client.records import Conversation, Deleted, RiskProfile
+from convrisk.api_client.records import Conversation, Deleted, RiskProfile
 
 from .wire import BOOLEANS, MAX_BODY_BYTES, ROUTES, Route
 

@@ -18,8 +18,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
-from api_client.errors import ConvriskError, InvalidRequestError, NotFoundError, ServiceError
-from api_client.params import (
+from convrisk.api_client.errors import (
+    ConvriskError,
+    InvalidRequestError,
+    NotFoundError,
+    ServiceError,
+)
+from convrisk.api_client.params import (
     DEFAULT_LIMIT,
     MAX_DETAILS_DEPTH,
     ResourceName,
@@ -29,8 +34,8 @@ from api_client.params import (
     check_text,
     exceeds_depth,
 )
-from api_client.records import Deleted, JsonPage, Page, Record, check_record, load_json
-from api_client.records import json_text as record_json
+from convrisk.api_client.records import Deleted, JsonPage, Page, Record, check_record, load_json
+from convrisk.api_client.records import json_text as record_json
 
 from . import ids
 from .database import Database

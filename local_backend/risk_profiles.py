@@ -6,8 +6,12 @@ import json
 from collections.abc import Iterator
 from typing import cast
 
-from api_client.params import check_risk_profile_create, check_risk_profile_update, check_text
-from api_client.records import RiskProfile
+from convrisk.api_client.params import (
+    check_risk_profile_create,
+    check_risk_profile_update,
+    check_text,
+)
+from convrisk.api_client.records import RiskProfile
 
 from .resource import (
     Columns,

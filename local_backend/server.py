@@ -34,10 +34,10 @@ from starlette.types import Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from api_client import __version__
-from api_client.errors import ConvriskError, InvalidRequestError, ServiceError
-from api_client.protocol import Backend
-from api_client.text import printable
+from convrisk.api_client import __version__
+from convrisk.api_client.errors import ConvriskError, InvalidRequestError, ServiceError
+from convrisk.api_client.protocol import Backend
+from convrisk.api_client.text import printable
 
 from .database import WouldWait, never_wait
 from .wire import (

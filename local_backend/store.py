@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from api_client.errors import ServiceError
-from api_client.params import (
+from convrisk.api_client.errors import ServiceError
+from convrisk.api_client.params import (
     ConversationCreateParams,
     ConversationFilters,
     ConversationUpdateParams,
@@ -23,7 +23,7 @@ from api_client.params import (
     RiskProfileFilters,
     RiskProfileUpdateParams,
 )
-from api_client.records import Conversation, RiskProfile
+from convrisk.api_client.records import Conversation, RiskProfile
 
 from . import conversations as _conversations
 from . import risk_profiles as _risk_profiles
@@ -31,7 +31,7 @@ from .database import BUSY_TIMEOUT_SECONDS, Database
 from .resource import TableResource, register_sql_functions
 
 if TYPE_CHECKING:
-    from api_client.raw import RawAnswer
+    from convrisk.api_client.raw import RawAnswer
 
     from .wire import Wire
 
@@ -88,7 +88,7 @@ class LocalBackend:
         names its cause, which `serve` keeps for its log)."""
         from http import HTTPStatus
 
-        from api_client.raw import RawAnswer
+        from convrisk.api_client.raw import RawAnswer
 
         from .wire import Wire, json_answer
 

@@ -18,16 +18,16 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 from urllib.parse import parse_qsl, unquote
 
-from api_client.errors import (
+from convrisk.api_client.errors import (
     APIError,
     AuthenticationError,
     InvalidRequestError,
     NotFoundError,
     ServiceError,
 )
-from api_client.params import DEFAULT_LIMIT, MAX_LIMIT
-from api_client.protocol import Backend, ResourceBackend
-from api_client.text import printable
+from convrisk.api_client.params import DEFAULT_LIMIT, MAX_LIMIT
+from convrisk.api_client.protocol import Backend, ResourceBackend
+from convrisk.api_client.text import printable
 
 from .database import WouldWait, waiting_allowed
 

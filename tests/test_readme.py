@@ -16,8 +16,8 @@ from click.core import Command, Context
 from click.exceptions import Exit, UsageError
 from typer.core import TyperGroup
 
-from cli.app import command
-from cli.context import AppContext
+from convrisk.cli.app import command
+from convrisk.cli.context import AppContext
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -17,13 +17,13 @@ from typing import Any
 import httpx
 import pytest
 
-from api_client import Client
-from api_client.client import CursorGuard
-from api_client.errors import InvalidRequestError, NotFoundError, ServiceError
-from api_client.http import HTTPBackend
-from api_client.records import Conversation, json_text
-from local_backend.server import make_server
-from local_backend.store import LocalBackend
+from convrisk.api_client import Client
+from convrisk.api_client.client import CursorGuard
+from convrisk.api_client.errors import InvalidRequestError, NotFoundError, ServiceError
+from convrisk.api_client.http import HTTPBackend
+from convrisk.api_client.records import Conversation, json_text
+from convrisk.local_backend.server import make_server
+from convrisk.local_backend.store import LocalBackend
 
 from .conftest import Remote, conversation
 

@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from api_client.errors import APITimeoutError, InvalidRequestError, ServiceError
-from api_client.http import HTTPBackend
+from convrisk.api_client.errors import APITimeoutError, InvalidRequestError, ServiceError
+from convrisk.api_client.http import HTTPBackend
 
 from .conftest import risk_profile
 

@@ -10,8 +10,8 @@ from http.server import ThreadingHTTPServer
 
 import pytest
 
-from api_client.errors import APITimeoutError
-from api_client.http import HTTPBackend
+from convrisk.api_client.errors import APITimeoutError
+from convrisk.api_client.http import HTTPBackend
 from tests.loopback import JSONService, running
 
 from .conftest import conversation

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from api_client.errors import (
+from convrisk.api_client.errors import (
     STATUS_TABLE,
     APIError,
     AuthenticationError,
@@ -69,7 +69,7 @@ def test_only_an_error_built_from_an_answer_is_marked_answered() -> None:
 
 
 def test_a_check_before_sending_keeps_the_status_the_server_answers_with() -> None:
-    from api_client.params import check_paging, check_risk_profile_create
+    from convrisk.api_client.params import check_paging, check_risk_profile_create
 
     deep: dict[str, object] = {}
     for _ in range(70):

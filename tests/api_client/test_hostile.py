@@ -14,16 +14,16 @@ from typing import Any
 import httpx
 import pytest
 
-from api_client.errors import (
+from bench.hostile_server import MIB, HostileServer
+from convrisk.api_client.errors import (
     APIConnectionError,
     APITimeoutError,
     InvalidRequestError,
     ServiceError,
 )
-from api_client.http import HTTPBackend
-from bench.hostile_server import MIB, HostileServer
-from local_backend.server import make_server
-from local_backend.store import LocalBackend
+from convrisk.api_client.http import HTTPBackend
+from convrisk.local_backend.server import make_server
+from convrisk.local_backend.store import LocalBackend
 from tests.loopback import JSONService, on_loopback, running, url_of
 
 from .conftest import conversation

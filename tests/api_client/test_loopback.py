@@ -8,8 +8,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from api_client import Client
-from api_client.http import HTTPBackend
+from convrisk.api_client import Client
+from convrisk.api_client.http import HTTPBackend
 from tests.loopback import JSONService, running
 
 from .conftest import conversation

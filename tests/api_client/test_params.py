@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-import api_client
-from api_client.errors import InvalidRequestError
-from api_client.params import (
+from convrisk import api_client
+from convrisk.api_client.errors import InvalidRequestError
+from convrisk.api_client.params import (
     MAX_DETAILS_DEPTH,
     check_filters,
     check_idempotency_key,

@@ -8,9 +8,16 @@ from typing import Any, ClassVar
 
 import pytest
 
-from api_client.errors import InvalidRequestError, NotFoundError, ServiceError
-from api_client.http import HTTPBackend
-from api_client.raw import RawAnswer, api_target, check_paginate, pages, with_cursor, with_default
+from convrisk.api_client.errors import InvalidRequestError, NotFoundError, ServiceError
+from convrisk.api_client.http import HTTPBackend
+from convrisk.api_client.raw import (
+    RawAnswer,
+    api_target,
+    check_paginate,
+    pages,
+    with_cursor,
+    with_default,
+)
 from tests.loopback import JSONService, on_loopback, running, url_of
 
 

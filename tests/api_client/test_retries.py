@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 import httpx
 import pytest
 
-from api_client.errors import (
+from convrisk.api_client.errors import (
     APIConnectionError,
     APITimeoutError,
     AuthenticationError,
@@ -18,7 +18,7 @@ from api_client.errors import (
     NotFoundError,
     ServiceError,
 )
-from api_client.http import HTTPBackend, backoff_wait, parse_retry_after
+from convrisk.api_client.http import HTTPBackend, backoff_wait, parse_retry_after
 
 from .conftest import Remote, conversation
 

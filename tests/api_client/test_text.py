@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from api_client.text import printable, printable_json, unprintable
+from convrisk.api_client.text import printable, printable_json, unprintable
 
 HOSTILE = "\x1b]0;pwned\x07\x1b[2J"
 

@@ -8,13 +8,13 @@ from typing import Any
 import httpx
 import pytest
 
-from api_client.errors import (
+from convrisk.api_client.errors import (
     AuthenticationError,
     InvalidRequestError,
     NotFoundError,
     ServiceError,
 )
-from api_client.records import Deleted
+from convrisk.api_client.records import Deleted
 
 from .conftest import Remote, conversation, risk_profile
 
@@ -278,8 +278,8 @@ def test_a_short_token_does_not_mangle_error_messages() -> None:
     """A token that is also a common word part ('T') is hidden only where it stands whole."""
     import httpx
 
-    from api_client.errors import NotFoundError
-    from api_client.http import HTTPBackend
+    from convrisk.api_client.errors import NotFoundError
+    from convrisk.api_client.http import HTTPBackend
 
     def answer(request: httpx.Request) -> httpx.Response:
         body = {"error": {"type": "not_found_error", "message": "No such thing; token T refused"}}

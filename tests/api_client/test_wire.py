@@ -9,10 +9,15 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-import api_client
-from api_client.errors import ConvriskError, InvalidRequestError, NotFoundError, ServiceError
-from api_client.http import HTTPBackend
-from api_client.protocol import Backend
+from convrisk import api_client
+from convrisk.api_client.errors import (
+    ConvriskError,
+    InvalidRequestError,
+    NotFoundError,
+    ServiceError,
+)
+from convrisk.api_client.http import HTTPBackend
+from convrisk.api_client.protocol import Backend
 
 from .conftest import TOKEN, Remote, conversation, risk_profile
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from cli import output
-from cli.app import main
+from convrisk.cli import output
+from convrisk.cli.app import main
 
 
 @dataclass
@@ -126,7 +126,7 @@ def conversations(invoke: Invoke) -> Callable[[int], list[str]]:
 @pytest.fixture
 def backend(db_path: Path) -> Iterator[Any]:
     """The local backend on the default database file, to seed many rows fast."""
-    from local_backend.store import LocalBackend
+    from convrisk.local_backend.store import LocalBackend
 
     db_path.parent.mkdir(parents=True, exist_ok=True)
     store = LocalBackend(db_path)

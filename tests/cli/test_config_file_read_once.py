@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from cli import context
-from cli.settings import ConfigFile, read_config
+from convrisk.cli import context
+from convrisk.cli.settings import ConfigFile, read_config
 from tests.cli.conftest import Invoke
 
 BROKEN = {

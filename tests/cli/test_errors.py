@@ -100,7 +100,7 @@ def test_debug_logs_the_backend_choice_to_stderr(invoke: Invoke) -> None:
 def test_raise_errors_lets_the_exception_through(
     invoke: Invoke, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from api_client.errors import NotFoundError
+    from convrisk.api_client.errors import NotFoundError
 
     monkeypatch.setenv("CONVRISK_RAISE_ERRORS", "1")
     with pytest.raises(NotFoundError):
@@ -123,7 +123,7 @@ def test_errors_follow_the_profiles_output_format(invoke: Invoke) -> None:
 
 
 def test_exit_codes_tell_a_check_before_sending_from_an_answer() -> None:
-    from api_client.errors import (
+    from convrisk.api_client.errors import (
         APIConnectionError,
         AuthenticationError,
         InvalidRequestError,
@@ -131,7 +131,7 @@ def test_exit_codes_tell_a_check_before_sending_from_an_answer() -> None:
         ServiceError,
         error_from_response,
     )
-    from cli.app import exit_code
+    from convrisk.cli.app import exit_code
 
     assert exit_code(InvalidRequestError("limit must be an integer.", param="limit")) == 2
     assert exit_code(error_from_response(400, {"error": {"message": "no"}})) == 1

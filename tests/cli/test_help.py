@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from click.core import Command
 
-from cli.app import command
+from convrisk.cli.app import command
 from tests.cli.conftest import Invoke
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cli.importer import idempotency_key
+from convrisk.cli.importer import idempotency_key
 
 RECORD = {"customer_id": "cus_1", "profile_type": "moderate", "score": 5, "details": {}}
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from cli.output import ErrorInfo, Printer, csv_cell, format_timestamp
+from convrisk.cli.output import ErrorInfo, Printer, csv_cell, format_timestamp
 from tests.cli.conftest import Invoke
 
 Make = Callable[[int], list[str]]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.app import command
+from convrisk.cli.app import command
 from tests.cli.conftest import Invoke
 from tests.cli.test_help import walk
 

@@ -70,8 +70,8 @@ def test_a_bad_base_url_in_the_environment_is_a_usage_error(
 def test_an_error_building_the_backend_is_a_settings_problem(
     invoke: Invoke, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from api_client import http
-    from api_client.errors import InvalidRequestError
+    from convrisk.api_client import http
+    from convrisk.api_client.errors import InvalidRequestError
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise InvalidRequestError("base_url is not usable.", param="base_url")
@@ -83,8 +83,8 @@ def test_an_error_building_the_backend_is_a_settings_problem(
 
 
 def test_a_client_side_refusal_in_remote_mode_names_no_http_status() -> None:
-    from api_client.errors import InvalidRequestError
-    from cli.output import describe_error
+    from convrisk.api_client.errors import InvalidRequestError
+    from convrisk.cli.output import describe_error
 
     before = describe_error(InvalidRequestError("limit must be 1 to 100."), remote=True)
     assert before.status is None and "HTTP" not in str(before)
@@ -214,12 +214,12 @@ def test_a_config_error_names_the_key_once(invoke: Invoke) -> None:
 def test_progress_says_one_conversation(
     invoke: Invoke, terminal: object, backend: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cli.output import CONVERSATIONS, Printer
+    from convrisk.cli.output import CONVERSATIONS, Printer
 
     shown: list[str] = []
     monkeypatch.setattr(Printer, "progress", lambda self, text: shown.append(text))
 
-    from api_client.records import Conversation, Page
+    from convrisk.api_client.records import Conversation, Page
 
     # A remote record with fields the interface does not list.
     item: Any = {

@@ -16,7 +16,7 @@ TOKEN = "tok_settings_0123456789abcdef"
 
 def ids_in(path: Path) -> list[str]:
     """The conversation ids stored in a local database file."""
-    from local_backend.store import LocalBackend
+    from convrisk.local_backend.store import LocalBackend
 
     store = LocalBackend(path)
     try:
@@ -33,8 +33,8 @@ def create_one(invoke: Invoke, *global_flags: str) -> str:
 @pytest.fixture
 def service(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """convrisk's own HTTP server on loopback over its own database file: (url, db path)."""
-    from local_backend.server import make_server
-    from local_backend.store import LocalBackend
+    from convrisk.local_backend.server import make_server
+    from convrisk.local_backend.store import LocalBackend
 
     path = tmp_path / "served.db"
     backend = LocalBackend(path)
@@ -143,7 +143,7 @@ def test_both_base_url_and_db_at_one_level_is_a_usage_error(
 
 
 def test_resolve_reports_every_source() -> None:
-    from cli.settings import Flags, resolve
+    from convrisk.cli.settings import Flags, resolve
 
     env: dict[str, Any] = {
         "HOME": "/h",

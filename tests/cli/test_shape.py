@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from cli import output
-from cli.errors import JqFailed, UsageProblem
-from cli.output import CONVERSATIONS, DELETIONS, Printer
-from cli.shape import FieldChoice, JqProgram, Shape, make_shape, select
+from convrisk.cli import output
+from convrisk.cli.errors import JqFailed, UsageProblem
+from convrisk.cli.output import CONVERSATIONS, DELETIONS, Printer
+from convrisk.cli.shape import FieldChoice, JqProgram, Shape, make_shape, select
 
 KNOWN = tuple(column.key for column in CONVERSATIONS.columns)
 
@@ -206,7 +206,7 @@ TRICKY_ROWS: list[dict[str, Any]] = [
 def test_jq_given_the_json_text_prints_exactly_what_it_prints_given_the_records(
     capsys: pytest.CaptureFixture[str], program: str, each: bool
 ) -> None:
-    from api_client.records import json_text
+    from convrisk.api_client.records import json_text
 
     def run(as_text: bool) -> tuple[str, str | None]:
         printer = Printer("jsonl", env={}, shape=Shape(jq=JqProgram(program, each=each)))

@@ -9,8 +9,16 @@ from collections.abc import Callable
 
 import pytest
 
-from cli import output
-from cli.output import CONVERSATIONS, RISK_PROFILES, Printer, cell_width, cut, fold, table_layout
+from convrisk.cli import output
+from convrisk.cli.output import (
+    CONVERSATIONS,
+    RISK_PROFILES,
+    Printer,
+    cell_width,
+    cut,
+    fold,
+    table_layout,
+)
 from tests.cli.conftest import Invoke
 
 Make = Callable[[int], list[str]]

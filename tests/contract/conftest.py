@@ -11,10 +11,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api_client import Backend, Client
-from api_client.http import HTTPBackend
-from local_backend.server import make_server
-from local_backend.store import LocalBackend
+from convrisk.api_client import Backend, Client
+from convrisk.api_client.http import HTTPBackend
+from convrisk.local_backend.server import make_server
+from convrisk.local_backend.store import LocalBackend
 
 TOKEN = "contract-token-3b9e"
 START = 1_700_000_000

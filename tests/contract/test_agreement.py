@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from api_client import APIError, Client, ConvriskError
+from convrisk.api_client import APIError, Client, ConvriskError
 
 from .conftest import Leg
 

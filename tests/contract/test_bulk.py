@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from api_client import ConvriskError, InvalidRequestError
+from convrisk.api_client import ConvriskError, InvalidRequestError
 
 from .conftest import Leg
 

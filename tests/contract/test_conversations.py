@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from api_client import Conversation, InvalidRequestError, NotFoundError
-from api_client.params import ConversationFilters
+from convrisk.api_client import Conversation, InvalidRequestError, NotFoundError
+from convrisk.api_client.params import ConversationFilters
 
 from .conftest import START, Leg
 

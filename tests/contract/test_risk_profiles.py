@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from api_client import InvalidRequestError, NotFoundError, RiskProfile
-from api_client.params import RiskProfileFilters
+from convrisk.api_client import InvalidRequestError, NotFoundError, RiskProfile
+from convrisk.api_client.params import RiskProfileFilters
 
 from .conftest import START, Leg
 

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 import pytest
 
-from local_backend.store import LocalBackend
+from convrisk.local_backend.store import LocalBackend
 
 from .test_cli import CONVRISK, SAFETY_TIMEOUT, run
 

@@ -63,7 +63,7 @@ def db_of(env: dict[str, str]) -> Path:
 @pytest.fixture
 def store(env: dict[str, str]) -> Iterator[Any]:
     """The local backend on the default database of `env`, to seed rows fast."""
-    from local_backend.store import LocalBackend
+    from convrisk.local_backend.store import LocalBackend
 
     db_of(env).parent.mkdir(parents=True, exist_ok=True)
     backend = LocalBackend(db_of(env))
@@ -314,8 +314,8 @@ def test_serve_prints_a_ready_to_paste_export_line_once_and_stops_on_sigterm(
     assert (tmp_path / "served.db").is_file()
 
 
-_BACKEND = {"local_backend", "api_client", "httpx", "rich", "jq"}
-_OTHER_COMMANDS = {"cli.risk", "cli.config_cmd", "cli.serve"}
+_BACKEND = {"convrisk.local_backend", "convrisk.api_client", "httpx", "rich", "jq"}
+_OTHER_COMMANDS = {"convrisk.cli.risk", "convrisk.cli.config_cmd", "convrisk.cli.serve"}
 # What only an idempotency key (fingerprint) or a busy retry (jitter) needs.
 _READ_ONLY_ABSENT = {"hashlib", "random", "secrets"}
 # What only `serve` needs: never loaded by another command.
@@ -327,18 +327,28 @@ _SERVE_STACK = {"uvicorn", "starlette", "h11", "httptools", "uvloop"}
     [
         (
             ["--version"],  # api_client.__version__ without the models, hence without pydantic
-            {"local_backend", "api_client.client", "pydantic", "httpx", "rich"}
-            | {"importlib.metadata", "tomllib", "logging", "cli.conv", *_OTHER_COMMANDS}
+            {"convrisk.local_backend", "convrisk.api_client.client", "pydantic", "httpx", "rich"}
+            | {"importlib.metadata", "tomllib", "logging", "convrisk.cli.conv", *_OTHER_COMMANDS}
             | _SERVE_STACK,
         ),
         (["--help"], {*_BACKEND, "pydantic", "importlib.metadata", *_SERVE_STACK}),
         (
             ["config", "path"],
-            {*_BACKEND, "pydantic", "cli.conv", "cli.risk", "cli.serve", *_SERVE_STACK},
+            {
+                *_BACKEND,
+                "pydantic",
+                "convrisk.cli.conv",
+                "convrisk.cli.risk",
+                "convrisk.cli.serve",
+                *_SERVE_STACK,
+            },
         ),
         # typer's click line converts arguments without pydantic (typer 0.29 loads it for any)
-        (["config", "set", "output", "json"], {*_BACKEND, "pydantic", "cli.conv", "cli.risk"}),
-        (["conv", "list", "--help"], {"local_backend", "pydantic", "httpx", "rich", "jq"}),
+        (
+            ["config", "set", "output", "json"],
+            {*_BACKEND, "pydantic", "convrisk.cli.conv", "convrisk.cli.risk"},
+        ),
+        (["conv", "list", "--help"], {"convrisk.local_backend", "pydantic", "httpx", "rich", "jq"}),
         (
             ["conv", "list", "-o", "json"],
             {"httpx", "rich", "tomllib", "logging", "jq", *_OTHER_COMMANDS, *_SERVE_STACK},
@@ -364,7 +374,7 @@ def test_commands_import_only_what_they_use(
     """Start-up stays short: no HTTP client for the local database, no rich unless a table is
     drawn on a terminal, no backend for help, config and --version, only the command group
     that runs, no TOML parser without a config file and no logging without --debug."""
-    assert_loads_none_of(env, f"from cli.app import main\ncode = main({args!r})\n", absent)
+    assert_loads_none_of(env, f"from convrisk.cli.app import main\ncode = main({args!r})\n", absent)
 
 
 def assert_loads_none_of(env: dict[str, str], call: str, absent: set[str]) -> None:

@@ -112,9 +112,9 @@ def test_id_completion_imports_neither_the_store_nor_the_models(
     store.conversations.create({"contact_id": "c"})
     probe = (
         "import atexit, sys\n"
-        "atexit.register(lambda: print(sorted({'local_backend.store', 'api_client.models',"
-        " 'httpx', 'rich'} & set(sys.modules)), file=sys.stderr))\n"
-        "from cli.app import main\n"
+        "atexit.register(lambda: print(sorted({'convrisk.local_backend.store',"
+        " 'convrisk.api_client.models', 'httpx', 'rich'} & set(sys.modules)), file=sys.stderr))\n"
+        "from convrisk.cli.app import main\n"
         "main(['conv', 'get', 'conv_'])\n"
     )
     result = subprocess.run(

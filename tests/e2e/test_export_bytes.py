@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from api_client import Client
-from api_client.records import json_text
-from api_client.text import printable_json
-from local_backend.store import LocalBackend
+from convrisk.api_client import Client
+from convrisk.api_client.records import json_text
+from convrisk.api_client.text import printable_json
+from convrisk.local_backend.store import LocalBackend
 from tests.local_backend.varied import fill_varied
 
 from .test_remote_cli import CONVRISK, isolated_env

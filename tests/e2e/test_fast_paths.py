@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from api_client import __version__
-from cli.__main__ import root_help
+from convrisk.api_client import __version__
+from convrisk.cli.__main__ import root_help
 
 from .test_cli import CONVRISK, SAFETY_TIMEOUT, assert_loads_none_of, env, run
 
@@ -24,7 +24,11 @@ ROOT_HELP = Path(__file__).resolve().parents[2] / "cli" / "root_help.txt"
 def app_output(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     """What cli.app.main (the whole app, no fast path) prints for these arguments."""
     return subprocess.run(
-        [sys.executable, "-c", f"from cli.app import main; raise SystemExit(main({list(args)!r}))"],
+        [
+            sys.executable,
+            "-c",
+            f"from convrisk.cli.app import main; raise SystemExit(main({list(args)!r}))",
+        ],
         env=env,
         stdin=subprocess.DEVNULL,
         capture_output=True,
@@ -69,8 +73,19 @@ def test_version_is_the_apps_version(env: dict[str, str]) -> None:
 def test_version_and_help_load_neither_typer_nor_click(
     env: dict[str, str], args: list[str]
 ) -> None:
-    call = f"sys.argv = ['convrisk', *{args!r}]\nfrom cli.__main__ import main\ncode = main()\n"
-    heavy = {"typer", "click", "pydantic", "rich", "httpx", "cli.app", "local_backend"}
+    call = (
+        f"sys.argv = ['convrisk', *{args!r}]\n"
+        "from convrisk.cli.__main__ import main\ncode = main()\n"
+    )
+    heavy = {
+        "typer",
+        "click",
+        "pydantic",
+        "rich",
+        "httpx",
+        "convrisk.cli.app",
+        "convrisk.local_backend",
+    }
     assert_loads_none_of(env, call, heavy)
 
 
@@ -105,7 +120,7 @@ def test_shell_completion_still_reaches_the_app(env: dict[str, str]) -> None:
 def test_help_without_the_stored_file_is_rendered_by_the_app(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import cli.__main__ as entry
+    import convrisk.cli.__main__ as entry
 
     def missing() -> str:
         raise FileNotFoundError("root_help.txt")

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from api_client.text import unprintable
+from convrisk.api_client.text import unprintable
 from tests.e2e.screen import Terminal
 from tests.e2e.test_cli import CONVRISK, SAFETY_TIMEOUT, run
 from tests.e2e.test_cli import env as env  # a fixture

@@ -433,10 +433,10 @@ def test_a_local_import_loads_neither_httpx_nor_rich(tmp_path: Path) -> None:
 
     local = local_cli(tmp_path)
     path = jsonl(tmp_path / "p.jsonl", [profile(1)])
-    absent = {"httpx", "rich", "cli.conv", "cli.config_cmd", "cli.serve"}
+    absent = {"httpx", "rich", "convrisk.cli.conv", "convrisk.cli.config_cmd", "convrisk.cli.serve"}
     probe = (
         "import sys\n"
-        "from cli.app import main\n"
+        "from convrisk.cli.app import main\n"
         f"code = main(['risk', 'import', {str(path)!r}, '-o', 'id'])\n"
         "loaded = {*sys.modules, *(m.split('.')[0] for m in sys.modules)}\n"
         f"print(sorted(loaded & set({sorted(absent)!r})), file=sys.stderr)\n"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from local_backend.store import LocalBackend
+from convrisk.local_backend.store import LocalBackend
 
 from .both_backends import TOKEN, isolated_env, serving
 from .test_cli import CONVRISK, SAFETY_TIMEOUT, db_of, env, run, store  # noqa: F401

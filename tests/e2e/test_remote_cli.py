@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from api_client import Client
-from api_client.http import HTTPBackend
-from local_backend.store import LocalBackend
+from convrisk.api_client import Client
+from convrisk.api_client.http import HTTPBackend
+from convrisk.local_backend.store import LocalBackend
 
 from .both_backends import TOKEN, Serve, isolated_env, serve, serving, start_serve  # noqa: F401
 from .test_cli import run

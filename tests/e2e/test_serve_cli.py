@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from api_client import Client
-from local_backend.server import FAULTS
-from local_backend.store import LocalBackend
+from convrisk.api_client import Client
+from convrisk.local_backend.server import FAULTS
+from convrisk.local_backend.store import LocalBackend
 
 from .both_backends import TOKEN, isolated_env, serving
 from .test_remote_cli import CONVRISK, Remote

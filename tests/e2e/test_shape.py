@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from api_client import Client
-from api_client.http import HTTPBackend
-from cli.errors import JqFailed
-from cli.output import CONVERSATIONS, RISK_PROFILES, Printer
-from cli.shape import JqProgram, Shape
-from local_backend.store import LocalBackend
+from convrisk.api_client import Client
+from convrisk.api_client.http import HTTPBackend
+from convrisk.cli.errors import JqFailed
+from convrisk.cli.output import CONVERSATIONS, RISK_PROFILES, Printer
+from convrisk.cli.shape import JqProgram, Shape
+from convrisk.local_backend.store import LocalBackend
 from tests.local_backend.varied import fill_varied
 
 from .both_backends import TOKEN, Serve, isolated_env

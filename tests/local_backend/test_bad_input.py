@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from api_client.errors import InvalidRequestError
-from local_backend.store import LocalBackend
+from convrisk.api_client.errors import InvalidRequestError
+from convrisk.local_backend.store import LocalBackend
 
 from .conftest import dump, risk_body
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from api_client.client import Client
-from api_client.errors import ServiceError
-from local_backend.store import LocalBackend
+from convrisk.api_client.client import Client
+from convrisk.api_client.errors import ServiceError
+from convrisk.local_backend.store import LocalBackend
 
 from .conftest import dump, risk_body
 
@@ -21,8 +21,8 @@ from .conftest import dump, risk_body
 # it can and print their ids as JSON. Half the creates carry an idempotency key.
 WORKER = """
 import json, sys
-from api_client.client import Client
-from local_backend.store import LocalBackend
+from convrisk.api_client.client import Client
+from convrisk.local_backend.store import LocalBackend
 
 path, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 store = LocalBackend(path)

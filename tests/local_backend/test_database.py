@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from api_client.errors import ServiceError
-from local_backend.database import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
-from local_backend.store import LocalBackend
+from convrisk.api_client.errors import ServiceError
+from convrisk.local_backend.database import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from convrisk.local_backend.store import LocalBackend
 
 from .conftest import dump, risk_body
 

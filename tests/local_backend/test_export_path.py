@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from api_client import Client
-from api_client.errors import ServiceError
-from api_client.records import json_text
-from api_client.text import printable_json
-from cli.output import CONVERSATIONS, RISK_PROFILES, Printer
-from local_backend import resource as resource_module
-from local_backend.store import LocalBackend
+from convrisk.api_client import Client
+from convrisk.api_client.errors import ServiceError
+from convrisk.api_client.records import json_text
+from convrisk.api_client.text import printable_json
+from convrisk.cli.output import CONVERSATIONS, RISK_PROFILES, Printer
+from convrisk.local_backend import resource as resource_module
+from convrisk.local_backend.store import LocalBackend
 
 from .varied import RAW_DETAILS, fill_varied
 

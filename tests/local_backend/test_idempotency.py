@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from api_client.errors import InvalidRequestError
-from api_client.params import ConversationCreateParams
-from local_backend.store import LocalBackend
+from convrisk.api_client.errors import InvalidRequestError
+from convrisk.api_client.params import ConversationCreateParams
+from convrisk.local_backend.store import LocalBackend
 
 from .conftest import FakeClock, dump, risk_body
 

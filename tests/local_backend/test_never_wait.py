@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from api_client.errors import ServiceError
-from local_backend.database import WouldWait, never_wait
-from local_backend.store import LocalBackend
+from convrisk.api_client.errors import ServiceError
+from convrisk.local_backend.database import WouldWait, never_wait
+from convrisk.local_backend.store import LocalBackend
 
 
 def test_a_locked_write_under_never_wait_fails_at_once_and_writes_nothing(tmp_path: Path) -> None:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from api_client.errors import NotFoundError
-from api_client.protocol import Backend
-from api_client.records import Conversation, Deleted, RiskProfile
-from local_backend import ids
-from local_backend.store import LocalBackend
+from convrisk.api_client.errors import NotFoundError
+from convrisk.api_client.protocol import Backend
+from convrisk.api_client.records import Conversation, Deleted, RiskProfile
+from convrisk.local_backend import ids
+from convrisk.local_backend.store import LocalBackend
 
 from .conftest import START, FakeClock, risk_body
 

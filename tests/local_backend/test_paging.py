@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from api_client.records import Conversation
-from local_backend.store import LocalBackend
+from convrisk.api_client.records import Conversation
+from convrisk.local_backend.store import LocalBackend
 
 from .conftest import FakeClock, risk_body
 

@@ -10,7 +10,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from local_backend.store import LocalBackend
+from convrisk.local_backend.store import LocalBackend
 
 TEXTS = [
     "plain",

@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from local_backend.server import ConvriskServer, make_server
-from local_backend.store import LocalBackend
+from convrisk.local_backend.server import ConvriskServer, make_server
+from convrisk.local_backend.store import LocalBackend
 
 TOKEN = "wire-test-token-5f2c"
 # Built once: httpx would load the CA bundle again for every client (slow), though over plain

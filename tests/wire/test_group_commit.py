@@ -13,11 +13,11 @@ from typing import Any
 import httpx
 import pytest
 
-from api_client.errors import ServiceError
-from local_backend.database import WouldWait, never_wait
-from local_backend.server import AccessLog, ServeApp, _Connections
-from local_backend.store import LocalBackend
-from local_backend.wire import Answer, Call, Wire
+from convrisk.api_client.errors import ServiceError
+from convrisk.local_backend.database import WouldWait, never_wait
+from convrisk.local_backend.server import AccessLog, ServeApp, _Connections
+from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.wire import Answer, Call, Wire
 
 from .conftest import TLS, TOKEN, Served
 

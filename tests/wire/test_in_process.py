@@ -9,8 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from local_backend.store import LocalBackend
-from local_backend.wire import Wire
+from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.wire import Wire
 
 from .conftest import TOKEN
 

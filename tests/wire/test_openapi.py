@@ -10,8 +10,8 @@ from jsonschema.exceptions import ValidationError
 from openapi_schema_validator import OAS31Validator
 from openapi_spec_validator import validate
 
-from api_client.errors import InvalidRequestError
-from api_client.params import (
+from convrisk.api_client.errors import InvalidRequestError
+from convrisk.api_client.params import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
     check_conversation_create,
@@ -19,8 +19,8 @@ from api_client.params import (
     check_risk_profile_create,
     check_risk_profile_update,
 )
-from local_backend.openapi import document
-from local_backend.wire import COLLECTION_METHODS, ITEM_METHODS, ROUTES
+from convrisk.local_backend.openapi import document
+from convrisk.local_backend.wire import COLLECTION_METHODS, ITEM_METHODS, ROUTES
 
 CONV = "/v1/conversations"
 RISK = "/v1/risk-profiles"

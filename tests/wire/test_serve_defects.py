@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from local_backend import server as server_module
+from convrisk.local_backend import server as server_module
 
 from .conftest import TLS, TOKEN, Served, ServeWith
 

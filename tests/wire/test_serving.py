@@ -14,10 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
-from api_client import ConvriskError
-from api_client.protocol import ConversationsBackend, RiskProfilesBackend
-from local_backend.server import make_server, run_server
-from local_backend.store import LocalBackend
+from convrisk.api_client import ConvriskError
+from convrisk.api_client.protocol import ConversationsBackend, RiskProfilesBackend
+from convrisk.local_backend.server import make_server, run_server
+from convrisk.local_backend.store import LocalBackend
 
 from .conftest import TLS, TOKEN
 
