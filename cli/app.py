@@ -17,20 +17,16 @@ from typer.models import CommandInfo, TyperInfo
 from . import complete
 from .context import AppContext, app_context, describe_failure
 from .errors import (
+    INTERRUPTED,
+    OK,
+    USAGE,
     Failures,
-    JqFailed,
-    NotConfirmed,
-    NotSet,
     OutputFailed,
-    RecordsFailed,
     StdoutClosed,
-    UsageProblem,
+    exit_code,
 )
 from .output import ErrorInfo
 from .settings import Flags
-
-# Exit codes (DESIGN section 3).
-OK, FAILED, USAGE, NOT_FOUND, AUTHENTICATION, UNREACHABLE, INTERRUPTED = 0, 1, 2, 3, 4, 5, 130
 
 
 class LazyCommands(MutableMapping[str, Command]):
@@ -214,35 +210,6 @@ def root(
     if debug:
         run.start_debug_log()
     ctx.call_on_close(run.close)
-
-
-def exit_code(exc: BaseException) -> int:
-    """The exit code of an exception (DESIGN section 3)."""
-    from click.exceptions import ClickException
-
-    if isinstance(exc, RecordsFailed):
-        return FAILED
-    if isinstance(exc, Failures):
-        return exit_code(exc.first)
-    if isinstance(exc, UsageProblem | ClickException):
-        return USAGE
-    if isinstance(exc, NotConfirmed | NotSet | JqFailed):
-        return FAILED
-    if isinstance(exc, KeyboardInterrupt | typer.Abort):
-        return INTERRUPTED
-    errors = sys.modules.get("convrisk.api_client.errors")
-    if errors is not None:
-        if isinstance(exc, errors.NotFoundError):
-            return NOT_FOUND
-        if isinstance(exc, errors.AuthenticationError):
-            return AUTHENTICATION
-        if isinstance(exc, errors.APIConnectionError):
-            return UNREACHABLE
-        if isinstance(exc, errors.InvalidRequestError) and not exc.answered:
-            # Caught by a check before any request (either backend): the input is wrong, and
-            # the same input fails the same way locally and remotely. A 400 answer stays 1.
-            return USAGE
-    return FAILED
 
 
 def _click_error(exc: BaseException) -> ErrorInfo:

@@ -16,6 +16,8 @@ from typing import Any
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from .context import AppContext
+
 GLOBAL_OPTIONS = ("profile", "base_url", "db", "debug")
 _copies: dict[int, list[Any]] = {}
 
@@ -24,8 +26,6 @@ def _set_flag(ctx: Any, param: Any, value: Any) -> Any:
     """The callback of a copy: the value given after the command, set as the root's would be."""
     if value is None or value is False:
         return value
-    from .context import AppContext
-
     run = ctx.ensure_object(AppContext)
     run.flags = dataclasses.replace(run.flags, **{param.name: value})
     if param.name == "debug":

@@ -2,10 +2,10 @@
 local database. Each answers from what is at hand, quickly, and never fails (no candidates)."""
 
 import dataclasses
-from typing import Any
 
 import typer
 
+from .context import AppContext
 from .settings import KEYS, OUTPUT_FORMATS, Flags, config_path, read_config, resolve
 
 
@@ -71,7 +71,5 @@ def _local_ids(ctx: typer.Context, resource: str, incomplete: str) -> list[str]:
     return ids_starting_with(settings.db, resource, incomplete)
 
 
-def _run(ctx: typer.Context) -> Any:
-    from .context import AppContext
-
+def _run(ctx: typer.Context) -> AppContext:
     return ctx.ensure_object(AppContext)

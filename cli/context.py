@@ -5,15 +5,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 import typer
 
-from .errors import Failures, NotConfirmed, UsageProblem
-from .options import IdList
-from .output import DELETIONS, ErrorInfo, Kind, Printer, plan_kind, planned
+from .errors import UsageProblem, stops_the_loop
+from .output import ErrorInfo, Printer
 from .settings import (
     OUTPUT_FORMATS,
     ConfigFile,
@@ -29,11 +28,8 @@ if TYPE_CHECKING:
     import logging
 
     from convrisk.api_client import Client
-    from convrisk.api_client.client import ResourceClient
 
     from .shape import FieldChoice
-
-F = TypeVar("F")
 
 
 class AppContext:
@@ -242,17 +238,6 @@ def app_context(ctx: typer.Context) -> AppContext:
     return ctx.ensure_object(AppContext)
 
 
-# Errors that would fail the same way for every remaining id, so the loop stops.
-def stops_the_loop(exc: BaseException) -> bool:
-    """Whether an error would fail every remaining operation alike (unreachable, token)."""
-    errors = sys.modules.get(
-        "convrisk.api_client.errors"
-    )  # not loaded: exc cannot be one of its errors
-    return errors is not None and isinstance(
-        exc, errors.APIConnectionError | errors.AuthenticationError
-    )
-
-
 def _token_origin(run: AppContext) -> str:
     """Where the token in use came from, as a phrase (never the token itself)."""
     try:
@@ -284,151 +269,3 @@ def describe_failure(
     if errors is not None and isinstance(exc, errors.AuthenticationError):
         info.message = f"{_token_origin(run)}: {info.message}"
     return info
-
-
-def print_list(
-    run: AppContext,
-    kind: Kind,
-    resource: Callable[[Client], ResourceClient[Any, Any, Any, F]],
-    filters: F,
-    *,
-    limit: int | None,
-    starting_after: str | None,
-    ending_before: str | None = None,
-    output: str | None,
-    hint_more: bool,
-) -> None:
-    """Print a list page by page; compact JSON comes as JSON text (the local export path).
-
-    `ending_before` walks towards the newest (oldest first), as records: the export path only
-    walks forwards.
-    """
-    from .options import cursor_option
-
-    printer = run.printer(output)
-    target = resource(run.client())
-    going_on = cursor_option(ending_before)
-    if printer.takes_json_text() and ending_before is None:
-        texts = target.iter_json_pages(filters, limit=limit, starting_after=starting_after)
-        printer.json_pages(kind, texts, hint_more=hint_more, cursor_option=going_on)
-    else:
-        pages = target.iter_pages(
-            filters, limit=limit, starting_after=starting_after, ending_before=ending_before
-        )
-        printer.pages(kind, pages, hint_more=hint_more, cursor_option=going_on)
-
-
-def for_each_id(
-    run: AppContext,
-    kind: Kind,
-    ids: IdList,
-    action: Callable[[str], Mapping[str, Any]],
-    *,
-    output: str | None,
-) -> None:
-    """Run `action` per id and print each result; go on past a failure, reporting each.
-
-    Every failure is printed with its id as it happens; at the end one Failures exception
-    carries the first, so that main() exits with its code. An empty list is a success.
-    A refused token or an unreachable service stops the loop at once, blaming no id.
-    """
-    from convrisk.api_client.errors import ConvriskError
-
-    printer = run.printer(output)
-    first: BaseException | None = None
-    failed = 0
-    with printer.records(kind, many=ids.many) as sink:
-        for id in ids:
-            try:
-                row = action(id)
-            except ConvriskError as exc:
-                printer.error(describe_failure(run, exc, remote=printer.remote, id=id))
-                first = first or exc
-                failed += 1
-                if stops_the_loop(exc):
-                    break
-                continue
-            sink.write([row])
-        sink.failed = failed
-    if first is not None:
-        raise Failures(first, failed)
-
-
-Resource = Callable[["Client"], "ResourceClient[Any, Any, Any, Any]"]
-
-
-def plan_create(
-    run: AppContext, kind: Kind, body: Mapping[str, Any], resource: Resource, output: str | None
-) -> None:
-    """--dry-run of a create: the body checked by the interface's rules, printed, not sent."""
-    checked = resource(run.client()).check_create(body)
-    sent = {key: value for key, value in checked.items() if value is not None}
-    run.printer(output).one(plan_kind(kind), planned("create", None, sent))
-
-
-def plan_each_id(
-    run: AppContext,
-    kind: Kind,
-    ids: IdList,
-    operation: str,
-    body: Mapping[str, Any],
-    resource: Resource,
-    output: str | None,
-) -> None:
-    """--dry-run of an update or delete: each id retrieved (read-only), the operation printed.
-
-    A missing id is reported like any failure of several ids (exit 3); nothing is written.
-    """
-    target = resource(run.client())
-    checked = target.check_update(body) if operation == "update" else body
-
-    def check(id: str) -> dict[str, Any]:
-        target.retrieve(id)
-        return planned(operation, id, checked)
-
-    for_each_id(run, plan_kind(kind), ids, check, output=output)
-
-
-def delete_each(
-    run: AppContext,
-    kind: Kind,
-    ids: IdList,
-    yes: bool,
-    output: str | None,
-    resource: Resource,
-    *,
-    dry_run: bool = False,
-) -> None:
-    """Delete each id after a confirmation on a terminal (or --yes); refuse without either.
-
-    Prints `{"id": ..., "deleted": true}` per id whatever the service answered. A dry run asks
-    nothing: it checks that each id exists and prints the deletions it would make.
-    """
-    if dry_run:
-        plan_each_id(run, kind, ids, "delete", {}, resource, output)
-        return
-    printer = run.printer(output)
-    if not yes:
-        # Ids from stdin leave stdin busy: the question goes to the controlling terminal.
-        stdin_free = not ids.from_stdin
-        if not printer.can_ask(stdin_free=stdin_free):
-            raise UsageProblem(
-                f"Refusing to delete {kind.plural} without confirmation: there is no terminal "
-                "to ask on. Pass --yes to delete.",
-                param="--yes",
-            )
-        given = ids.read_all()  # ids from stdin are read first, to be shown in the question
-        if given:
-            shown = ", ".join(given[:5]) + (", ..." if len(given) > 5 else "")
-            noun = kind.noun if len(given) == 1 else f"{len(given)} {kind.plural}"
-            answer = printer.confirm(f"Delete {noun} ({shown}) for good?", stdin_free=stdin_free)
-            if not answer:
-                raise NotConfirmed("Nothing was deleted.")
-    target = resource(run.client())
-
-    def delete(id: str) -> dict[str, Any]:
-        """Delete one id; the answer shown is ours, whatever the service sent back."""
-        target.delete(id)
-        return {"id": id, "deleted": True}
-
-    for_each_id(run, DELETIONS, ids, delete, output=output)

@@ -5,7 +5,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from . import options as opt
-from .context import app_context, delete_each, for_each_id, plan_create, plan_each_id, print_list
+from .context import app_context
+from .loops import delete_each, for_each_id, plan_create, plan_each_id, print_list
 from .output import CONVERSATIONS
 
 if TYPE_CHECKING:

@@ -1,6 +1,14 @@
-"""Errors the command line raises itself; `cli.app.main` turns each into an exit code."""
+"""What an error means: the command line's own errors, and the exit code of any error."""
 
 from __future__ import annotations
+
+import sys
+from types import ModuleType
+
+from click.exceptions import Abort, ClickException
+
+# Exit codes (DESIGN section 3).
+OK, FAILED, USAGE, NOT_FOUND, AUTHENTICATION, UNREACHABLE, INTERRUPTED = 0, 1, 2, 3, 4, 5, 130
 
 
 class CliError(Exception):
@@ -58,3 +66,44 @@ class RecordsFailed(Failures):
     def __init__(self, message: str) -> None:
         super().__init__(Exception(message), 0)
         self.message = message
+
+
+def exit_code(exc: BaseException) -> int:
+    """The exit code of an exception (DESIGN section 3)."""
+    if isinstance(exc, RecordsFailed):
+        return FAILED
+    if isinstance(exc, Failures):
+        return exit_code(exc.first)
+    if isinstance(exc, UsageProblem | ClickException):
+        return USAGE
+    if isinstance(exc, NotConfirmed | NotSet | JqFailed):
+        return FAILED
+    if isinstance(exc, KeyboardInterrupt | Abort):
+        return INTERRUPTED
+    errors = _api_errors()
+    if errors is not None:
+        if isinstance(exc, errors.NotFoundError):
+            return NOT_FOUND
+        if isinstance(exc, errors.AuthenticationError):
+            return AUTHENTICATION
+        if isinstance(exc, errors.APIConnectionError):
+            return UNREACHABLE
+        if isinstance(exc, errors.InvalidRequestError) and not exc.answered:
+            # Caught by a check before any request (either backend): the input is wrong, and
+            # the same input fails the same way locally and remotely. A 400 answer stays 1.
+            return USAGE
+    return FAILED
+
+
+def stops_the_loop(exc: BaseException) -> bool:
+    """Whether an error would fail every remaining operation alike (unreachable, token)."""
+    errors = _api_errors()
+    return errors is not None and isinstance(
+        exc, errors.APIConnectionError | errors.AuthenticationError
+    )
+
+
+def _api_errors() -> ModuleType | None:
+    """The client's error module if it is loaded; if not, no exception can be one of its own
+    (and loading it would cost start-up for nothing)."""
+    return sys.modules.get("convrisk.api_client.errors")

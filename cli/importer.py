@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Literal
 
-from .context import AppContext, describe_failure, stops_the_loop
-from .errors import Failures, RecordsFailed, UsageProblem
+from .context import AppContext, describe_failure
+from .errors import Failures, RecordsFailed, UsageProblem, stops_the_loop
 from .output import CONVERSATIONS, RISK_PROFILES, Kind, Printer, plan_kind, planned
 from .records import CellType, Record, Source, read
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 import typer
 
 from . import complete
+from .context import AppContext
 from .errors import UsageProblem
 from .output import CONVERSATIONS, DELETIONS, RISK_PROFILES, Kind
 from .settings import OUTPUT_FORMATS
@@ -35,8 +36,6 @@ def _remember_output(ctx: typer.Context, value: str | None) -> str | None:
         return None
     if value not in OUTPUT_FORMATS:
         raise typer.BadParameter(f"{value!r} is not one of {', '.join(OUTPUT_FORMATS)}.")
-    from .context import AppContext
-
     ctx.ensure_object(AppContext).output_flag = value
     return value
 
@@ -63,7 +62,6 @@ def _fields_option(kind: Kind) -> Any:
     def remember(ctx: typer.Context, value: str | None) -> str | None:
         """Keep --fields for the printer, which checks it before any request."""
         if value is not None:
-            from .context import AppContext
             from .shape import FieldChoice
 
             ctx.ensure_object(AppContext).fields = FieldChoice(value, known, kind.noun)
@@ -81,8 +79,6 @@ def _fields_option(kind: Kind) -> Any:
 def _remember_jq(ctx: typer.Context, value: str | None) -> str | None:
     """Keep --jq for the printer, which compiles it before any request."""
     if value is not None:
-        from .context import AppContext
-
         ctx.ensure_object(AppContext).jq = value
     return value
 

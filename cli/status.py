@@ -8,6 +8,7 @@ import typer
 
 from . import options as opt
 from .context import app_context, describe_failure
+from .errors import exit_code
 from .output import STATUS
 
 
@@ -24,8 +25,6 @@ def status(ctx: typer.Context, output: opt.Output = None) -> int:
       convrisk --profile staging status -o json
     """
     from convrisk.api_client.errors import ConvriskError
-
-    from .app import exit_code
 
     run = app_context(ctx)
     settings = run.settings()

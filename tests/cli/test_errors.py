@@ -131,7 +131,7 @@ def test_exit_codes_tell_a_check_before_sending_from_an_answer() -> None:
         ServiceError,
         error_from_response,
     )
-    from convrisk.cli.app import exit_code
+    from convrisk.cli.errors import exit_code
 
     assert exit_code(InvalidRequestError("limit must be an integer.", param="limit")) == 2
     assert exit_code(error_from_response(400, {"error": {"message": "no"}})) == 1
