@@ -4,7 +4,7 @@ from typing import Annotated, Any, cast
 
 import typer
 
-from . import complete
+from . import complete, values
 from . import options as opt
 from .context import app_context
 from .errors import UsageProblem
@@ -85,13 +85,13 @@ def api(
     if data is not None:
         if verb in _NO_BODY:
             raise UsageProblem(f"-d sends a body, which {verb} does not take.", param="-d")
-        text, source = opt.read_json_argument(data, "-d")
+        text, source = values.read_json_argument(data, "-d")
         try:
             # Bytes that are not UTF-8 (stdin, or argv) arrive as lone surrogates.
             body = text.encode("utf-8")
         except UnicodeEncodeError:
             raise UsageProblem(f"-d: {source} is not UTF-8 text.", param="-d") from None
-        opt.check_json(text, "-d", source)
+        values.check_json(text, "-d", source)
     if paginate:
         check_paginate(verb, target)
     client = run.client()

@@ -11,7 +11,6 @@ from . import complete
 from . import options as opt
 from .context import AppContext, app_context
 from .errors import NotSet, UsageProblem
-from .options import read_secret
 from .output import PROFILES, Printer
 from .settings import (
     DEFAULT_PROFILE,
@@ -27,6 +26,7 @@ from .settings import (
     save_config,
     shown_url,
 )
+from .values import read_secret
 
 app = typer.Typer(
     help="""Settings in the config file, one table per profile.

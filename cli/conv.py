@@ -4,6 +4,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from . import bodies, values
 from . import options as opt
 from .context import app_context
 from .loops import delete_each, for_each_id, plan_create, plan_each_id, print_list
@@ -57,9 +58,9 @@ def list_(
       convrisk conv list --ending-before conv_01HV... --limit 20
     """
     run = app_context(ctx)
-    total = opt.total_wanted(limit, all_items)
-    after, before = opt.cursors(starting_after, ending_before)
-    group = opt.nonempty(group_id, "--group-id")
+    total = values.total_wanted(limit, all_items)
+    after, before = values.cursors(starting_after, ending_before)
+    group = values.nonempty(group_id, "--group-id")
     filters: ConversationFilters = {
         "muted": muted,
         "archived": archived,
@@ -100,7 +101,7 @@ def create(
       convrisk conv create --contact-id c_1 --dry-run -o json
     """
     run = app_context(ctx)
-    params = opt.conversation_party(contact_id, group_id)
+    params = bodies.conversation_party(contact_id, group_id)
     if dry_run:
         return plan_create(run, CONVERSATIONS, params, lambda c: c.conversations, output)
     printer = run.printer(output)
@@ -123,7 +124,7 @@ def get(
       convrisk conv list --muted -o id | convrisk conv get - -o jsonl
     """
     run = app_context(ctx)
-    id_list = opt.id_list(ids)
+    id_list = values.id_list(ids)
     client = run.client()
     for_each_id(
         run,
@@ -177,8 +178,8 @@ def update(
       convrisk conv list --muted --all -o id | convrisk conv update - --unmute --dry-run
     """
     run = app_context(ctx)
-    id_list = opt.id_list(ids)
-    changes = opt.conversation_changes(
+    id_list = values.id_list(ids)
+    changes = bodies.conversation_changes(
         pin, mute, archive, archived_at, pinned_message_id, clear_pinned_message
     )
     if dry_run:
@@ -215,7 +216,7 @@ def delete(
       convrisk conv list --muted --all -o id | convrisk conv delete - --dry-run
     """
     run = app_context(ctx)
-    id_list = opt.id_list(ids)
+    id_list = values.id_list(ids)
     resource = lambda c: c.conversations  # noqa: E731
     delete_each(run, CONVERSATIONS, id_list, yes, output, resource, dry_run=dry_run)
 

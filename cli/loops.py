@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .context import AppContext, describe_failure
 from .errors import Failures, NotConfirmed, UsageProblem, stops_the_loop
-from .options import IdList, cursor_option
 from .output import DELETIONS, Kind, plan_kind, planned
+from .values import IdList, cursor_option
 
 if TYPE_CHECKING:
     from convrisk.api_client import Client

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from .errors import UsageProblem
-from .options import parse_json_object, parse_number, parse_time
+from .times import parse_time
+from .values import parse_json_object, parse_number
 
 # The service takes request bodies of up to 1 MiB: a longer record could not be sent anyway.
 MAX_RECORD_BYTES = 1024 * 1024

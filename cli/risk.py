@@ -4,6 +4,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from . import bodies, values
 from . import options as opt
 from .context import app_context
 from .loops import delete_each, for_each_id, plan_create, plan_each_id, print_list
@@ -56,11 +57,11 @@ def list_(
       convrisk risk list --customer-id cus_1 --ending-before rp_01HV... --all
     """
     run = app_context(ctx)
-    total = opt.total_wanted(limit, all_items)
-    after, before = opt.cursors(starting_after, ending_before)
+    total = values.total_wanted(limit, all_items)
+    after, before = values.cursors(starting_after, ending_before)
     filters: RiskProfileFilters = {
-        "customer_id": opt.nonempty(customer_id, "--customer-id"),
-        "profile_type": opt.nonempty(profile_type, "--profile-type"),
+        "customer_id": values.nonempty(customer_id, "--customer-id"),
+        "profile_type": values.nonempty(profile_type, "--profile-type"),
     }
     print_list(
         run,
@@ -110,7 +111,7 @@ def create(
       convrisk risk create --customer-id cus_1 --profile-type moderate --score 72 --dry-run
     """
     run = app_context(ctx)
-    params = opt.risk_profile_fields(customer_id, profile_type, score, details)
+    params = bodies.risk_profile_fields(customer_id, profile_type, score, details)
     if dry_run:
         return plan_create(run, RISK_PROFILES, params, lambda c: c.risk_profiles, output)
     printer = run.printer(output)
@@ -133,7 +134,7 @@ def get(
       convrisk risk list --customer-id cus_1 -o id | convrisk risk get - -o jsonl
     """
     run = app_context(ctx)
-    id_list = opt.id_list(ids)
+    id_list = values.id_list(ids)
     client = run.client()
     for_each_id(
         run,
@@ -165,9 +166,9 @@ def update(
       convrisk risk list --customer-id cus_1 -o id | convrisk risk update - --score 0 --dry-run
     """
     run = app_context(ctx)
-    id_list = opt.id_list(ids)
-    opt.check_one_stdin(id_list, details)
-    changes = opt.risk_profile_changes(profile_type, score, details)
+    id_list = values.id_list(ids)
+    values.check_one_stdin(id_list, details)
+    changes = bodies.risk_profile_changes(profile_type, score, details)
     if dry_run:
         resource = lambda c: c.risk_profiles  # noqa: E731
         return plan_each_id(run, RISK_PROFILES, id_list, "update", changes, resource, output)
@@ -200,7 +201,7 @@ def delete(
       convrisk risk delete rp_01HV... rp_01HW... --dry-run -o json
     """
     run = app_context(ctx)
-    id_list = opt.id_list(ids)
+    id_list = values.id_list(ids)
     resource = lambda c: c.risk_profiles  # noqa: E731
     delete_each(run, RISK_PROFILES, id_list, yes, output, resource, dry_run=dry_run)
 

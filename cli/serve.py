@@ -12,7 +12,7 @@ import typer
 
 from .context import app_context, database_path
 from .errors import UsageProblem
-from .options import whole_number
+from .values import whole_number
 
 if TYPE_CHECKING:
     from convrisk.local_backend.server import Chaos

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from convrisk.cli.errors import UsageProblem
-from convrisk.cli.options import parse_time
+from convrisk.cli.times import parse_time
 from tests.cli.conftest import Invoke
 
 NOON = 1714564800  # 2024-05-01T12:00:00Z
@@ -95,6 +95,7 @@ def test_a_number_of_a_basic_form_length_that_is_no_date_is_refused_too(text: st
         "2024-05-01Z",
         "2024-05-01T12:00:00+2",
         "2024-05-01x12:00",
+        "2024-W18-3",  # a week date: TIME takes calendar dates only
         "2024-02-30",
         "2024-05-01T24:00:00Z",
         "2024-05-01T12:00:00+24:00",
