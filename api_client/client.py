@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar
 
+from .defaults import DEFAULT_PAGE_SIZE
 from .errors import ConvriskError, InvalidRequestError, ServiceError
 from .params import (
     DEFAULT_LIMIT,
@@ -33,7 +34,6 @@ C = TypeVar("C")
 U = TypeVar("U")
 F = TypeVar("F")
 
-DEFAULT_PAGE_SIZE = MAX_LIMIT
 # Cursors remembered exactly to catch a service that pages in a circle; past this many pages
 # (a million items at the default page size) the guard keeps memory flat (see CursorGuard).
 MAX_REMEMBERED_CURSORS = 10_000

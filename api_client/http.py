@@ -25,6 +25,7 @@ import httpcore
 import httpx
 
 from . import __version__
+from .defaults import DEFAULT_MAX_RESPONSE_MB, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from .errors import (
     APIConnectionError,
     APIError,
@@ -88,9 +89,7 @@ MIB = 1024 * 1024
 # connection: enough to hide the round trip on loopback and a LAN, few enough not to look like
 # a flood to a rate limiter (a 429 is retried as usual).
 CREATE_MANY_CONCURRENCY = 8
-# The most a response may weigh once decoded: a page of 100 risk profiles with up to 1 MiB of
-# details each is about 100 MiB, so this fits the largest legitimate page with room.
-DEFAULT_MAX_RESPONSE_BYTES = 256 * MIB
+DEFAULT_MAX_RESPONSE_BYTES = DEFAULT_MAX_RESPONSE_MB * MIB
 # Where a user raises the limit (cli/settings.py); named in the error.
 _SIZE_SETTING = "max_response_mb (CONVRISK_MAX_RESPONSE_MB)"
 
@@ -1140,8 +1139,8 @@ class HTTPBackend:
         base_url: str,
         token: str | None,
         *,
-        timeout: float = 30.0,
-        max_retries: int = 2,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,

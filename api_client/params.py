@@ -10,10 +10,10 @@ import math
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
+from .defaults import DEFAULT_LIMIT as DEFAULT_LIMIT
+from .defaults import MAX_LIMIT as MAX_LIMIT
 from .errors import InvalidRequestError
 
-MAX_LIMIT = 100
-DEFAULT_LIMIT = 10
 # Deepest `details` accepted, counting every object and array (the top object is level 1).
 # A bound keeps every record printable (Python's JSON encoder recurses; its indented form runs
 # out of stack long before 1000 levels), and no real profile comes near 64.

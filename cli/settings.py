@@ -9,6 +9,7 @@ written through to its target, so the link stays a link.
 from __future__ import annotations
 
 import datetime
+import functools
 import os
 import re
 import stat
@@ -30,17 +31,10 @@ KEYS: Final = (
     "max_response_mb",
 )
 OUTPUT_FORMATS: Final = ("table", "json", "jsonl", "csv", "id")
-DEFAULTS: Final[dict[str, Any]] = {
-    "output": "table",
-    "timeout": 30,
-    "max_retries": 2,
-    "page_size": 100,
-    "max_response_mb": 256,
-}
 DEFAULT_PROFILE: Final = "default"
 # The one top-level key of the config file: the profile used when none is chosen.
 DEFAULT_PROFILE_KEY: Final = "default_profile"
-MAX_PAGE_SIZE: Final = 100
+# The most retries a setting may ask for (the client itself takes any number).
 MAX_RETRIES: Final = 10
 # A config file is a few lines; more than this is the wrong file (and is not read whole).
 MAX_CONFIG_BYTES: Final = 1024 * 1024
@@ -61,13 +55,36 @@ class Bounds:
         return f"{self.what} from {self.low:g} to {self.high:g}"
 
 
-# Checked wherever a value comes from: flag, environment, config file or `config set`.
-RANGES: Final[dict[str, Bounds]] = {
-    "timeout": Bounds(0.1, 3600, whole=False, what="a number of seconds"),
-    "max_retries": Bounds(0, MAX_RETRIES, whole=True, what="a whole number"),
-    "page_size": Bounds(1, MAX_PAGE_SIZE, whole=True, what="a whole number"),
-    "max_response_mb": Bounds(1, 4096, whole=True, what="a whole number of MiB"),
-}
+@functools.cache
+def defaults() -> dict[str, Any]:
+    """The default of each key that has one: the client's own, and the output format.
+
+    Read from api_client.defaults on first use: `--help` and `config path` need none.
+    """
+    from convrisk.api_client import defaults as client
+
+    return {
+        "output": "table",
+        "timeout": client.DEFAULT_TIMEOUT,
+        "max_retries": client.DEFAULT_MAX_RETRIES,
+        "page_size": client.DEFAULT_PAGE_SIZE,
+        "max_response_mb": client.DEFAULT_MAX_RESPONSE_MB,
+    }
+
+
+@functools.cache
+def ranges() -> dict[str, Bounds]:
+    """The range of each numeric key, checked wherever a value comes from: flag, environment,
+    config file or `config set`."""
+    from convrisk.api_client.defaults import MAX_LIMIT
+
+    return {
+        "timeout": Bounds(0.1, 3600, whole=False, what="a number of seconds"),
+        "max_retries": Bounds(0, MAX_RETRIES, whole=True, what="a whole number"),
+        "page_size": Bounds(1, MAX_LIMIT, whole=True, what="a whole number"),
+        "max_response_mb": Bounds(1, 4096, whole=True, what="a whole number of MiB"),
+    }
+
 
 Config = dict[str, dict[str, Any]]
 
@@ -132,7 +149,7 @@ def parse_value(key: str, value: object, where: str) -> Any:
         if not isinstance(value, str) or not value.strip():
             raise UsageProblem(f"{where}{key} must be a non-empty string.", param=key)
         return _STRING_CHECKS[key](value.strip(), where)
-    bounds = RANGES[key]
+    bounds = ranges()[key]
     expected = f"{where}{key} must be {bounds.describe()}"
     number = _number(value)
     if isinstance(number, str):
@@ -461,7 +478,7 @@ def resolve(flags: Flags, env: Mapping[str, str], config: ConfigFile | None = No
         elif key in table:
             raw[key] = (table[key], f"{path} [{profile}]")
             sources[key], layers[key] = f"profile {profile}", 2
-        elif key in DEFAULTS:
+        elif key in defaults():
             sources[key], layers[key] = "default", 3
     values: dict[str, Any] = {}
     for key in KEYS:
@@ -470,8 +487,8 @@ def resolve(flags: Flags, env: Mapping[str, str], config: ConfigFile | None = No
                 continue  # --db or CONVRISK_DB chose the local database: base_url is not used
             value, where = raw[key]
             values[key] = parse_value(key, value, where)
-        elif key in DEFAULTS:
-            values[key] = DEFAULTS[key]
+        elif key in defaults():
+            values[key] = defaults()[key]
     base_url = values.get("base_url")
     db = Path(values["db"]).expanduser() if "db" in values else default_db_path(env)
     if "db" not in values:

@@ -14,8 +14,6 @@ from typing import Any, BinaryIO
 
 from .errors import UsageProblem
 
-DEFAULT_LIMIT = 10
-
 
 def total_wanted(limit: str | None, all_items: bool) -> int | None:
     """The total number of items to fetch: --limit N (default 10), or None for --all."""
@@ -24,6 +22,8 @@ def total_wanted(limit: str | None, all_items: bool) -> int | None:
     if all_items:
         return None
     if limit is None:
+        from convrisk.api_client.defaults import DEFAULT_LIMIT  # not at import: `config` needs none
+
         return DEFAULT_LIMIT
     number = whole_number(limit, "--limit")
     if number < 1:

@@ -1,0 +1,16 @@
+"""The client's defaults and the interface's page bounds, in one place (cli settings read them).
+
+No imports: the command line reads these without loading the client.
+"""
+
+# `limit` of one list request: 1 to MAX_LIMIT, DEFAULT_LIMIT when not given (DESIGN 1).
+MAX_LIMIT = 100
+DEFAULT_LIMIT = 10
+# Items asked for per request when the Client walks pages: the largest page the service gives.
+DEFAULT_PAGE_SIZE = MAX_LIMIT
+# Seconds one attempt may take, from connect to last byte, and retries after it (DESIGN 1.2).
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_RETRIES = 2
+# The most one answer may weigh once decoded: a page of 100 risk profiles with up to 1 MiB of
+# details each is about 100 MiB, so this fits the largest legitimate page with room.
+DEFAULT_MAX_RESPONSE_MB = 256
