@@ -25,7 +25,7 @@ from typing import Any, BinaryIO, Literal
 
 from .errors import UsageProblem
 from .times import parse_time
-from .values import parse_json_object, parse_number
+from .values import JSON_KINDS, parse_json_object, parse_number
 
 # The service takes request bodies of up to 1 MiB: a longer record could not be sent anyway.
 MAX_RECORD_BYTES = 1024 * 1024
@@ -42,7 +42,6 @@ _EXTENSIONS: dict[str, Format] = {
     ".csv": "csv",
 }
 _BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
-_JSON_KINDS = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
 _ARRAY_HINT = " (a JSON array? Give one object per line: jq -c '.[]' FILE)"
 _SHOWN_NAME = 40
 
@@ -222,7 +221,7 @@ def _jsonl(source: Source, lines: Iterator[tuple[int, bytes]]) -> Iterator[Recor
             yield Record(number, None, problem)
             continue
         if not isinstance(value, dict):
-            kind = _JSON_KINDS.get(type(value), "a number")
+            kind = JSON_KINDS.get(type(value), "a number")
             hint = _ARRAY_HINT if isinstance(value, list) else ""
             problem = UsageProblem(f"line {number} is {kind}, not a JSON object{hint}.")
             yield Record(number, None, problem)

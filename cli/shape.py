@@ -141,11 +141,6 @@ class Shape:
     fields: tuple[str, ...] | None = None
     jq: JqProgram | None = None
 
-    @property
-    def active(self) -> bool:
-        """Whether the output is shaped at all (then records go through the dict path)."""
-        return self.fields is not None or self.jq is not None
-
 
 def make_shape(
     fields: FieldChoice | None, jq_text: str | None, *, output_flag: str | None, fmt: str

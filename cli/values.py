@@ -105,8 +105,9 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-_JSON_KINDS: dict[type, str] = {list: "an array", str: "a string", bool: "a boolean"}
-_JSON_KINDS[type(None)] = "null"
+# What a JSON value is, for messages ("not an array"); any other is a number.
+JSON_KINDS: dict[type, str] = {list: "an array", str: "a string", bool: "a boolean"}
+JSON_KINDS[type(None)] = "null"
 
 
 def parse_details(spec: str) -> dict[str, Any]:
@@ -173,7 +174,7 @@ def parse_json_object(text: str, name: str, source: str = "the value") -> dict[s
     except (ValueError, RecursionError) as exc:
         raise UsageProblem(f"{name}: {source} is not valid JSON: {exc}.", param=name) from None
     if not isinstance(value, dict):
-        kind = _JSON_KINDS.get(type(value), "a number")
+        kind = JSON_KINDS.get(type(value), "a number")
         raise UsageProblem(f'{name} must be a JSON object like {{"k": 1}}, not {kind}.', param=name)
     return value
 
