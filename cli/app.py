@@ -15,7 +15,7 @@ from typer.core import TyperGroup
 from typer.models import CommandInfo, TyperInfo
 
 from . import complete
-from .context import AppContext, app_context, describe_failure
+from .context import AppContext, app_context
 from .errors import (
     INTERRUPTED,
     OK,
@@ -23,9 +23,9 @@ from .errors import (
     Failures,
     OutputFailed,
     StdoutClosed,
+    describe,
     exit_code,
 )
-from .output import ErrorInfo
 from .settings import Flags
 
 
@@ -212,20 +212,6 @@ def root(
     ctx.call_on_close(run.close)
 
 
-def _click_error(exc: BaseException) -> ErrorInfo:
-    from click.exceptions import BadParameter, ClickException, MissingParameter, UsageError
-
-    assert isinstance(exc, ClickException)
-    param: str | None = None
-    if isinstance(exc, BadParameter | MissingParameter) and exc.param is not None:
-        opts = [o for o in exc.param.opts if o.startswith("--")] or exc.param.opts
-        param = opts[0] if opts else exc.param.name
-    message = exc.format_message()
-    if isinstance(exc, UsageError) and exc.ctx is not None:
-        message = f"{message.rstrip('.')} (see '{exc.ctx.command_path} --help')."
-    return ErrorInfo("usage_error", message, param=param)
-
-
 @functools.cache
 def command() -> TyperGroup:
     """The click command tree of the app, built once per process (tests run main() often)."""
@@ -240,7 +226,7 @@ def main(args: Sequence[str] | None = None) -> int:
     The one error boundary: every exception ends here as a message on stderr and an exit code.
     `--debug` adds the traceback; `CONVRISK_RAISE_ERRORS=1` lets the exception through.
     """
-    from click.exceptions import ClickException, NoArgsIsHelpError
+    from click.exceptions import NoArgsIsHelpError
 
     # pydantic scans every installed distribution's entry points for plugins when it builds the
     # first model (~5 ms, more in a crowded environment); convrisk uses none. A value the user
@@ -273,13 +259,11 @@ def main(args: Sequence[str] | None = None) -> int:
             printer.notice("".join(traceback.format_exception(shown)).rstrip())
         if isinstance(exc, KeyboardInterrupt | typer.Abort):
             printer.notice("Interrupted.")
-        elif isinstance(exc, ClickException):
-            printer.error(_click_error(exc))
         elif not isinstance(exc, Failures):
-            info = describe_failure(run, exc, remote=printer.remote)
-            if info.type == "internal_error" and not run.flags.debug:
-                info.message += " (run with --debug for the traceback)"
-            printer.error(info)
+            hint = not run.flags.debug
+            printer.error(
+                describe(exc, remote=printer.remote, settings=run.settings, debug_hint=hint)
+            )
         if isinstance(exc, OutputFailed):
             _silence_stdout()  # what is left in its buffer cannot be written at exit either
         return exit_code(exc)

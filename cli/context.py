@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from .errors import UsageProblem, stops_the_loop
-from .output import ErrorInfo, Printer
+from .errors import UsageProblem
+from .output import Printer
 from .settings import (
     OUTPUT_FORMATS,
     ConfigFile,
@@ -236,36 +236,3 @@ def database_path(settings: Settings) -> Path:
 def app_context(ctx: typer.Context) -> AppContext:
     """The AppContext of this run (made here when a test invokes the app without main())."""
     return ctx.ensure_object(AppContext)
-
-
-def _token_origin(run: AppContext) -> str:
-    """Where the token in use came from, as a phrase (never the token itself)."""
-    try:
-        settings = run.settings()
-    except UsageProblem:
-        return "The service refused the token"
-    source = settings.sources.get("token")
-    if not settings.token or source is None:
-        return "The service wants a token and none is set"
-    if source.startswith("profile "):
-        return f"The service refused the token of {source} in {settings.config_path}"
-    return f"The service refused the token from {source}"
-
-
-def describe_failure(
-    run: AppContext, exc: BaseException, *, remote: bool, id: str | None = None
-) -> ErrorInfo:
-    """What the user is told about a failure, with the id it concerns.
-
-    A refused token or an unreachable service is not the id's fault: no id is named, and a
-    refused token says where it came from (environment or profile).
-    """
-    from .output import describe_error
-
-    if stops_the_loop(exc):
-        id = None
-    info = describe_error(exc, remote=remote, id=id)
-    errors = sys.modules.get("convrisk.api_client.errors")
-    if errors is not None and isinstance(exc, errors.AuthenticationError):
-        info.message = f"{_token_origin(run)}: {info.message}"
-    return info

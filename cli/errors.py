@@ -1,11 +1,18 @@
-"""What an error means: the command line's own errors, and the exit code of any error."""
+"""What an error means, in one place: the command line's own errors, and for any error the
+message the user reads (with the id it concerns, and where a refused token came from) and the
+exit code. cli/output.py only prints the ErrorInfo made here; cli/app.py only returns the code.
+"""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
+from typing import Any, Protocol
 
-from click.exceptions import Abort, ClickException
+from click.exceptions import Abort, BadParameter, ClickException, MissingParameter, UsageError
 
 # Exit codes (DESIGN section 3).
 OK, FAILED, USAGE, NOT_FOUND, AUTHENTICATION, UNREACHABLE, INTERRUPTED = 0, 1, 2, 3, 4, 5, 130
@@ -66,6 +73,137 @@ class RecordsFailed(Failures):
     def __init__(self, message: str) -> None:
         super().__init__(Exception(message), 0)
         self.message = message
+
+
+@dataclass
+class ErrorInfo:
+    """An error as the user sees it: one line, or one JSON object with the fields that apply."""
+
+    type: str
+    message: str
+    param: str | None = None
+    status: int | None = None
+    id: str | None = None
+    line_number: int | None = None  # the line of an import file the error is about
+
+    def line(self) -> str:
+        """`line <n>: <id>: <message> (HTTP <status>)`, each part only when it applies and adds
+        something."""
+        text = self.message
+        about_the_line = self.line_number is not None and text.startswith(
+            f"line {self.line_number}"
+        )
+        if self.id and self.id not in text and not about_the_line:
+            text = f"{self.id}: {text}"
+        if self.line_number is not None and not about_the_line:
+            text = f"line {self.line_number}: {text}"
+        if self.status is not None and f"HTTP {self.status}" not in text:
+            text = f"{text} (HTTP {self.status})"
+        return text
+
+    def fields(self) -> dict[str, Any]:
+        """type, message and the fields that apply (param, status, id, line)."""
+        return self.body()["error"]  # type: ignore[no-any-return]
+
+    def body(self) -> dict[str, Any]:
+        """`{"error": {...}}` with only the fields that apply."""
+        fields: dict[str, Any] = {"type": self.type, "message": self.message}
+        if self.line_number is not None:
+            fields["line"] = self.line_number
+        for key in ("param", "status", "id"):
+            value = getattr(self, key)
+            if value is not None:
+                fields[key] = value
+        return {"error": fields}
+
+
+class TokenFacts(Protocol):
+    """What the settings say of the token (cli.settings.Settings is one)."""
+
+    @property
+    def token(self) -> str | None: ...
+
+    @property
+    def sources(self) -> Mapping[str, str]: ...
+
+    @property
+    def config_path(self) -> Path: ...
+
+
+def describe(
+    exc: BaseException,
+    *,
+    remote: bool,
+    id: str | None = None,
+    settings: Callable[[], TokenFacts] | None = None,
+    debug_hint: bool = False,
+) -> ErrorInfo:
+    """What the user is told about an error, with the id it concerns.
+
+    A refused token or an unreachable service is not the id's fault: no id is named, and a
+    refused token says where it came from (`settings`: the run's, read only then). A status is
+    shown only for an answer of a remote service. `debug_hint` points an unexpected error to
+    --debug for its traceback.
+    """
+    if stops_the_loop(exc):
+        id = None
+    info = _describe(exc, remote=remote, id=id)
+    errors = _api_errors()
+    if errors is not None and isinstance(exc, errors.AuthenticationError):
+        info.message = f"{_token_origin(settings)}: {info.message}"
+    if debug_hint and info.type == "internal_error":
+        info.message += " (run with --debug for the traceback)"
+    return info
+
+
+def _describe(exc: BaseException, *, remote: bool, id: str | None) -> ErrorInfo:
+    if isinstance(exc, CliError):
+        return ErrorInfo(exc.error_type, exc.message, param=exc.param, id=id)
+    if isinstance(exc, ClickException):
+        return _click_error(exc)
+    errors = _api_errors()
+    if errors is not None:
+        if isinstance(exc, errors.APIError):
+            # Only an error built from a real answer has a status to show; one raised by a
+            # check before any request has none.
+            status = exc.status if remote and exc.answered else None
+            return ErrorInfo(exc.type, exc.message, param=exc.param, status=status, id=id)
+        if isinstance(exc, errors.APITimeoutError):
+            return ErrorInfo("timeout_error", exc.message, id=id)
+        if isinstance(exc, errors.APIConnectionError):
+            return ErrorInfo("connection_error", exc.message, id=id)
+        if isinstance(exc, errors.ConvriskError):
+            return ErrorInfo("api_error", exc.message, id=id)
+    message = str(exc) or type(exc).__name__
+    return ErrorInfo("internal_error", f"Unexpected {type(exc).__name__}: {message}", id=id)
+
+
+def _click_error(exc: ClickException) -> ErrorInfo:
+    """A usage error of click's (a bad or missing option), naming the option and the help."""
+    param: str | None = None
+    if isinstance(exc, BadParameter | MissingParameter) and exc.param is not None:
+        opts = [o for o in exc.param.opts if o.startswith("--")] or exc.param.opts
+        param = opts[0] if opts else exc.param.name
+    message = exc.format_message()
+    if isinstance(exc, UsageError) and exc.ctx is not None:
+        message = f"{message.rstrip('.')} (see '{exc.ctx.command_path} --help')."
+    return ErrorInfo("usage_error", message, param=param)
+
+
+def _token_origin(settings: Callable[[], TokenFacts] | None) -> str:
+    """Where the token in use came from, as a phrase (never the token itself)."""
+    try:
+        facts = settings() if settings is not None else None
+    except UsageProblem:
+        facts = None
+    if facts is None:
+        return "The service refused the token"
+    source = facts.sources.get("token")
+    if not facts.token or source is None:
+        return "The service wants a token and none is set"
+    if source.startswith("profile "):
+        return f"The service refused the token of {source} in {facts.config_path}"
+    return f"The service refused the token from {source}"
 
 
 def exit_code(exc: BaseException) -> int:

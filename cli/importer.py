@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Literal
 
-from .context import AppContext, describe_failure
-from .errors import Failures, RecordsFailed, UsageProblem, stops_the_loop
+from .context import AppContext
+from .errors import Failures, RecordsFailed, UsageProblem, describe, stops_the_loop
 from .output import CONVERSATIONS, RISK_PROFILES, Kind, Printer, plan_kind, planned
 from .records import CellType, Record, Source, read
 
@@ -220,7 +220,7 @@ class Importer:
 
     def error_fields(self, failure: Failure) -> dict[str, Any]:
         """The `error` of a failed record's result: type, message and what applies."""
-        info = describe_failure(self.run, failure.error, remote=self.printer.remote)
+        info = describe(failure.error, remote=self.printer.remote, settings=self.run.settings)
         return info.fields()
 
     def result(self, failure: Failure) -> dict[str, Any]:
@@ -340,7 +340,9 @@ class Importer:
                                 raise
                             op = Failure(op.line, exc, op.id)
                     if isinstance(op, Failure):
-                        info = describe_failure(self.run, op.error, remote=self.printer.remote)
+                        info = describe(
+                            op.error, remote=self.printer.remote, settings=self.run.settings
+                        )
                         info.id = op.id if isinstance(op.id, str) else None
                         info.line_number = op.line
                         self.printer.error(info)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .context import AppContext, describe_failure
-from .errors import Failures, NotConfirmed, UsageProblem, stops_the_loop
+from .context import AppContext
+from .errors import Failures, NotConfirmed, UsageProblem, describe, stops_the_loop
 from .output import DELETIONS, Kind, plan_kind, planned
 from .values import IdList, cursor_option
 
@@ -72,7 +72,7 @@ def for_each_id(
             try:
                 row = action(id)
             except ConvriskError as exc:
-                printer.error(describe_failure(run, exc, remote=printer.remote, id=id))
+                printer.error(describe(exc, remote=printer.remote, id=id, settings=run.settings))
                 first = first or exc
                 failed += 1
                 if stops_the_loop(exc):

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TextIO, TypeVar, cast
 
-from .errors import CliError, JqFailed, OutputFailed, StdoutClosed
+from .errors import ErrorInfo, JqFailed, OutputFailed, StdoutClosed
 
 if TYPE_CHECKING:
     import logging
@@ -435,69 +435,6 @@ def ask(prompt: str, reader: _Reader, writer: _Writer) -> str:
         writer.flush()
         raise KeyboardInterrupt
     return line
-
-
-@dataclass
-class ErrorInfo:
-    """An error as the user sees it: one line, or one JSON object with the fields that apply."""
-
-    type: str
-    message: str
-    param: str | None = None
-    status: int | None = None
-    id: str | None = None
-    line_number: int | None = None  # the line of an import file the error is about
-
-    def line(self) -> str:
-        """`line <n>: <id>: <message> (HTTP <status>)`, each part only when it applies and adds
-        something."""
-        text = self.message
-        about_the_line = self.line_number is not None and text.startswith(
-            f"line {self.line_number}"
-        )
-        if self.id and self.id not in text and not about_the_line:
-            text = f"{self.id}: {text}"
-        if self.line_number is not None and not about_the_line:
-            text = f"line {self.line_number}: {text}"
-        if self.status is not None and f"HTTP {self.status}" not in text:
-            text = f"{text} (HTTP {self.status})"
-        return text
-
-    def fields(self) -> dict[str, Any]:
-        """type, message and the fields that apply (param, status, id, line)."""
-        return self.body()["error"]  # type: ignore[no-any-return]
-
-    def body(self) -> dict[str, Any]:
-        """`{"error": {...}}` with only the fields that apply."""
-        fields: dict[str, Any] = {"type": self.type, "message": self.message}
-        if self.line_number is not None:
-            fields["line"] = self.line_number
-        for key in ("param", "status", "id"):
-            value = getattr(self, key)
-            if value is not None:
-                fields[key] = value
-        return {"error": fields}
-
-
-def describe_error(exc: BaseException, *, remote: bool, id: str | None = None) -> ErrorInfo:
-    """The ErrorInfo of any exception the command line reports."""
-    if isinstance(exc, CliError):
-        return ErrorInfo(exc.error_type, exc.message, param=exc.param, id=id)
-    errors = sys.modules.get("convrisk.api_client.errors")
-    if errors is not None:
-        if isinstance(exc, errors.APIError):
-            # Only an error built from a real answer has a status to show; one raised by a
-            # check before any request has none.
-            status = exc.status if remote and exc.answered else None
-            return ErrorInfo(exc.type, exc.message, param=exc.param, status=status, id=id)
-        if isinstance(exc, errors.APITimeoutError):
-            return ErrorInfo("timeout_error", exc.message, id=id)
-        if isinstance(exc, errors.APIConnectionError):
-            return ErrorInfo("connection_error", exc.message, id=id)
-        if isinstance(exc, errors.ConvriskError):
-            return ErrorInfo("api_error", exc.message, id=id)
-    message = str(exc) or type(exc).__name__
-    return ErrorInfo("internal_error", f"Unexpected {type(exc).__name__}: {message}", id=id)
 
 
 class Printer:

@@ -7,8 +7,8 @@ from typing import Any
 import typer
 
 from . import options as opt
-from .context import app_context, describe_failure
-from .errors import exit_code
+from .context import app_context
+from .errors import describe, exit_code
 from .output import STATUS
 
 
@@ -43,7 +43,7 @@ def status(ctx: typer.Context, output: opt.Output = None) -> int:
         run.client().conversations.list(limit=1)
     except ConvriskError as exc:
         code = exit_code(exc)
-        info = describe_failure(run, exc, remote=settings.is_remote)
+        info = describe(exc, remote=settings.is_remote, settings=run.settings)
         row.update(ok=False, exit_code=code, error=info.fields())
     else:
         row.update(ok=True, ms=round((time.perf_counter() - started) * 1000, 1), exit_code=0)

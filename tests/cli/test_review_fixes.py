@@ -84,12 +84,12 @@ def test_an_error_building_the_backend_is_a_settings_problem(
 
 def test_a_client_side_refusal_in_remote_mode_names_no_http_status() -> None:
     from convrisk.api_client.errors import InvalidRequestError
-    from convrisk.cli.output import describe_error
+    from convrisk.cli.errors import describe
 
-    before = describe_error(InvalidRequestError("limit must be 1 to 100."), remote=True)
+    before = describe(InvalidRequestError("limit must be 1 to 100."), remote=True)
     assert before.status is None and "HTTP" not in str(before)
     answered = InvalidRequestError("Bad limit (HTTP 400)", status=400)
-    assert describe_error(answered, remote=True).status == 400
+    assert describe(answered, remote=True).status == 400
 
 
 # -- 3. bad input that reached the backend ------------------------------------------------------
