@@ -75,23 +75,8 @@ def api(
     # Made first, so that every error line, usage errors included, is the plain `Error:` line.
     printer = run.printer("jsonl" if paginate else "json", json_errors=False)
     target = api_target(path)
-    default = "POST" if data is not None else "GET"
-    verb = (default if method is None else method).upper()  # -X "" is a mistake, not GET
-    if not verb.isascii() or not verb.isalpha():
-        raise UsageProblem(
-            f"-X takes an HTTP method such as GET or PUT, not {method!r}.", param="-X"
-        )
-    body: bytes | None = None
-    if data is not None:
-        if verb in _NO_BODY:
-            raise UsageProblem(f"-d sends a body, which {verb} does not take.", param="-d")
-        text, source = values.read_json_argument(data, "-d")
-        try:
-            # Bytes that are not UTF-8 (stdin, or argv) arrive as lone surrogates.
-            body = text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise UsageProblem(f"-d: {source} is not UTF-8 text.", param="-d") from None
-        values.check_json(text, "-d", source)
+    verb = _verb(method, data)
+    body = None if data is None else _body(data, verb)
     if paginate:
         check_paginate(verb, target)
     client = run.client()
@@ -103,3 +88,28 @@ def api(
     printer.answer(answer.body)
     if not answer.ok:
         raise answer.error()
+
+
+def _verb(method: str | None, data: str | None) -> str:
+    """-X in capitals (default GET, or POST with -d); a usage error for what is no method."""
+    default = "POST" if data is not None else "GET"
+    verb = (default if method is None else method).upper()  # -X "" is a mistake, not GET
+    if not verb.isascii() or not verb.isalpha():
+        raise UsageProblem(
+            f"-X takes an HTTP method such as GET or PUT, not {method!r}.", param="-X"
+        )
+    return verb
+
+
+def _body(data: str, verb: str) -> bytes:
+    """The bytes of -d (JSON text, @file or stdin), checked to be one JSON value."""
+    if verb in _NO_BODY:
+        raise UsageProblem(f"-d sends a body, which {verb} does not take.", param="-d")
+    text, source = values.read_json_argument(data, "-d")
+    try:
+        # Bytes that are not UTF-8 (stdin, or argv) arrive as lone surrogates.
+        body = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageProblem(f"-d: {source} is not UTF-8 text.", param="-d") from None
+    values.check_json(text, "-d", source)
+    return body
