@@ -27,7 +27,12 @@ class Placed:
     date_only: bool = False
 
 
-def table_layout(kind: Kind, rows: Sequence[Sequence[str]], width: int) -> list[Placed]:
+def table_layout(
+    kind: Kind,
+    rows: Sequence[Sequence[str]],
+    width: int,
+    measure: Callable[[str], int] = cell_width,
+) -> list[Placed]:
     """Which terminal columns fit `width` cells, how wide each is, which show dates only.
 
     Every row then fits one screen line. The id column is never cut. While the columns at full
@@ -36,7 +41,7 @@ def table_layout(kind: Kind, rows: Sequence[Sequence[str]], width: int) -> list[
     minimum (a text column to TEXT_MIN or its title) still do not fit, the rest of
     `kind.narrowing` applies in order (dropping columns), and at last columns are dropped from
     the right (one text column beside the id may shrink to SQUEEZE_MIN). The cells left over
-    share the spare width.
+    share the spare width. `measure` is the width of a text in screen cells (the drawing's).
     """
     columns = kind.terminal_columns
     index = {column.key: i for i, column in enumerate(columns)}
@@ -45,7 +50,7 @@ def table_layout(kind: Kind, rows: Sequence[Sequence[str]], width: int) -> list[
 
     def natural(i: int) -> int:
         cells = (date_only(row[i]) if i in dates else row[i] for row in rows)
-        return max([cell_width(columns[i].title), *map(cell_width, cells)])
+        return max([measure(columns[i].title), *map(measure, cells)])
 
     widths = {i: natural(i) for i in shown}
 
@@ -53,7 +58,7 @@ def table_layout(kind: Kind, rows: Sequence[Sequence[str]], width: int) -> list[
         column = columns[i]
         if column.key == "id" or column.kind == "time":
             return widths[i]
-        return min(widths[i], max(TEXT_MIN, cell_width(column.title)))
+        return min(widths[i], max(TEXT_MIN, measure(column.title)))
 
     def total(size: Callable[[int], int]) -> int:
         return sum(size(i) for i in shown) + len(GAP) * (len(shown) - 1)

@@ -47,7 +47,8 @@ class TerminalTableSink(Sink):
         header = self.layout is None
         if self.layout is None:
             width = self.streams.width("stdout")
-            self.layout = table_layout(self.kind, self.rows, width)
+            # Measured as rich measures what it draws: it then never cuts the id.
+            self.layout = table_layout(self.kind, self.rows, width, draw.measure())
             self._console = draw.console(self.streams, "stdout", width)
         assert self._console is not None
         columns = self.kind.terminal_columns
