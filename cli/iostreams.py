@@ -124,17 +124,20 @@ class IOStreams:
     @property
     def stdin(self) -> TextIO:
         """The input stream."""
-        return self._streams["stdin"] or sys.stdin
+        stream = self._streams["stdin"]
+        return sys.stdin if stream is None else stream
 
     @property
     def stdout(self) -> TextIO:
         """The output stream (None when the process has no stdout: closed with `>&-`)."""
-        return self._streams["stdout"] or sys.stdout
+        stream = self._streams["stdout"]
+        return sys.stdout if stream is None else stream
 
     @property
     def stderr(self) -> TextIO:
         """The stream of messages."""
-        return self._streams["stderr"] or sys.stderr
+        stream = self._streams["stderr"]
+        return sys.stderr if stream is None else stream
 
     def is_terminal(self, name: str) -> bool:
         """Whether the stream `name` ("stdin", "stdout" or "stderr") is a terminal."""
