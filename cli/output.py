@@ -126,7 +126,6 @@ class Printer:
         self.fmt = fmt
         # Errors as one JSON line on stderr (default: with -o json and jsonl).
         self.json_errors = fmt in ("json", "jsonl") if json_errors is None else json_errors
-        self.env = env
         self.remote = remote
         self.shape = shape  # --fields and --jq (cli/shape.py), None when neither was given
         # The streams and what is known of them; by default the process's own, read from env.
