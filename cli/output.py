@@ -26,10 +26,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from .cells import json_text, shown
 from .errors import CliError, JqFailed, OutputFailed, StdoutClosed
 from .iostreams import IOStreams, ask
-from .jq_sink import JqSink
 from .kinds import ANSWER, Kind, Row
 from .sinks import CsvSink, IdSink, JsonlSink, JsonSink, LineSink, Sink, TsvSink
-from .views import DetailSink, HighlightedJsonSink, TerminalTableSink
 
 if TYPE_CHECKING:
     import logging
@@ -338,16 +336,21 @@ class Printer:
 
     def sink(self, kind: Kind, many: bool) -> Sink:
         """The sink of this format for rows of `kind` (see `records`)."""
+        # The --jq and terminal sinks are imported when chosen: a piped format loads neither.
         if self.shape is not None:
             if self.shape.fields is not None:
                 kind = kind.only(self.shape.fields)
             if self.shape.jq is not None:
+                from .jq_sink import JqSink
+
                 return JqSink(self, kind, many, self.shape.jq, terminal=self.stdout_is_terminal())
         terminal = self.stdout_is_terminal()
         if self.fmt == "json":
             if not terminal:
                 return JsonSink(self, kind, many, indent=None)
             if self.streams.colour("stdout"):
+                from .views import HighlightedJsonSink
+
                 return HighlightedJsonSink(self, kind, many, self.streams)
             return JsonSink(self, kind, many, indent=2)
         if self.fmt == "jsonl":
@@ -360,6 +363,8 @@ class Printer:
             return LineSink(self, kind, many)
         if not terminal:
             return TsvSink(self, kind, many)
+        from .views import DetailSink, TerminalTableSink
+
         if many:
             return TerminalTableSink(self, kind, many, self.streams)
         return DetailSink(self, kind, many, self.streams)
@@ -380,6 +385,8 @@ class Printer:
             return
         text = body.decode("utf-8", errors="replace")
         if jq is not None:
+            from .jq_sink import JqSink
+
             JqSink(self, ANSWER, False, jq, terminal=self.stdout_is_terminal()).run_on(text)
             return
         from convrisk.api_client.records import load_json
