@@ -11,7 +11,8 @@ from . import complete
 from . import options as opt
 from .context import AppContext, app_context
 from .errors import NotSet, UsageProblem
-from .output import PROFILES, Printer
+from .kinds import PROFILES
+from .output import Printer
 from .settings import (
     DEFAULT_PROFILE,
     KEYS,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .context import AppContext
 from .errors import Failures, NotConfirmed, UsageProblem, describe, stops_the_loop
-from .output import DELETIONS, Kind, plan_kind, planned
+from .kinds import DELETIONS, Kind, plan_kind, planned
 from .values import IdList, cursor_option
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ import typer
 
 from . import complete
 from .context import AppContext
-from .output import CONVERSATIONS, DELETIONS, RISK_PROFILES, Kind
+from .kinds import CONVERSATIONS, DELETIONS, RISK_PROFILES, Kind
 from .settings import OUTPUT_FORMATS
 
 

@@ -9,7 +9,7 @@ import typer
 from . import options as opt
 from .context import app_context
 from .errors import describe, exit_code
-from .output import STATUS
+from .kinds import STATUS
 
 
 def status(ctx: typer.Context, output: opt.Output = None) -> int:
