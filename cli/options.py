@@ -17,7 +17,7 @@ import typer
 
 from . import complete
 from .errors import UsageProblem
-from .output import CONVERSATIONS, DELETIONS, RISK_PROFILES, Kind
+from .output import DELETIONS, Kind
 from .settings import OUTPUT_FORMATS
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ Output = Annotated[
 ]
 
 
-def _fields_option(kind: Kind) -> Any:
+def fields_option(kind: Kind) -> Any:
     """The --fields option of commands that print `kind` (it names the fields in its help)."""
     known = tuple(column.key for column in kind.columns)
 
@@ -87,9 +87,7 @@ def _remember_jq(ctx: typer.Context, value: str | None) -> str | None:
     return value
 
 
-ConvFields = Annotated[str | None, _fields_option(CONVERSATIONS)]
-RiskFields = Annotated[str | None, _fields_option(RISK_PROFILES)]
-DeletionFields = Annotated[str | None, _fields_option(DELETIONS)]
+DeletionFields = Annotated[str | None, fields_option(DELETIONS)]
 Jq = Annotated[
     str | None,
     typer.Option(

@@ -10,7 +10,8 @@ import pytest
 
 from convrisk.cli import output
 from convrisk.cli.errors import JqFailed, UsageProblem
-from convrisk.cli.output import CONVERSATIONS, DELETIONS, Printer
+from convrisk.cli.output import DELETIONS, Printer
+from convrisk.cli.resource_kinds import CONVERSATIONS
 from convrisk.cli.shape import FieldChoice, JqProgram, Shape, make_shape, select
 
 KNOWN = tuple(column.key for column in CONVERSATIONS.columns)

@@ -11,14 +11,13 @@ import pytest
 
 from convrisk.cli import output
 from convrisk.cli.output import (
-    CONVERSATIONS,
-    RISK_PROFILES,
     Printer,
     cell_width,
     cut,
     fold,
     table_layout,
 )
+from convrisk.cli.resource_kinds import CONVERSATIONS, RISK_PROFILES
 from tests.cli.conftest import Invoke
 
 Make = Callable[[int], list[str]]
