@@ -1,7 +1,9 @@
 """Request parameters of every operation, and the input rules of DESIGN section 1 that check them.
 
 Backends call the `check_*` functions on what they are given, so the rules live in one place and
-both the local backend and `convrisk serve` reject the same input with the same error.
+both the local backend and `convrisk serve` reject the same input with the same error. A body is
+checked by its resource's description (api_client.resources): which fields a create or an update
+takes, each by the rule of its type, and the one-of and fixed-field constraints.
 """
 
 from __future__ import annotations
@@ -11,32 +13,16 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from .errors import InvalidRequestError
-from .resources import (
-    RESOURCES,
-    Field,
-    Resource,
-)
-from .resources import (
-    ConversationCreateParams as ConversationCreateParams,
-)
-from .resources import (
-    ConversationFilters as ConversationFilters,
-)
-from .resources import (
-    ConversationUpdateParams as ConversationUpdateParams,
-)
-from .resources import (
-    ResourceName as ResourceName,
-)
-from .resources import (
-    RiskProfileCreateParams as RiskProfileCreateParams,
-)
-from .resources import (
-    RiskProfileFilters as RiskProfileFilters,
-)
-from .resources import (
-    RiskProfileUpdateParams as RiskProfileUpdateParams,
-)
+from .resources import RESOURCES, Field, Resource
+
+# The request types live beside the description of their resource; importable from here too.
+from .resources import ConversationCreateParams as ConversationCreateParams
+from .resources import ConversationFilters as ConversationFilters
+from .resources import ConversationUpdateParams as ConversationUpdateParams
+from .resources import ResourceName as ResourceName
+from .resources import RiskProfileCreateParams as RiskProfileCreateParams
+from .resources import RiskProfileFilters as RiskProfileFilters
+from .resources import RiskProfileUpdateParams as RiskProfileUpdateParams
 
 MAX_LIMIT = 100
 DEFAULT_LIMIT = 10
