@@ -47,8 +47,8 @@ Headers = Sequence[tuple[str, str]]
 AnyResource = ResourceBackend[Any, Any, Any, Any]
 
 
-# The resources by the last part of their path: `risk-profiles`.
-ROUTES: dict[str, Resource] = {resource.segment: resource for resource in RESOURCES.values()}
+# The resources by the path of their collection: `/v1/risk-profiles`.
+ROUTES: dict[str, Resource] = {resource.path: resource for resource in RESOURCES.values()}
 
 
 @dataclass(frozen=True)
@@ -309,12 +309,13 @@ def _single(headers: Headers, name: str) -> str | None:
 def _route(method: str, path: str) -> tuple[Resource, str | None]:
     parts = path.split("/")
     # "/v1/conversations" -> ["", "v1", "conversations"]; one more part for an item.
-    if len(parts) in (3, 4) and parts[0] == "" and parts[1] == "v1" and parts[2] in ROUTES:
+    resource = ROUTES.get("/".join(parts[:3]))
+    if resource is not None and len(parts) in (3, 4):
         if len(parts) == 3:
-            return ROUTES[parts[2]], None
+            return resource, None
         object_id = unquote(parts[3])
         if object_id:
-            return ROUTES[parts[2]], object_id
+            return resource, object_id
     _fail(NotFoundError(f"Unknown route: {printable(method)} {printable(path)}"))
 
 

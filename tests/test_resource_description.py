@@ -58,7 +58,7 @@ def test_every_field_is_a_fields_name_and_a_column(resource: Resource) -> None:
 
 @pytest.mark.parametrize("resource", DESCRIBED, ids=lambda r: r.name)
 def test_every_filter_is_a_query_parameter_of_the_list_route(resource: Resource) -> None:
-    assert ROUTES[resource.segment] is resource
+    assert ROUTES[resource.path] is resource
     listed = document()["paths"][resource.path]["get"]["parameters"]
     assert [p["name"] for p in listed] == ["paging", *(f.name for f in resource.filters)]
     assert set(TABLES[resource.name].filter_columns) == {f.name for f in resource.filters}
