@@ -17,7 +17,7 @@ import typer
 
 from . import complete
 from .errors import UsageProblem
-from .output import DELETIONS, Kind
+from .kinds import DELETIONS, Kind
 from .settings import OUTPUT_FORMATS
 
 if TYPE_CHECKING:

@@ -7,7 +7,8 @@ from convrisk.api_client.resources import CONVERSATIONS as CONVERSATION_RESOURCE
 from convrisk.api_client.resources import RISK_PROFILES as RISK_PROFILE_RESOURCE
 from convrisk.api_client.resources import Resource
 
-from .output import CellKind, Column, Kind, Row
+from .cells import CellKind
+from .kinds import Column, Kind, Row
 
 _CELLS: dict[str, CellKind] = {
     "string": "text",
