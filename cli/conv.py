@@ -7,11 +7,13 @@ import typer
 from . import bodies, values
 from . import options as opt
 from .context import app_context
-from .kinds import CONVERSATIONS
 from .loops import delete_each, for_each_id, plan_create, plan_each_id, print_list
+from .resource_kinds import CONVERSATIONS
 
 if TYPE_CHECKING:
     from convrisk.api_client.params import ConversationFilters
+
+ConvFields = Annotated[str | None, opt.fields_option(CONVERSATIONS)]
 
 app = typer.Typer(
     help="""Conversations with one contact or one group.
@@ -46,7 +48,7 @@ def list_(
     starting_after: opt.StartingAfter = None,
     ending_before: opt.EndingBefore = None,
     output: opt.Output = None,
-    fields: opt.ConvFields = None,
+    fields: ConvFields = None,
     jq: opt.Jq = None,
 ) -> None:
     """List conversations, newest first (filters combine with AND).
@@ -89,7 +91,7 @@ def create(
     group_id: GroupId = None,
     dry_run: opt.DryRun = False,
     output: opt.Output = None,
-    fields: opt.ConvFields = None,
+    fields: ConvFields = None,
     jq: opt.Jq = None,
 ) -> None:
     """Create a conversation with one contact or one group (exactly one of the two).
@@ -113,7 +115,7 @@ def get(
     ctx: typer.Context,
     ids: opt.Ids,
     output: opt.Output = None,
-    fields: opt.ConvFields = None,
+    fields: ConvFields = None,
     jq: opt.Jq = None,
 ) -> None:
     """Show conversations by id (several ids, or - to read them from stdin).
@@ -165,7 +167,7 @@ def update(
     ] = False,
     dry_run: opt.DryRun = False,
     output: opt.Output = None,
-    fields: opt.ConvFields = None,
+    fields: ConvFields = None,
     jq: opt.Jq = None,
 ) -> None:
     """Change conversations: pin, mute, archive, pin a message.

@@ -9,7 +9,7 @@ import typer
 
 from . import complete
 from .context import AppContext
-from .kinds import CONVERSATIONS, DELETIONS, RISK_PROFILES, Kind
+from .kinds import DELETIONS, Kind
 from .settings import OUTPUT_FORMATS
 
 
@@ -38,7 +38,7 @@ Output = Annotated[
 ]
 
 
-def _fields_option(kind: Kind) -> Any:
+def fields_option(kind: Kind) -> Any:
     """The --fields option of commands that print `kind` (it names the fields in its help)."""
     known = tuple(column.key for column in kind.columns)
 
@@ -66,9 +66,7 @@ def _remember_jq(ctx: typer.Context, value: str | None) -> str | None:
     return value
 
 
-ConvFields = Annotated[str | None, _fields_option(CONVERSATIONS)]
-RiskFields = Annotated[str | None, _fields_option(RISK_PROFILES)]
-DeletionFields = Annotated[str | None, _fields_option(DELETIONS)]
+DeletionFields = Annotated[str | None, fields_option(DELETIONS)]
 Jq = Annotated[
     str | None,
     typer.Option(
