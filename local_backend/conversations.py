@@ -12,13 +12,13 @@ from convrisk.api_client.params import (
 )
 from convrisk.api_client.records import Conversation
 
+from .json_export import json_object_sql
 from .resource import (
     Columns,
     ResourceSpec,
     Row,
     check_readable,
     check_storable_number,
-    json_object_sql,
 )
 
 COLUMNS = (
