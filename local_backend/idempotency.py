@@ -61,9 +61,9 @@ class IdempotencyKeys:
         `stop_on_error` the results end at the first refusal. Expired keys are purged first.
         """
         items = list(checked)
-        keys = [item[1] for item in items if not isinstance(item, ConvriskError)]
+        keys = {item[1] for item in items if not isinstance(item, ConvriskError)} - {None}
         stored: dict[str, Stored] = {}
-        if any(key is not None for key in keys):
+        if keys:
             conn.execute("DELETE FROM idempotency_keys WHERE created_at <= ?", (now - TTL_SECONDS,))
             stored = _stored_answers(conn, keys)
         results: list[Record | ConvriskError | int] = []
@@ -139,11 +139,11 @@ def key_reused(key: str) -> InvalidRequestError:
 
 def _stored_answers(conn: sqlite3.Connection, keys: Iterable[str | None]) -> dict[str, Stored]:
     """The stored (resource, fingerprint, response) of each of these keys that has one."""
-    wanted = sorted({key for key in keys if key is not None})
+    wanted = sorted(key for key in keys if key is not None)
     stored: dict[str, Stored] = {}
     for start in range(0, len(wanted), IN_CHUNK):
         chunk = wanted[start : start + IN_CHUNK]
-        marks = ", ".join("?" for _ in chunk)
+        marks = ", ".join("?" * len(chunk))
         for key, resource, fingerprint, response in conn.execute(
             "SELECT key, resource, fingerprint, response FROM idempotency_keys"
             f" WHERE key IN ({marks})",

@@ -225,13 +225,10 @@ class TableResource(Generic[M, C, U, F]):
                     answers.append((key, fingerprint, self._answer_text(obj)))
             if answers:
                 self._keys.save(conn, answers, now)
-        out: builtins.list[M | ConvriskError] = []
-        for result in results:
+        for index, result in enumerate(results):
             if isinstance(result, int):  # the same request as an earlier item: its answer
-                result = results[result]
-                assert not isinstance(result, int)
-            out.append(cast("M | ConvriskError", result))
-        return out
+                results[index] = results[result]
+        return cast("builtins.list[M | ConvriskError]", results)
 
     def _insert(
         self, conn: sqlite3.Connection, new: builtins.list[Columns], moment: float
@@ -247,17 +244,16 @@ class TableResource(Generic[M, C, U, F]):
                 row["updated_at"] = now
             rows.append(row)
         names = tuple(rows[0])
-        if any(tuple(row) != names for row in rows):
+        if len(rows) > 1 and any(tuple(row) != names for row in rows):
             raise ServiceError(f"The {spec.noun}s of one batch do not set the same columns.")
-        marks = ", ".join("?" * len(names))
         conn.executemany(
-            f"INSERT INTO {spec.table} ({', '.join(names)}) VALUES ({marks})",
+            f"INSERT INTO {spec.table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
             [tuple(row.values()) for row in rows],
         )
         by_id: dict[str, Row] = {}
         for start in range(0, len(issued), IN_CHUNK):
             chunk = issued[start : start + IN_CHUNK]
-            marks = ", ".join("?" for _ in chunk)
+            marks = ", ".join("?" * len(chunk))
             for found in conn.execute(f"{self._select} WHERE id IN ({marks})", chunk):
                 by_id[found[0]] = found
         return [self._record(by_id[object_id]) for object_id in issued]
