@@ -45,7 +45,7 @@ class IdempotencyKeys:
 
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
-    def sort(
+    def plan(
         self,
         conn: sqlite3.Connection,
         checked: Iterable[Checked | ConvriskError],

@@ -21,7 +21,7 @@ from .database import Database
 class JsonPages:
     """The pages of one table as JSON texts, from a query of (id, JSON text or NULL) rows."""
 
-    def __init__(self, db: Database, record_text: Callable[[sqlite3.Connection, str], str]):
+    def __init__(self, db: Database, record_text: Callable[[sqlite3.Connection, str], str]) -> None:
         self._db = db
         # The JSON text of the object with this id, written by Python (for rows SQLite leaves).
         self._record_text = record_text

@@ -215,7 +215,7 @@ class TableResource(Generic[M, C, U, F]):
         up at once, the ids issued at once, the rows inserted and read back at once."""
         moment = self._clock()
         now = int(moment)
-        results, fresh = self._keys.sort(conn, checked, now, stop_on_error=stop_on_error)
+        results, fresh = self._keys.plan(conn, checked, now, stop_on_error=stop_on_error)
         if fresh:
             made = self._insert(conn, [values for _, (values, _, _) in fresh], moment)
             answers: builtins.list[tuple[str, str, str]] = []
