@@ -16,12 +16,12 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from convrisk.api_client.errors import ServiceError
+from convrisk.api_client.params import MAX_BODY_BYTES
 
 from .access_log import AccessLog
 from .database import WouldWait, never_wait
 from .faults import Chaos, Connections, Dice, injected
 from .wire import (
-    MAX_BODY_BYTES,
     OPENAPI_PATH,
     Answer,
     Call,
@@ -157,7 +157,7 @@ class ServeApp:
         by_route: dict[str, list[tuple[Call, bytes, asyncio.Future[Answer]]]] = {}
         for call, body, future in gathered:
             if not future.done():
-                by_route.setdefault(call.route.attribute, []).append((call, body, future))
+                by_route.setdefault(call.route.name, []).append((call, body, future))
         for batch in by_route.values():
             calls = [(call, body) for call, body, _ in batch]
             try:
