@@ -73,14 +73,6 @@ class RiskProfileFilters(TypedDict, total=False):
     profile_type: str | None
 
 
-class ListParams(TypedDict, total=False):
-    """Paging parameters of every list."""
-
-    limit: int
-    starting_after: str | None
-    ending_before: str | None
-
-
 def _reject_unknown(body: Mapping[str, Any], allowed: tuple[str, ...], what: str) -> None:
     for key in body:
         if key not in allowed:
@@ -202,19 +194,6 @@ def check_idempotency_key(key: object) -> str | None:
             param="idempotency_key",
         )
     return key
-
-
-def token_problem(token: str) -> str | None:
-    """Why `token` cannot be a bearer token, or None when it can (the one rule, client and serve).
-
-    A token travels in an HTTP header: one or more visible ASCII characters, no space. The
-    message never repeats the token.
-    """
-    if not token:
-        return "The token is empty."
-    if not all(33 <= ord(ch) <= 126 for ch in token):
-        return "The token contains spaces or characters that cannot be sent in an HTTP header."
-    return None
 
 
 def check_conversation_create(body: object) -> ConversationCreateParams:
