@@ -3,8 +3,8 @@ attempt's deadline (DESIGN 1.2).
 
 httpx's own timeouts bound each wait; this bounds an attempt as a whole, from connecting to the
 last byte, status line and headers included, without a second thread: every blocking socket
-call gets at most the time left. It is a fork of httpx's HTTPTransport over httpcore's public
-network-backend interface; pyproject.toml bounds httpcore below its next minor version for it.
+call gets at most the time left. It stands in for httpx's HTTPTransport and uses httpcore's
+public network-backend interface only; pyproject.toml bounds httpcore below its next minor.
 """
 
 from __future__ import annotations
