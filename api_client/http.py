@@ -48,6 +48,7 @@ from .records import (
     json_text,
     load_json,
 )
+from .resources import CONVERSATIONS, RISK_PROFILES
 from .session import CREATE_MANY_CONCURRENCY, DEFAULT_MAX_RESPONSE_BYTES, Answer, Session
 
 # Methods `convrisk api` retries: idempotent ones, and POST (it carries an Idempotency-Key).
@@ -289,8 +290,8 @@ class HTTPBackend:
         ] = HTTPResource(
             self._transport,
             name="conversations",
-            path="/v1/conversations",
-            noun="conversation",
+            path=CONVERSATIONS.path,
+            noun=CONVERSATIONS.noun,
             check_create=check_conversation_create,
             check_update=check_conversation_update,
         )
@@ -299,8 +300,8 @@ class HTTPBackend:
         ] = HTTPResource(
             self._transport,
             name="risk_profiles",
-            path="/v1/risk-profiles",
-            noun="risk profile",
+            path=RISK_PROFILES.path,
+            noun=RISK_PROFILES.noun,
             check_create=check_risk_profile_create,
             check_update=check_risk_profile_update,
         )
