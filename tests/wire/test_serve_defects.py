@@ -14,7 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from convrisk.local_backend import server as server_module
+from convrisk.local_backend import asgi_app, uvicorn_protocols
+from convrisk.local_backend.access_log import AccessLog
+from convrisk.local_backend.server import is_loopback
 
 from .conftest import TLS, TOKEN, Served, ServeWith
 
@@ -193,7 +195,7 @@ def test_control_characters_from_the_request_line_never_reach_the_log_raw(
 
 def test_the_access_log_escapes_control_characters_in_what_it_is_given() -> None:
     lines: list[str] = []
-    log = server_module.AccessLog(lines.append, "text", TOKEN)
+    log = AccessLog(lines.append, "text", TOKEN)
     log.request("127.0.0.1:1", "G\x1bET", "/v1/\x1b[31m", "q=\x07\u202e", 200, 0.001)
     log.error("GET", "/v1/\x9b", "Traceback:\n  boom \x1b[2J")
     log.notice("warning", "odd \r\n input")
@@ -245,7 +247,7 @@ def test_json_log_lines_are_one_object_per_request_without_token_or_body(
 def test_a_connection_that_never_finishes_its_request_head_is_closed(
     served: Served, http: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(server_module, "HEAD_SECONDS", 0.3)
+    monkeypatch.setattr(uvicorn_protocols, "HEAD_SECONDS", 0.3)
     with connect(served) as silent, connect(served) as half:
         half.sendall(b"GET /v1/conversations HTTP/1.1\r\nHost: x\r\n")
         assert read_all(half) == b""
@@ -257,7 +259,7 @@ def test_a_connection_that_never_finishes_its_request_head_is_closed(
 def test_a_body_that_stalls_gets_a_408_and_creates_nothing(
     served: Served, http: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(server_module, "BODY_SECONDS", 0.3)
+    monkeypatch.setattr(asgi_app, "BODY_SECONDS", 0.3)
     with connect(served) as sock:
         sock.sendall(
             f"POST {CONV} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
@@ -290,7 +292,7 @@ def test_the_server_is_named_convrisk_not_uvicorn(http: httpx.Client) -> None:
     ],
 )
 def test_only_loopback_addresses_count_as_loopback(host: str, loopback: bool) -> None:
-    assert server_module.is_loopback(host) is loopback
+    assert is_loopback(host) is loopback
 
 
 # -- the event loop never waits for the database -----------------------------------------------
@@ -357,7 +359,7 @@ def test_an_answer_head_and_body_go_out_in_one_write() -> None:
     loop = asyncio.new_event_loop()
     try:
         recorder = Recorder()
-        one = server_module._OneWrite(recorder, loop)  # type: ignore[arg-type]
+        one = uvicorn_protocols.OneWrite(recorder, loop)  # type: ignore[arg-type]
         one.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n")
         one.write(b"{}")
         assert recorder.writes == [b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"]
