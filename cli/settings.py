@@ -185,54 +185,20 @@ def _number(value: object) -> int | float | str:
 
 
 def _base_url(value: str, where: str) -> str:
-    from urllib.parse import urlsplit
+    from convrisk.api_client.endpoint import base_url_problem
 
-    try:
-        parts = urlsplit(value)
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
-    except ValueError:
-        parts = None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageProblem(
-            f"{where}base_url must be an http:// or https:// URL, e.g. https://api.example.com.",
-            param="base_url",
-        )
-    if parts.username is not None or parts.password is not None:
-        # Never shown whole: the password would be in the message.
-        raise UsageProblem(
-            f"{where}base_url must not carry a user name or password "
-            f"({shown_url(value)}): set the token instead.",
-            param="base_url",
-        )
-    if parts.query or parts.fragment:
-        raise UsageProblem(
-            f"{where}base_url must not carry a query or a fragment ({shown_url(value)}).",
-            param="base_url",
-        )
+    problem = base_url_problem(value)
+    if problem is not None:
+        raise UsageProblem(f"{where}{problem}", param="base_url")
     return value.rstrip("/")
 
 
-def shown_url(url: str) -> str:
-    """A URL as shown in messages: scheme://host:port/path, never its user info or query."""
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(url)
-        port = f":{parts.port}" if parts.port is not None else ""
-    except ValueError:
-        return "(an unreadable URL)"
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    return f"{parts.scheme}://{host}{port}{parts.path}"
-
-
 def _token(value: str, where: str) -> str:
-    # Never echo the value: it is a secret.
-    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in value):
-        raise UsageProblem(
-            f"{where}token must not contain spaces or control characters.", param="token"
-        )
+    from convrisk.api_client.endpoint import token_problem
+
+    problem = token_problem(value)
+    if problem is not None:
+        raise UsageProblem(f"{where}{problem}", param="token")
     return value
 
 
