@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from .both_backends import local_cli
-from .test_cli import CONVRISK, SAFETY_TIMEOUT
+from .console import CONVRISK, SAFETY_TIMEOUT
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")

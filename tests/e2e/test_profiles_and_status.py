@@ -7,8 +7,7 @@ import json
 import tomllib
 from pathlib import Path
 
-from .both_backends import Cli, cli, local_cli  # noqa: F401
-from .test_remote_cli import TOKEN
+from .both_backends import TOKEN, Cli, cli, local_cli  # noqa: F401
 
 
 def config_of(local: Cli) -> Path:

@@ -27,11 +27,9 @@ from tests.local_backend.varied import fill_varied
 
 from .both_backends import TOKEN, Serve, isolated_env
 from .both_backends import serve as serve  # a fixture: one `convrisk serve` for this module
+from .console import CONVRISK, SAFETY_TIMEOUT, run
+from .odd_service import stdout_against as _odd
 from .screen import on_screen
-from .test_cli import SAFETY_TIMEOUT, run
-from .test_records_as_sent import service as service  # a fixture: a remote that omits fields
-from .test_records_as_sent import stdout_against as _odd
-from .test_remote_cli import CONVRISK
 
 CONV_FIELDS = (
     "id, contact_id, group_id, is_pinned, is_muted, pinned_message_id, last_active_at, "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import socket
 import ssl
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -85,3 +86,16 @@ def anon(served: Served) -> Iterator[httpx.Client]:
     """An httpx client that sends no token (or whatever each request sets)."""
     with httpx.Client(base_url=served.url, timeout=10.0, verify=TLS) as client:
         yield client
+
+
+def read_all(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes (the socket's timeout bounds each wait)."""
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    return data
+
+
+def connect(served: Served) -> socket.socket:
+    """A new TCP connection to the server, with a 10 s timeout on every read."""
+    return socket.create_connection(("127.0.0.1", served.server.server_port), timeout=10)
