@@ -206,6 +206,7 @@ def test_a_create_answer_over_the_size_limit_is_refused(server: _Server, step: s
     assert caught.value.code == "response_too_large"
 
 
+@pytest.mark.e2e  # slow: waits out a timeout of a second or more
 def test_a_create_answer_trickling_past_the_timeout_times_out(server: _Server) -> None:
     server.script = ["trickle"]
     with (

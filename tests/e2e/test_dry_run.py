@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from .both_backends import Cli, cli  # noqa: F401
+
+pytestmark = pytest.mark.e2e
 
 MISSING_CONV = "conv_00000000000000000000000000"
 MISSING_RP = "rp_00000000000000000000000000"

@@ -20,6 +20,8 @@ from convrisk.local_backend.store import LocalBackend
 from .both_backends import TOKEN, Remote, isolated_env, serving
 from .console import CONVRISK
 
+pytestmark = pytest.mark.e2e
+
 
 def run_serve(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """`convrisk serve ARGS` expected to stop by itself (a refusal); never waits past 30 s."""
