@@ -29,7 +29,7 @@ pytestmark = pytest.mark.e2e
 MISSING_RP = "rp_00000000000000000000000000"
 
 
-def profile(n: int, **extra: Any) -> dict[str, Any]:
+def profile(n: int, **extra: Any) -> Any:
     """A risk profile record of the import file, numbered."""
     return {
         "customer_id": f"cus_{n:05d}",

@@ -19,6 +19,7 @@ import pytest
 
 from convrisk.api_client import Client
 from convrisk.api_client.http import HTTPBackend
+from convrisk.api_client.records import Conversation, RiskProfile
 from convrisk.cli.errors import JqFailed
 from convrisk.cli.output import CONVERSATIONS, RISK_PROFILES, Printer
 from convrisk.cli.shape import JqProgram, Shape
@@ -83,14 +84,15 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
     running: Serve = request.getfixturevalue("serve")
     env = isolated_env(home, CONVRISK_BASE_URL=running.url, CONVRISK_TOKEN=TOKEN)
     with Client(HTTPBackend(running.url, TOKEN)) as client:
-        for resource in (client.conversations, client.risk_profiles):
+        resources: list[Any] = [client.conversations, client.risk_profiles]
+        for resource in resources:
             for page in list(resource.iter_pages({}, limit=None)):
                 for record in page["data"]:
                     resource.delete(record["id"])
         yield Backend("remote", home, env, client)
 
 
-def seed(backend: Backend) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+def seed(backend: Backend) -> tuple[Conversation, Conversation, Conversation]:
     """Three conversations, newest last: with a contact, a group (ESC in its id), a muted one."""
     first = backend.client.conversations.create({"contact_id": "c_1"})
     second = backend.client.conversations.create({"group_id": ESC_GROUP})
@@ -99,7 +101,7 @@ def seed(backend: Backend) -> tuple[dict[str, Any], dict[str, Any], dict[str, An
     return first, second, third
 
 
-def seed_profile(backend: Backend) -> dict[str, Any]:
+def seed_profile(backend: Backend) -> RiskProfile:
     """One risk profile with nested details."""
     return backend.client.risk_profiles.create(
         {
@@ -143,7 +145,7 @@ def test_fields_choose_and_order_the_keys_of_json_and_jsonl(backend: Backend) ->
     first, second, third = seed(backend)
     wanted = ["group_id", "id", "is_muted"]
     as_json = json.loads(backend.ok("conv", "list", "--fields", ",".join(wanted), "-o", "json"))
-    expected = [{key: record[key] for key in wanted} for record in (third, second, first)]
+    expected = [{key: dict(record)[key] for key in wanted} for record in (third, second, first)]
     assert as_json == expected and [list(row) for row in as_json] == [wanted] * 3
     paged = backend.ok(
         "conv", "list", "--all", "--fields", ",".join(wanted), "-o", "jsonl", CONVRISK_PAGE_SIZE="2"

@@ -16,6 +16,7 @@ import pytest
 
 from convrisk.api_client import ConvriskError
 from convrisk.api_client.protocol import ConversationsBackend, RiskProfilesBackend
+from convrisk.api_client.raw import RawAnswer
 from convrisk.local_backend.server import make_server, run_server
 from convrisk.local_backend.store import LocalBackend
 
@@ -48,6 +49,9 @@ class _FaultyBackend:
     @property
     def risk_profiles(self) -> RiskProfilesBackend:
         return _BrokenRiskProfiles(self._inner.risk_profiles)
+
+    def send(self, method: str, target: str, body: bytes | None) -> RawAnswer:
+        return self._inner.send(method, target, body)
 
     def close(self) -> None:
         self._inner.close()
