@@ -8,7 +8,7 @@ from . import complete
 from . import options as opt
 from .context import app_context
 from .errors import UsageProblem
-from .output import ANSWER
+from .kinds import ANSWER
 
 # Methods that carry no body: `-d` with them is a mistake, not a request to send.
 _NO_BODY = ("GET", "DELETE", "HEAD")

@@ -11,8 +11,9 @@ from . import complete
 from . import options as opt
 from .context import AppContext, app_context
 from .errors import NotSet, UsageProblem
+from .kinds import PROFILES
 from .options import read_secret
-from .output import PROFILES, Printer
+from .output import Printer
 from .settings import (
     DEFAULT_PROFILE,
     KEYS,

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import typer
 
 from .errors import Failures, NotConfirmed, UsageProblem
+from .kinds import DELETIONS, Kind, plan_kind, planned
 from .options import IdList
-from .output import DELETIONS, ErrorInfo, Kind, Printer, plan_kind, planned
+from .output import ErrorInfo, Printer
 from .settings import (
     OUTPUT_FORMATS,
     ConfigFile,

@@ -6,7 +6,7 @@ import typer
 
 from . import options as opt
 from .context import app_context, delete_each, for_each_id, plan_create, plan_each_id, print_list
-from .output import CONVERSATIONS
+from .kinds import CONVERSATIONS
 
 if TYPE_CHECKING:
     from convrisk.api_client.params import ConversationFilters

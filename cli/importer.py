@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .context import AppContext, describe_failure, stops_the_loop
 from .errors import Failures, RecordsFailed, UsageProblem
-from .output import CONVERSATIONS, RISK_PROFILES, Kind, Printer, plan_kind, planned
+from .import_report import import_report
+from .kinds import CONVERSATIONS, RISK_PROFILES, Kind, plan_kind, planned
+from .output import Printer
 from .records import CellType, Record, Source, read
 
 if TYPE_CHECKING:
@@ -234,8 +236,8 @@ class Importer:
 
     def execute(self, records: Iterator[Record], source: Source) -> None:
         """Run every record, reporting each result in file order."""
-        with self.printer.import_report(
-            self.spec.kind, source.name, source.size, lambda: source.position
+        with import_report(
+            self.printer, self.spec.kind, source.name, source.size, lambda: source.position
         ) as report:
             for batch in _batches(records):
                 ops = [

@@ -17,7 +17,7 @@ import typer
 
 from . import complete
 from .errors import UsageProblem
-from .output import CONVERSATIONS, DELETIONS, RISK_PROFILES, Kind
+from .kinds import CONVERSATIONS, DELETIONS, RISK_PROFILES, Kind
 from .settings import OUTPUT_FORMATS
 
 if TYPE_CHECKING:

@@ -1,5 +1,6 @@
 """`--fields` and `--jq` (DESIGN 4.3): which fields of a record are printed, and a jq program run
-over what would be printed. Nothing prints here: cli/output.py applies a Shape in its sinks.
+over what would be printed. Nothing prints here: the printer (cli/output.py) applies a Shape
+through its sinks.
 
 `jq` (the PyPI package, which binds the real libjq) is imported only to compile a --jq program.
 """

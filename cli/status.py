@@ -8,7 +8,7 @@ import typer
 
 from . import options as opt
 from .context import app_context, describe_failure
-from .output import STATUS
+from .kinds import STATUS
 
 
 def status(ctx: typer.Context, output: opt.Output = None) -> int:

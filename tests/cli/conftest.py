@@ -13,7 +13,7 @@ import pytest
 from click.core import Command
 from typer.testing import CliRunner
 
-from convrisk.cli import output
+from convrisk.cli import iostreams
 from convrisk.cli.app import main
 
 
@@ -49,7 +49,7 @@ Invoke = Callable[..., Result]
 @pytest.fixture(autouse=True)
 def no_controlling_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     """Questions never reach the terminal that runs pytest: as in CI, there is none."""
-    monkeypatch.setattr(output, "controlling_terminal", lambda: None)
+    monkeypatch.setattr(iostreams, "controlling_terminal", lambda: None)
 
 
 @pytest.fixture
@@ -105,7 +105,7 @@ def terminal(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
         def is_terminal(stream: object) -> bool:
             return any(stream is getattr(sys, name) for name in names)
 
-        monkeypatch.setattr(output, "is_terminal", is_terminal)
+        monkeypatch.setattr(iostreams, "is_terminal", is_terminal)
 
     return use
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from convrisk.cli.output import ErrorInfo, Printer, csv_cell, format_timestamp
+from convrisk.cli.cells import csv_cell, format_timestamp
+from convrisk.cli.output import ErrorInfo, Printer
 from tests.cli.conftest import Invoke
 
 Make = Callable[[int], list[str]]

@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from convrisk.api_client.records import Conversation, Page
-from convrisk.cli import output
+from convrisk.cli import iostreams, jq_sink
 from convrisk.cli.errors import JqFailed, UsageProblem
-from convrisk.cli.output import CONVERSATIONS, DELETIONS, Printer
+from convrisk.cli.kinds import CONVERSATIONS, DELETIONS
+from convrisk.cli.output import Printer
 from convrisk.cli.shape import FieldChoice, JqProgram, Shape, make_shape, select
 
 KNOWN = tuple(column.key for column in CONVERSATIONS.columns)
@@ -82,7 +83,7 @@ def test_a_program_that_prints_much_is_written_in_pieces(
     printer = Printer("jsonl", env={}, shape=Shape(jq=JqProgram("range(30000)", each=True)))
     monkeypatch.setattr(printer, "write", writes.append)
     printer.one(CONVERSATIONS, {"id": "conv_1"})
-    assert len(writes) > 1 and all(len(text) <= output.JQ_CHUNK + 16 for text in writes)
+    assert len(writes) > 1 and all(len(text) <= jq_sink.JQ_CHUNK + 16 for text in writes)
     assert "".join(writes).split() == [str(n) for n in range(30000)]
 
 
@@ -116,7 +117,7 @@ def test_non_string_results_are_jqs_own_compact_json() -> None:
 def test_on_a_terminal_jq_strings_are_escaped_except_newlines_and_tabs(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(output, "is_terminal", lambda stream: True)
+    monkeypatch.setattr(iostreams, "is_terminal", lambda stream: True)
     printer = Printer("json", env={}, shape=Shape(jq=JqProgram(".contact_id", each=False)))
     printer.one(CONVERSATIONS, {"id": "x", "contact_id": "a\tb\nc\x1b[2J\u202e\x85"})
     assert capsys.readouterr().out == "a\tb\nc\\x1b[2J\\u202e\\x85\n"

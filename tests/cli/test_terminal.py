@@ -3,22 +3,20 @@ over stdout's text, and questions on the controlling terminal."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from collections.abc import Callable
 
 import pytest
 
-from convrisk.cli import output
-from convrisk.cli.output import (
-    CONVERSATIONS,
-    RISK_PROFILES,
-    Printer,
-    cell_width,
-    cut,
-    fold,
-    table_layout,
-)
+from convrisk.cli import iostreams
+from convrisk.cli.cells import cell_width, cut, fold
+from convrisk.cli.iostreams import IOStreams
+from convrisk.cli.kinds import CONVERSATIONS, RISK_PROFILES, Kind
+from convrisk.cli.layout import table_layout
+from convrisk.cli.output import ErrorInfo, Printer
+from convrisk.cli.views import DetailSink
 from tests.cli.conftest import Invoke
 
 Make = Callable[[int], list[str]]
@@ -30,7 +28,7 @@ def conv_cells(with_: str = "contact c_1", flags: str = "pinned, muted") -> list
     return [CONV_ID, with_, flags, "2024-05-01 12:00:00", "2024-05-01 12:00:00"]
 
 
-def titles(kind: output.Kind, width: int, rows: list[list[str]]) -> list[str]:
+def titles(kind: Kind, width: int, rows: list[list[str]]) -> list[str]:
     layout = table_layout(kind, rows, width)
     assert sum(p.width for p in layout) + 2 * (len(layout) - 1) <= width
     return [kind.terminal_columns[p.index].title for p in layout]
@@ -85,7 +83,8 @@ def test_one_record_on_a_terminal_is_a_detail_view_and_piped_a_tsv_row(
 
 
 def test_the_detail_view_shows_unknown_fields_and_millisecond_times() -> None:
-    rows = output.DetailSink(Printer("table", env={"COLUMNS": "80"}), RISK_PROFILES, False)
+    printer = Printer("table", env={"COLUMNS": "80"})
+    rows = DetailSink(printer, RISK_PROFILES, False, printer.streams)
     text = rows.render(
         [{"id": "rp_1", "created_at": 1714564800000, "region\x1b[2J": "eu", "details": {"a": 1}}]
     )
@@ -152,7 +151,7 @@ def test_ids_from_stdin_are_confirmed_on_the_controlling_terminal(
 ) -> None:
     a, b = conversations(2)
     tty = FakeTty(answer)
-    monkeypatch.setattr(output, "controlling_terminal", lambda: tty)
+    monkeypatch.setattr(iostreams, "controlling_terminal", lambda: tty)
     result = invoke("conv", "delete", "-", "-o", "id", input=f"{a}\n{b}\n")
     assert result.code == code
     assert tty.shown.startswith(f"Delete 2 conversations ({a}, {b}) for good? [y/N]: ")
@@ -166,7 +165,7 @@ def test_an_empty_list_from_stdin_asks_nothing(
     invoke: Invoke, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tty = FakeTty("n\n")
-    monkeypatch.setattr(output, "controlling_terminal", lambda: tty)
+    monkeypatch.setattr(iostreams, "controlling_terminal", lambda: tty)
     assert invoke("conv", "delete", "-", "-o", "json", input="\n").ok().json() == []
     assert "Delete" not in tty.shown
 
@@ -179,9 +178,133 @@ def test_json_on_a_terminal_is_coloured_and_the_same_document(
     assert "\x1b[" not in piped.stdout
     terminal("stdout")
     coloured = invoke("conv", "list", "-o", "json").ok().stdout
-    assert '\x1b[1;34m"id"\x1b[0m: \x1b[32m"conv_' in coloured
-    assert "\x1b[2mnull\x1b[0m" in coloured
+    assert '\x1b[1;34m"id"\x1b[0m: \x1b[32m"conv_' in coloured  # rich's JSON highlighting
+    assert "\x1b[3;35mnull\x1b[0m" in coloured
     assert json.loads(re.sub(r"\x1b\[[0-9;]*m", "", coloured)) == piped.json()
     monkeypatch.setenv("NO_COLOR", "1")
     assert "\x1b[" not in invoke("conv", "list", "-o", "json").ok().stdout
     assert "\x1b[" not in invoke("conv", "list", "-o", "jsonl").ok().stdout  # never jsonl
+
+
+# -- terminal facts given to the printer, without a pty (as gh's iostreams.Test()) ---------------
+
+
+def printer_on(
+    fmt: str, *terminals: str, width: int = 80, **env: str
+) -> tuple[Printer, io.StringIO, io.StringIO]:
+    """A printer whose stdout and stderr are buffers, `terminals` said to be terminals."""
+    out, err = io.StringIO(), io.StringIO()
+    streams = IOStreams(env, stdout=out, stderr=err, terminals=set(terminals), width=width)
+    return Printer(fmt, env=env, streams=streams), out, err
+
+
+CONV = {"id": CONV_ID, "contact_id": "c_" + "x" * 60, "is_pinned": True, "created_at": 1714564800}
+
+
+@pytest.mark.parametrize("width", [40, 80, 120])
+def test_a_table_given_a_terminal_of_some_width_fits_it_with_the_id_whole(width: int) -> None:
+    printer, out, _ = printer_on("table", "stdout", width=width, NO_COLOR="1")
+    with printer.records(CONVERSATIONS, many=True) as sink:
+        sink.write([CONV, {**CONV, "id": CONV_ID[:-1] + "C"}])
+    header, *rows = out.getvalue().splitlines()
+    assert header.startswith("ID  ") and "WITH" in header
+    assert [row.split(" ")[0] for row in rows] == [CONV_ID, CONV_ID[:-1] + "C"]
+    assert all(len(line) <= width and line == line.rstrip() for line in [header, *rows])
+    assert "…" in rows[0] and "\x1b" not in out.getvalue()
+
+
+def test_the_same_rows_piped_are_tsv_and_never_cut() -> None:
+    printer, out, _ = printer_on("table")
+    with printer.records(CONVERSATIONS, many=True) as sink:
+        sink.write([CONV])
+    assert out.getvalue().splitlines()[1].split("\t")[:2] == [CONV_ID, CONV["contact_id"]]
+    assert "\x1b" not in out.getvalue()
+
+
+def test_a_table_header_is_bold_only_where_colour_is_allowed() -> None:
+    coloured, out, _ = printer_on("table", "stdout")
+    with coloured.records(CONVERSATIONS, many=True) as sink:
+        sink.write([CONV])
+    assert out.getvalue().startswith("\x1b[1mID")
+    for env in ({"NO_COLOR": "1"}, {"TERM": "dumb"}):
+        plain, out, _ = printer_on("table", "stdout", width=80, **env)
+        with plain.records(CONVERSATIONS, many=True) as sink:
+            sink.write([CONV])
+        assert out.getvalue().startswith("ID  ") and "\x1b" not in out.getvalue()
+
+
+def test_cells_reach_the_screen_escaped_and_never_as_markup() -> None:
+    printer, out, _ = printer_on("table", "stdout", width=120, NO_COLOR="1")
+    hostile = {**CONV, "contact_id": "[bold red]x[/] :smile: \x1b[2J\x07"}
+    with printer.records(CONVERSATIONS, many=True) as sink:
+        sink.write([hostile])
+    assert "contact [bold red]x[/] :smile: \\x1b[2J\\x07" in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("env", "stderr_terminal", "coloured"),
+    [
+        ({}, True, True),
+        ({}, False, False),
+        ({"NO_COLOR": "1"}, True, False),
+        ({"NO_COLOR": ""}, True, True),  # empty: not set
+        ({"FORCE_COLOR": "1"}, False, True),  # as in CI logs
+        ({"FORCE_COLOR": "1", "NO_COLOR": "1"}, False, False),
+        ({"TERM": "dumb"}, True, False),
+        ({"TERM": "dumb", "FORCE_COLOR": "1"}, True, False),
+    ],
+)
+def test_error_colour_follows_no_color_force_color_and_term_dumb_as_rich_does(
+    env: dict[str, str], stderr_terminal: bool, coloured: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    printer, _, err = printer_on("table", *(["stderr"] if stderr_terminal else []), width=80, **env)
+    printer.error(ErrorInfo("api_error", "nope"))
+    assert err.getvalue().startswith("\x1b[31mError:" if coloured else "Error: nope")
+    # rich's own Console, given the same environment and stream, decides the same.
+    from rich.console import Console
+
+    for name in ("NO_COLOR", "FORCE_COLOR", "TERM", "TTY_COMPATIBLE", "COLORTERM"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+
+    class Stream(io.StringIO):
+        def isatty(self) -> bool:
+            return stderr_terminal
+
+    rich = Console(file=Stream())
+    assert (rich.color_system is not None and not rich.no_color) == coloured
+
+
+def test_json_given_a_terminal_is_indented_and_highlighted_only_with_colour() -> None:
+    printer, out, _ = printer_on("json", "stdout")
+    with printer.records(CONVERSATIONS, many=True) as sink:
+        sink.write([CONV])
+    coloured = out.getvalue()
+    assert '\x1b[1;34m"id"\x1b[0m' in coloured and coloured.rstrip().endswith("]\x1b[0m")
+    plain, out, _ = printer_on("json", "stdout", NO_COLOR="1")
+    with plain.records(CONVERSATIONS, many=True) as sink:
+        sink.write([CONV])
+    assert re.sub(r"\x1b\[[0-9;]*m", "", coloured) == out.getvalue()
+    assert json.loads(out.getvalue()) == [CONV]
+
+
+def test_the_import_bar_is_rich_progress_with_thousands_separators() -> None:
+    printer, _, err = printer_on("table", "stderr", width=100, NO_COLOR="1")
+    printer.progress("12,345 records (12,345 created)", done=0.5)
+    line = err.getvalue()
+    assert line.startswith("\r\x1b[K━━━━━━━━━━━━━━━") and " 50% 12,345 records" in line
+    assert "\n" not in line and len(line) - len("\r\x1b[K") <= 99
+
+
+def test_a_listing_counts_pages_with_thousands_separators() -> None:
+    printer, _, err = printer_on("jsonl", "stderr", NO_COLOR="1")
+    pages = [{"data": [CONV] * 1000, "has_more": True}, {"data": [CONV], "has_more": False}]
+    printer.pages(CONVERSATIONS, pages, hint_more=True)  # type: ignore[arg-type]
+    assert err.getvalue() == "\r\x1b[K1,000 conversations...\r\x1b[K"
+
+
+def test_a_long_progress_line_is_cut_to_one_screen_line() -> None:
+    printer, _, err = printer_on("table", "stderr", width=30, NO_COLOR="1")
+    printer.progress("x" * 100)
+    assert err.getvalue() == "\r\x1b[K" + "x" * 28 + "…"

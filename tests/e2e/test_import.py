@@ -430,7 +430,7 @@ def test_on_a_terminal_a_progress_bar_and_a_summary(tmp_path: Path) -> None:
 
 def test_a_local_import_loads_neither_httpx_nor_rich(tmp_path: Path) -> None:
     """The import stays on the light path: no HTTP client for the local database, no rich
-    (the progress bar is plain text), no other command group."""
+    (no terminal: no progress bar), no other command group."""
     import subprocess
     import sys
 

@@ -1,0 +1,157 @@
+"""Cell formatting: a value as the text of a table, TSV or CSV cell, safe on a terminal, and its
+width in screen cells; cutting and folding by screen cells.
+
+Every line a person reads goes through `shown()` (api_client.text.printable) so that no control
+character from data reaches the terminal (DESIGN 4.2); JSON goes through `printable_json()`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+CellKind = Literal["text", "bool", "time", "json", "number"]
+
+# A timestamp above this is taken to be in milliseconds (10**11 seconds is the year 5138).
+MILLISECONDS_ABOVE = 10**11
+DATE_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}")
+DATE_WIDTH = len("2024-05-01")
+
+
+def format_timestamp(value: object) -> str:
+    """`YYYY-MM-DD HH:MM:SS` UTC from Unix seconds or milliseconds; other values as text."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "" if value is None else str(value)
+    seconds = value / 1000 if abs(value) > MILLISECONDS_ABOVE else value
+    try:
+        return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError):
+        return str(value)
+
+
+def format_cell(value: object, kind: CellKind) -> str:
+    """A value as text for tables, TSV and CSV."""
+    if value is None:
+        return ""
+    if kind == "time":
+        return format_timestamp(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict | list) or kind == "json":
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return str(value)
+
+
+def date_only(cell: str) -> str:
+    """A `YYYY-MM-DD HH:MM:SS` cell as its date; any other cell as it is."""
+    return cell[:DATE_WIDTH] if DATE_TIME.fullmatch(cell) else cell
+
+
+def shown(text: str, *, escape_backslash: bool = False, keep_newlines: bool = False) -> str:
+    """`text` safe for a terminal line: api_client.text.printable(), with the same options."""
+    # Plain ASCII has nothing to escape: the common case costs no call, and `config` and `--help`
+    # import nothing of api_client.
+    if text.isascii() and text.isprintable() and not (escape_backslash and "\\" in text):
+        return text
+    from convrisk.api_client.text import printable
+
+    return printable(text, escape_backslash=escape_backslash, keep_newlines=keep_newlines)
+
+
+def shown_keeping_layout(text: str) -> str:
+    """`text` for a terminal: control characters escaped, except newlines and tabs."""
+    if text.isascii() and text.isprintable():
+        return text
+    return "\t".join(shown(part, keep_newlines=True) for part in text.split("\t"))
+
+
+def json_text(value: object, **options: Any) -> str:
+    """JSON text of a value as the service sent it, safe on a terminal and encodable as UTF-8."""
+    return printable_json(json.dumps(value, ensure_ascii=False, **options))
+
+
+def printable_json(text: str) -> str:
+    """JSON text (from `json.dumps(..., ensure_ascii=False)`) safe on a terminal: printable_json."""
+    from convrisk.api_client.text import printable_json as safe
+
+    return safe(text)
+
+
+# A spreadsheet runs a cell starting with one of these as a formula (OWASP, CSV injection).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+
+
+def csv_cell(text: str) -> str:
+    """A CSV cell: controls escaped, and a would-be formula prefixed with `'` (not a number)."""
+    text = shown(text)
+    if text.startswith(_FORMULA_START) and re.fullmatch(_PLAIN_NUMBER, text) is None:
+        return "'" + text
+    return text
+
+
+def tsv_line(cells: list[str]) -> str:
+    """Fields joined by tabs, each printable(..., escape_backslash=True), and a newline."""
+    whole = "".join(cells)
+    # One check for the whole row: most rows are plain ASCII with nothing to escape.
+    if not (whole.isascii() and whole.isprintable() and "\\" not in whole):
+        from convrisk.api_client.text import printable
+
+        if printable(whole, escape_backslash=True) != whole:  # something to escape
+            cells = [printable(cell, escape_backslash=True) for cell in cells]
+    return "\t".join(cells) + "\n"
+
+
+def _char_width(char: str) -> int:
+    import unicodedata
+
+    if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
+def cell_width(text: str) -> int:
+    """How many terminal cells `text` (already printable) takes: wide characters take two."""
+    if text.isascii():
+        return len(text)
+    return sum(_char_width(char) for char in text)
+
+
+def cut(text: str, width: int) -> str:
+    """`text` in at most `width` cells: cut with `…` when it is wider."""
+    if cell_width(text) <= width:
+        return text
+    kept: list[str] = []
+    used = 0
+    for char in text:
+        size = _char_width(char)
+        if used + size > width - 1:
+            break
+        kept.append(char)
+        used += size
+    return "".join(kept) + "…"
+
+
+def pad(text: str, width: int) -> str:
+    """`text` followed by spaces up to `width` cells."""
+    return text + " " * max(0, width - cell_width(text))
+
+
+def fold(text: str, width: int) -> list[str]:
+    """`text` as lines of at most `width` cells (a long value folded, nothing lost)."""
+    if cell_width(text) <= width:
+        return [text]
+    lines: list[str] = []
+    line: list[str] = []
+    used = 0
+    for char in text:
+        size = _char_width(char)
+        if used + size > width and line:
+            lines.append("".join(line))
+            line, used = [], 0
+        line.append(char)
+        used += size
+    lines.append("".join(line))
+    return lines

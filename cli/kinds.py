@@ -1,0 +1,251 @@
+"""Column kinds: what each command prints, its noun for messages, its columns in every format,
+the columns of a terminal table and what gives way first when the screen is narrow."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .cells import CellKind, format_cell
+
+Row = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: the field, its title and how to show it (or a function of the whole row)."""
+
+    key: str
+    title: str
+    kind: CellKind = "text"
+    value: Callable[[Row], object] | None = None
+
+    def cell(self, row: Row) -> str:
+        """This column's text for a row."""
+        value = self.value(row) if self.value is not None else row.get(self.key)
+        return format_cell(value, self.kind)
+
+
+# One step that narrows a terminal table: show a time column as its date only, or drop a column.
+Narrowing = tuple[Literal["date", "drop"], str]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What is being printed: its noun for messages, its columns, and the terminal's columns."""
+
+    noun: str
+    plural: str
+    columns: tuple[Column, ...]
+    # A table on a terminal shows fewer, friendlier columns; TSV and CSV keep every field under
+    # its own name. On a narrow screen `narrowing` is applied in order, as far as needed.
+    terminal_columns: tuple[Column, ...]
+    narrowing: tuple[Narrowing, ...] = ()
+    # The field printed by `-o id` (a row without it is left out).
+    id_key: str = "id"
+    # When set, the table format (on a terminal and piped alike) is one readable line per row
+    # made by this function, instead of columns.
+    line: Callable[[Row], str] | None = None
+
+    # --fields: only these fields of each record, in this order (None: all of them).
+    fields: tuple[str, ...] | None = None
+
+    def only(self, fields: Sequence[str]) -> Kind:
+        """This kind with only these fields, in this order: the columns of every format.
+
+        A field the kind has no column for (a result that is not one of its records, such as
+        another command's summary) gets a plain text column under its name.
+        """
+        by_key = {column.key: column for column in self.columns}
+        columns = tuple(by_key.get(key) or Column(key, key.upper()) for key in fields)
+        narrowing = tuple(step for step in self.narrowing if step[1] in fields)
+        return dataclasses.replace(
+            self,
+            columns=columns,
+            terminal_columns=columns,
+            narrowing=narrowing,
+            fields=tuple(fields),
+        )
+
+
+def _party(row: Row) -> str:
+    if row.get("group_id"):
+        return f"group {row['group_id']}"
+    return f"contact {row.get('contact_id') or ''}".strip()
+
+
+def _flags(row: Row) -> str:
+    flags = [name for name in ("pinned", "muted") if row.get(f"is_{name}")]
+    if row.get("archived_at") is not None:
+        flags.append("archived")
+    if row.get("pinned_message_id"):
+        flags.append(f"message {row['pinned_message_id']}")
+    return ", ".join(flags)
+
+
+CONVERSATIONS = Kind(
+    "conversation",
+    "conversations",
+    (
+        Column("id", "ID"),
+        Column("contact_id", "CONTACT"),
+        Column("group_id", "GROUP"),
+        Column("is_pinned", "PINNED", "bool"),
+        Column("is_muted", "MUTED", "bool"),
+        Column("pinned_message_id", "PINNED MESSAGE"),
+        Column("last_active_at", "LAST ACTIVE", "time"),
+        Column("last_opened_at", "LAST OPENED", "time"),
+        Column("created_at", "CREATED", "time"),
+        Column("archived_at", "ARCHIVED", "time"),
+    ),
+    (
+        Column("id", "ID"),
+        Column("with", "WITH", value=_party),
+        Column("flags", "FLAGS", value=_flags),
+        Column("last_active_at", "LAST ACTIVE", "time"),
+        Column("created_at", "CREATED", "time"),
+    ),
+    (
+        ("date", "created_at"),
+        ("date", "last_active_at"),
+        ("drop", "created_at"),
+        ("drop", "last_active_at"),
+        ("drop", "flags"),
+    ),
+)
+RISK_PROFILES = Kind(
+    "risk profile",
+    "risk profiles",
+    (
+        Column("id", "ID"),
+        Column("customer_id", "CUSTOMER"),
+        Column("profile_type", "TYPE"),
+        Column("score", "SCORE", "number"),
+        Column("details", "DETAILS", "json"),
+        Column("created_at", "CREATED", "time"),
+        Column("updated_at", "UPDATED", "time"),
+    ),
+    (
+        Column("id", "ID"),
+        Column("customer_id", "CUSTOMER"),
+        Column("profile_type", "TYPE"),
+        Column("score", "SCORE", "number"),
+        Column("details", "DETAILS", "json"),
+        Column("updated_at", "UPDATED", "time"),
+    ),
+    (
+        ("date", "updated_at"),
+        ("drop", "details"),
+        ("drop", "updated_at"),
+        ("drop", "profile_type"),
+        ("drop", "score"),
+    ),
+)
+_DELETION_COLUMNS = (Column("id", "ID"), Column("deleted", "DELETED", "bool"))
+DELETIONS = Kind("deletion", "deletions", _DELETION_COLUMNS, _DELETION_COLUMNS)
+
+
+_PLAN_COLUMNS = (
+    Column("dry_run", "DRY RUN", "bool"),
+    Column("operation", "OPERATION"),
+    Column("id", "ID"),
+    Column("body", "BODY", "json"),
+)
+
+
+def planned(operation: str, id: str | None, body: Mapping[str, Any]) -> dict[str, Any]:
+    """One operation a dry run would perform, in the shape of every format (DESIGN 4.4)."""
+    return {"dry_run": True, "operation": operation, "id": id, "body": dict(body)}
+
+
+def plan_kind(target: Kind) -> Kind:
+    """The kind of the planned operations on `target`: readable lines in the table format."""
+
+    def line(row: Row) -> str:
+        body = format_cell(row.get("body") or {}, "json")
+        if row.get("operation") == "create":
+            return f"would create a {target.noun}: {body}"
+        if row.get("operation") == "update":
+            return f"would update {row.get('id')}: {body}"
+        return f"would {row.get('operation')} {row.get('id')}"
+
+    return Kind(
+        f"planned {target.noun} operation",
+        f"planned {target.noun} operations",
+        _PLAN_COLUMNS,
+        _PLAN_COLUMNS,
+        line=line,
+    )
+
+
+_PROFILE_COLUMNS = (
+    Column("name", "NAME"),
+    Column("active", "ACTIVE", "bool"),
+    Column("base_url", "BASE URL"),
+    Column("db", "DB"),
+    Column("token", "TOKEN", "bool"),
+)
+PROFILES = Kind(
+    "profile",
+    "profiles",
+    _PROFILE_COLUMNS,
+    (
+        Column("active", "", value=lambda row: "*" if row.get("active") else ""),
+        Column("name", "PROFILE"),
+        Column(
+            "backend",
+            "BACKEND",
+            value=lambda row: row.get("base_url") or row.get("db") or "local (default database)",
+        ),
+        Column("token", "TOKEN", value=lambda row: "set" if row.get("token") else ""),
+    ),
+    id_key="name",
+)
+
+
+# Whatever `convrisk api` prints: an answer's body, or the items of its pages.
+ANSWER = Kind("item", "items", (), ())
+
+
+def _status_lines(row: Row) -> str:
+    """The status of `convrisk status` as aligned lines (joined by the sink)."""
+    if row.get("backend") == "remote":
+        backend = f"remote {row.get('base_url')}"
+        token = f"from {row['token_source']}" if row.get("token_source") else "not set"
+    else:
+        backend = f"local {row.get('db')}"
+        token = "not needed (local database)"
+    if row.get("ok"):
+        service = f"ok ({row.get('ms')} ms for a list of one conversation)"
+    else:
+        error = row.get("error") or {}
+        service = f"failed, exit code {row.get('exit_code')}: {error.get('message', '')}"
+        if error.get("status") is not None and f"HTTP {error['status']}" not in service:
+            service += f" (HTTP {error['status']})"
+    lines = [
+        ("profile", f"{row.get('profile')} (from {row.get('profile_source')})"),
+        ("backend", backend),
+        ("token", token),
+        ("service", service),
+    ]
+    return "\n".join(f"{key:<8} {value}" for key, value in lines)
+
+
+_STATUS_COLUMNS = tuple(
+    Column(key, key.upper(), "json" if key == "error" else "text")
+    for key in (
+        "profile",
+        "profile_source",
+        "backend",
+        "base_url",
+        "db",
+        "token_source",
+        "ok",
+        "ms",
+        "exit_code",
+        "error",
+    )
+)
+STATUS = Kind("status", "statuses", _STATUS_COLUMNS, _STATUS_COLUMNS, line=_status_lines)
