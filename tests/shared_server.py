@@ -3,6 +3,7 @@ own: starting and stopping uvicorn costs about 0.2 s, a fresh SQLite file a few 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -11,6 +12,8 @@ from convrisk.api_client.protocol import ConversationsBackend, RiskProfilesBacke
 from convrisk.api_client.raw import RawAnswer
 from convrisk.local_backend.server import ConvriskServer, make_server
 from convrisk.local_backend.store import LocalBackend
+
+SETTLE_SECONDS = 10  # at most, for the requests in flight when a test ends
 
 
 class CurrentBackend:
@@ -58,6 +61,11 @@ class SharedServer:
         try:
             yield self.server
         finally:
+            # A request the test left behind (a client that hung up mid-body) ends first, so
+            # its log line and its writes stay this test's.
+            deadline = time.monotonic() + SETTLE_SECONDS
+            while self.server.in_flight and time.monotonic() < deadline:
+                time.sleep(0.005)
             self._backend.current, self._logs = before, logs_before
 
 
