@@ -70,6 +70,7 @@ from .records import (
     json_text,
     load_json,
 )
+from .resources import CONVERSATIONS, RISK_PROFILES
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -1162,8 +1163,8 @@ class HTTPBackend:
         ] = HTTPResource(
             self._transport,
             name="conversations",
-            path="/v1/conversations",
-            noun="conversation",
+            path=CONVERSATIONS.path,
+            noun=CONVERSATIONS.noun,
             check_create=check_conversation_create,
             check_update=check_conversation_update,
         )
@@ -1172,8 +1173,8 @@ class HTTPBackend:
         ] = HTTPResource(
             self._transport,
             name="risk_profiles",
-            path="/v1/risk-profiles",
-            noun="risk profile",
+            path=RISK_PROFILES.path,
+            noun=RISK_PROFILES.noun,
             check_create=check_risk_profile_create,
             check_update=check_risk_profile_update,
         )

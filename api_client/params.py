@@ -1,16 +1,28 @@
 """Request parameters of every operation, and the input rules of DESIGN section 1 that check them.
 
 Backends call the `check_*` functions on what they are given, so the rules live in one place and
-both the local backend and `convrisk serve` reject the same input with the same error.
+both the local backend and `convrisk serve` reject the same input with the same error. A body is
+checked by its resource's description (api_client.resources): which fields a create or an update
+takes, each by the rule of its type, and the one-of and fixed-field constraints.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, Literal, TypedDict
+from typing import Any, cast
 
 from .errors import InvalidRequestError
+from .resources import RESOURCES, Field, Resource
+
+# The request types live beside the description of their resource; importable from here too.
+from .resources import ConversationCreateParams as ConversationCreateParams
+from .resources import ConversationFilters as ConversationFilters
+from .resources import ConversationUpdateParams as ConversationUpdateParams
+from .resources import ResourceName as ResourceName
+from .resources import RiskProfileCreateParams as RiskProfileCreateParams
+from .resources import RiskProfileFilters as RiskProfileFilters
+from .resources import RiskProfileUpdateParams as RiskProfileUpdateParams
 
 MAX_LIMIT = 100
 DEFAULT_LIMIT = 10
@@ -20,65 +32,11 @@ DEFAULT_LIMIT = 10
 MAX_DETAILS_DEPTH = 64
 MAX_IDEMPOTENCY_KEY_LENGTH = 255
 
-ResourceName = Literal["conversations", "risk_profiles"]
-ID_PREFIXES: dict[ResourceName, str] = {"conversations": "conv_", "risk_profiles": "rp_"}
-
-
-class ConversationCreateParams(TypedDict, total=False):
-    """Create a conversation: exactly one of contact_id or group_id."""
-
-    contact_id: str | None
-    group_id: str | None
-
-
-class ConversationUpdateParams(TypedDict, total=False):
-    """Update a conversation: only the supplied attributes change."""
-
-    pinned_message_id: str | None
-    is_pinned: bool
-    is_muted: bool
-    archived_at: int | float | None
-
-
-class ConversationFilters(TypedDict, total=False):
-    """List filters for conversations, combined with AND; None or absent means no filter."""
-
-    muted: bool | None
-    archived: bool | None
-    pinned: bool | None
-    group_id: str | None
-
-
-class RiskProfileCreateParams(TypedDict):
-    """Create a risk profile: every field required."""
-
-    customer_id: str
-    profile_type: str
-    score: int | float
-    details: dict[str, Any]
-
-
-class RiskProfileUpdateParams(TypedDict, total=False):
-    """Update a risk profile; customer_id cannot be changed."""
-
-    profile_type: str
-    score: int | float
-    details: dict[str, Any]
-
-
-class RiskProfileFilters(TypedDict, total=False):
-    """List filters for risk profiles, combined with AND."""
-
-    customer_id: str | None
-    profile_type: str | None
-
-
-class ListParams(TypedDict, total=False):
-    """Paging parameters of every list."""
-
-    limit: int
-    starting_after: str | None
-    ending_before: str | None
+ID_PREFIXES: dict[ResourceName, str] = {name: r.prefix for name, r in RESOURCES.items()}
+# The largest request body the service takes (413 above it).
+MAX_BODY_BYTES = 1024 * 1024
+# The words a boolean query parameter may be, in any letter case.
+QUERY_BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
 
 
 def _reject_unknown(body: Mapping[str, Any], allowed: tuple[str, ...], what: str) -> None:
@@ -152,18 +110,6 @@ def exceeds_depth(value: object, limit: int) -> bool:
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
-def _details(body: Mapping[str, Any]) -> dict[str, Any]:
-    value = body["details"]
-    if not isinstance(value, dict):
-        raise InvalidRequestError("details must be a JSON object.", param="details")
-    if exceeds_depth(value, MAX_DETAILS_DEPTH):
-        raise InvalidRequestError(
-            f"details nests objects and arrays more than {MAX_DETAILS_DEPTH} levels deep.",
-            param="details",
-        )
-    return value
-
-
 def check_text(value: object, param: str) -> None:
     """Refuse a string that is not valid Unicode (a lone surrogate is not UTF-8), naming `param`.
 
@@ -217,91 +163,104 @@ def token_problem(token: str) -> str | None:
     return None
 
 
+def _value(field: Field, body: Mapping[str, Any]) -> Any:
+    """The value of `field` in `body` (present), checked by the rule of its type."""
+    key = field.name
+    value = body[key]
+    if field.nullable and value is None:
+        return None
+    if field.type == "string":
+        if field.nullable:
+            if not isinstance(value, str) or not value:
+                raise InvalidRequestError(
+                    f"{key} must be a non-empty string, or null to {field.null_means}.", param=key
+                )
+            return value
+        return _nonempty_string(body, key)
+    if field.type == "boolean":
+        return _boolean(body, key)
+    if field.type == "object":
+        return _object(body, key)
+    value = _number(value, key)
+    if field.type == "timestamp" and value < 0:
+        raise InvalidRequestError(
+            f"{key} must be a Unix timestamp (seconds) of 0 or more.", param=key
+        )
+    return value
+
+
+def _object(body: Mapping[str, Any], key: str) -> dict[str, Any]:
+    value = body[key]
+    if not isinstance(value, dict):
+        raise InvalidRequestError(f"{key} must be a JSON object.", param=key)
+    if exceeds_depth(value, MAX_DETAILS_DEPTH):
+        raise InvalidRequestError(
+            f"{key} nests objects and arrays more than {MAX_DETAILS_DEPTH} levels deep.",
+            param=key,
+        )
+    return value
+
+
+def check_create(resource: Resource, body: object) -> dict[str, Any]:
+    """Check a create body by the resource's description; returns the fields it sets (each
+    field of a one-of group, None when not given)."""
+    data = _check_object(body)
+    fields = resource.creatable()
+    _reject_unknown(data, tuple(f.name for f in fields), f"creating a {resource.noun}")
+    out: dict[str, Any] = {}
+    if resource.one_of:
+        for key in resource.one_of:
+            out[key] = _optional_string(data, key)
+        given = [key for key in resource.one_of if out[key] is not None]
+        if len(given) != 1:
+            names = " or ".join(resource.one_of)
+            problem = "neither was given" if not given else "both were given"
+            raise InvalidRequestError(
+                f"Exactly one of {names} is required; {problem}.",
+                param=given[1] if given else resource.one_of[0],
+            )
+    for field in fields:
+        if field.required and data.get(field.name) is None:
+            raise InvalidRequestError(
+                f"Missing required parameter: {field.name}.", param=field.name
+            )
+    for field in fields:
+        if field.name in data and field.name not in resource.one_of:
+            out[field.name] = _value(field, data)
+    return out
+
+
+def check_update(resource: Resource, body: object) -> dict[str, Any]:
+    """Check an update body by the resource's description; returns only the supplied fields."""
+    data = _check_object(body)
+    for field in resource.fields:
+        if field.fixed and field.name in data:
+            raise InvalidRequestError(
+                f"{field.name} cannot be changed by an update.", param=field.name
+            )
+    fields = resource.updatable()
+    _reject_unknown(data, tuple(f.name for f in fields), f"updating a {resource.noun}")
+    return {field.name: _value(field, data) for field in fields if field.name in data}
+
+
 def check_conversation_create(body: object) -> ConversationCreateParams:
     """Check a create-conversation body; returns exactly one party."""
-    data = _check_object(body)
-    _reject_unknown(data, ("contact_id", "group_id"), "creating a conversation")
-    contact_id = _optional_string(data, "contact_id")
-    group_id = _optional_string(data, "group_id")
-    if contact_id is None and group_id is None:
-        raise InvalidRequestError(
-            "Exactly one of contact_id or group_id is required; neither was given.",
-            param="contact_id",
-        )
-    if contact_id is not None and group_id is not None:
-        raise InvalidRequestError(
-            "Exactly one of contact_id or group_id is required; both were given.",
-            param="group_id",
-        )
-    return {"contact_id": contact_id, "group_id": group_id}
+    return cast(ConversationCreateParams, check_create(RESOURCES["conversations"], body))
 
 
 def check_conversation_update(body: object) -> ConversationUpdateParams:
     """Check an update-conversation body; returns only the supplied attributes."""
-    data = _check_object(body)
-    _reject_unknown(
-        data,
-        ("pinned_message_id", "is_pinned", "is_muted", "archived_at"),
-        "updating a conversation",
-    )
-    out: ConversationUpdateParams = {}
-    if "pinned_message_id" in data:
-        value = data["pinned_message_id"]
-        if value is not None and (not isinstance(value, str) or not value):
-            raise InvalidRequestError(
-                "pinned_message_id must be a non-empty string, or null to unpin the message.",
-                param="pinned_message_id",
-            )
-        out["pinned_message_id"] = value
-    if "is_pinned" in data:
-        out["is_pinned"] = _boolean(data, "is_pinned")
-    if "is_muted" in data:
-        out["is_muted"] = _boolean(data, "is_muted")
-    if "archived_at" in data:
-        value = data["archived_at"]
-        if value is not None:
-            value = _number(value, "archived_at")
-            if value < 0:
-                raise InvalidRequestError(
-                    "archived_at must be a Unix timestamp (seconds) of 0 or more.",
-                    param="archived_at",
-                )
-        out["archived_at"] = value
-    return out
+    return cast(ConversationUpdateParams, check_update(RESOURCES["conversations"], body))
 
 
 def check_risk_profile_create(body: object) -> RiskProfileCreateParams:
     """Check a create-risk-profile body; every field is required."""
-    data = _check_object(body)
-    allowed = ("customer_id", "profile_type", "score", "details")
-    _reject_unknown(data, allowed, "creating a risk profile")
-    for key in allowed:
-        if key not in data or data[key] is None:
-            raise InvalidRequestError(f"Missing required parameter: {key}.", param=key)
-    return {
-        "customer_id": _nonempty_string(data, "customer_id"),
-        "profile_type": _nonempty_string(data, "profile_type"),
-        "score": _number(data["score"], "score"),
-        "details": _details(data),
-    }
+    return cast(RiskProfileCreateParams, check_create(RESOURCES["risk_profiles"], body))
 
 
 def check_risk_profile_update(body: object) -> RiskProfileUpdateParams:
     """Check an update-risk-profile body; customer_id cannot be changed."""
-    data = _check_object(body)
-    if "customer_id" in data:
-        raise InvalidRequestError(
-            "customer_id cannot be changed by an update.", param="customer_id"
-        )
-    _reject_unknown(data, ("profile_type", "score", "details"), "updating a risk profile")
-    out: RiskProfileUpdateParams = {}
-    if "profile_type" in data:
-        out["profile_type"] = _nonempty_string(data, "profile_type")
-    if "score" in data:
-        out["score"] = _number(data["score"], "score")
-    if "details" in data:
-        out["details"] = _details(data)
-    return out
+    return cast(RiskProfileUpdateParams, check_update(RESOURCES["risk_profiles"], body))
 
 
 def check_filters(resource: ResourceName, filters: object) -> dict[str, Any]:
@@ -310,19 +269,16 @@ def check_filters(resource: ResourceName, filters: object) -> dict[str, Any]:
         return {}
     if not isinstance(filters, Mapping):
         raise InvalidRequestError("List filters must be a mapping of filter names to values.")
-    if resource == "conversations":
-        booleans: tuple[str, ...] = ("muted", "archived", "pinned")
-        strings: tuple[str, ...] = ("group_id",)
-    else:
-        booleans, strings = (), ("customer_id", "profile_type")
-    _reject_unknown(filters, booleans + strings, f"listing {resource.replace('_', ' ')}")
+    described = RESOURCES[resource]
+    kinds = {f.name: f.type for f in described.filters}
+    _reject_unknown(filters, tuple(kinds), f"listing {described.plural}")
     out: dict[str, Any] = {}
     for key, value in filters.items():
         if value is None:
             continue
-        if key in booleans and not isinstance(value, bool):
+        if kinds[key] == "boolean" and not isinstance(value, bool):
             raise InvalidRequestError(f"{key} must be true or false.", param=key)
-        if key in strings and (not isinstance(value, str) or not value):
+        if kinds[key] == "string" and (not isinstance(value, str) or not value):
             raise InvalidRequestError(f"{key} must be a non-empty string.", param=key)
         check_text(value, key)
         out[key] = value
@@ -363,7 +319,7 @@ def check_remote_cursor(resource: ResourceName, name: str, cursor: object) -> st
 def _not_another_resource(resource: ResourceName, name: str, cursor: str) -> None:
     for other, prefix in ID_PREFIXES.items():
         if other != resource and cursor.startswith(prefix):
-            noun, other_noun = (r.replace("_", " ")[:-1] for r in (resource, other))
+            noun, other_noun = (RESOURCES[r].noun for r in (resource, other))
             raise InvalidRequestError(
                 f"{name} must be a {noun} id, not a {other_noun} id ({prefix}...).", param=name
             )

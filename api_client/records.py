@@ -23,43 +23,15 @@ from collections.abc import Mapping
 from typing import Any, Generic, Required, TypedDict, TypeVar
 
 from .params import MAX_DETAILS_DEPTH, exceeds_depth
-
-# A timestamp as the service sent it: integer Unix seconds from our own service, but a remote one
-# may send milliseconds or floats. Kept unchanged so JSON output carries the service's values.
-Timestamp = int | float
+from .resources import Conversation as Conversation
+from .resources import RiskProfile as RiskProfile
+from .resources import Timestamp as Timestamp
 
 
 class Record(TypedDict, total=False):
     """What every record has for sure: its id (a non-empty string)."""
 
     id: Required[str]
-
-
-class Conversation(TypedDict, total=False):
-    """A conversation with one contact or one group."""
-
-    id: Required[str]
-    contact_id: str | None
-    group_id: str | None
-    pinned_message_id: str | None
-    is_pinned: bool
-    is_muted: bool
-    last_active_at: Timestamp | None
-    last_opened_at: Timestamp | None
-    created_at: Timestamp
-    archived_at: Timestamp | None
-
-
-class RiskProfile(TypedDict, total=False):
-    """The risk tolerance of one customer."""
-
-    id: Required[str]
-    customer_id: str
-    profile_type: str
-    score: int | float
-    details: dict[str, Any]
-    created_at: Timestamp
-    updated_at: Timestamp
 
 
 class Deleted(TypedDict):

@@ -38,17 +38,17 @@ def ids(ctx: typer.Context, args: list[str], incomplete: str) -> list[str]:
     return _local_ids(ctx, resource, incomplete)
 
 
-# The list paths of the interface, and the resource of the ids under each.
-API_PATHS = {"/v1/conversations": "conversations", "/v1/risk-profiles": "risk_profiles"}
-
-
 def api_paths(ctx: typer.Context, args: list[str], incomplete: str) -> list[str]:
     """The interface's paths (`api <TAB>`), then local ids under one (`api /v1/conversations/`)."""
-    for path, resource in API_PATHS.items():
+    from convrisk.api_client.resources import RESOURCES
+
+    # The list paths of the interface, and the resource of the ids under each.
+    paths = {resource.path: name for name, resource in RESOURCES.items()}
+    for path, resource in paths.items():
         if incomplete.startswith(path + "/"):
             start = incomplete[len(path) + 1 :]
             return [f"{path}/{id}" for id in _local_ids(ctx, resource, start)]
-    return [path for path in API_PATHS if path.startswith(incomplete)]
+    return [path for path in paths if path.startswith(incomplete)]
 
 
 def _local_ids(ctx: typer.Context, resource: str, incomplete: str) -> list[str]:

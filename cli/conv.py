@@ -6,10 +6,12 @@ import typer
 
 from . import options as opt
 from .context import app_context, delete_each, for_each_id, plan_create, plan_each_id, print_list
-from .kinds import CONVERSATIONS
+from .resource_kinds import CONVERSATIONS
 
 if TYPE_CHECKING:
     from convrisk.api_client.params import ConversationFilters
+
+ConvFields = Annotated[str | None, opt.fields_option(CONVERSATIONS)]
 
 app = typer.Typer(
     help="""Conversations with one contact or one group.
@@ -44,7 +46,7 @@ def list_(
     starting_after: opt.StartingAfter = None,
     ending_before: opt.EndingBefore = None,
     output: opt.Output = None,
-    fields: opt.ConvFields = None,
+    fields: ConvFields = None,
     jq: opt.Jq = None,
 ) -> None:
     """List conversations, newest first (filters combine with AND).
@@ -87,7 +89,7 @@ def create(
     group_id: GroupId = None,
     dry_run: opt.DryRun = False,
     output: opt.Output = None,
-    fields: opt.ConvFields = None,
+    fields: ConvFields = None,
     jq: opt.Jq = None,
 ) -> None:
     """Create a conversation with one contact or one group (exactly one of the two).
@@ -111,7 +113,7 @@ def get(
     ctx: typer.Context,
     ids: opt.Ids,
     output: opt.Output = None,
-    fields: opt.ConvFields = None,
+    fields: ConvFields = None,
     jq: opt.Jq = None,
 ) -> None:
     """Show conversations by id (several ids, or - to read them from stdin).
@@ -163,7 +165,7 @@ def update(
     ] = False,
     dry_run: opt.DryRun = False,
     output: opt.Output = None,
-    fields: opt.ConvFields = None,
+    fields: ConvFields = None,
     jq: opt.Jq = None,
 ) -> None:
     """Change conversations: pin, mute, archive, pin a message.

@@ -17,12 +17,16 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Literal
 
+from convrisk.api_client import resources
+from convrisk.api_client.resources import Field, Resource, ResourceName
+
 from .context import AppContext, describe_failure, stops_the_loop
 from .errors import Failures, RecordsFailed, UsageProblem
 from .import_report import import_report
-from .kinds import CONVERSATIONS, RISK_PROFILES, Kind, plan_kind, planned
+from .kinds import Kind, plan_kind, planned
 from .output import Printer
 from .records import CellType, Record, Source, read
+from .resource_kinds import CONVERSATIONS, RISK_PROFILES
 
 if TYPE_CHECKING:
     from convrisk.api_client.client import ResourceClient
@@ -43,7 +47,7 @@ class ImportSpec:
     """What the records of one resource may carry, and how CSV cells become values."""
 
     kind: Kind
-    resource: Literal["conversations", "risk_profiles"]
+    resource: ResourceName
     create_fields: tuple[str, ...]
     update_fields: tuple[str, ...]
     columns: Mapping[str, CellType]
@@ -56,36 +60,37 @@ class ImportSpec:
         return target
 
 
-CONVERSATION_IMPORT = ImportSpec(
-    CONVERSATIONS,
-    "conversations",
-    create_fields=("contact_id", "group_id"),
-    update_fields=("pinned_message_id", "is_pinned", "is_muted", "archived_at"),
-    columns={
-        "id": "text",
-        "contact_id": "text",
-        "group_id": "text",
-        "pinned_message_id": "nullable_text",
-        "is_pinned": "bool",
-        "is_muted": "bool",
-        "archived_at": "time",
-    },
-    create_defaults={},
-)
-RISK_PROFILE_IMPORT = ImportSpec(
-    RISK_PROFILES,
-    "risk_profiles",
-    create_fields=("customer_id", "profile_type", "score", "details"),
-    update_fields=("profile_type", "score", "details"),
-    columns={
-        "id": "text",
-        "customer_id": "text",
-        "profile_type": "text",
-        "score": "number",
-        "details": "json",
-    },
-    create_defaults={"details": {}},
-)
+def _cell(field: Field) -> CellType:
+    """How a CSV cell of this field becomes its value (a nullable text an update may set takes
+    `null` for null)."""
+    if field.type == "string":
+        return "nullable_text" if field.nullable and field.update else "text"
+    cells: dict[str, CellType] = {
+        "boolean": "bool",
+        "number": "number",
+        "timestamp": "time",
+        "object": "json",
+    }
+    return cells[field.type]
+
+
+def import_spec(kind: Kind, resource: Resource) -> ImportSpec:
+    """What an import of `resource` takes, from its description: `id` and the writable fields."""
+    creatable = resource.creatable()
+    return ImportSpec(
+        kind,
+        resource.name,
+        create_fields=tuple(field.name for field in creatable),
+        update_fields=tuple(field.name for field in resource.updatable()),
+        columns={"id": "text", **{field.name: _cell(field) for field in resource.writable()}},
+        create_defaults={
+            f.name: f.client_default for f in creatable if f.client_default is not None
+        },
+    )
+
+
+CONVERSATION_IMPORT = import_spec(CONVERSATIONS, resources.CONVERSATIONS)
+RISK_PROFILE_IMPORT = import_spec(RISK_PROFILES, resources.RISK_PROFILES)
 
 
 # What ends a batch early: False (go on), True (--stop-on-error met a failed record), or an

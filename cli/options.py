@@ -11,13 +11,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, cast
 
 import typer
 
 from . import complete
 from .errors import UsageProblem
-from .kinds import CONVERSATIONS, DELETIONS, RISK_PROFILES, Kind
+from .kinds import DELETIONS, Kind
 from .settings import OUTPUT_FORMATS
 
 if TYPE_CHECKING:
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         RiskProfileCreateParams,
         RiskProfileUpdateParams,
     )
+    from convrisk.api_client.resources import ResourceName
 
 
 def _remember_output(ctx: typer.Context, value: str | None) -> str | None:
@@ -56,7 +57,7 @@ Output = Annotated[
 ]
 
 
-def _fields_option(kind: Kind) -> Any:
+def fields_option(kind: Kind) -> Any:
     """The --fields option of commands that print `kind` (it names the fields in its help)."""
     known = tuple(column.key for column in kind.columns)
 
@@ -87,9 +88,7 @@ def _remember_jq(ctx: typer.Context, value: str | None) -> str | None:
     return value
 
 
-ConvFields = Annotated[str | None, _fields_option(CONVERSATIONS)]
-RiskFields = Annotated[str | None, _fields_option(RISK_PROFILES)]
-DeletionFields = Annotated[str | None, _fields_option(DELETIONS)]
+DeletionFields = Annotated[str | None, fields_option(DELETIONS)]
 Jq = Annotated[
     str | None,
     typer.Option(
@@ -523,17 +522,52 @@ def check_one_stdin(ids: IdList, details: str | None) -> None:
         )
 
 
+def option_name(field: str) -> str:
+    """The command-line option of a field: `contact_id` -> `--contact-id`."""
+    return "--" + field.replace("_", "-")
+
+
+def _one_of(listed: list[str]) -> str:
+    return listed[0] if len(listed) == 1 else f"{', '.join(listed[:-1])} or {listed[-1]}"
+
+
 def conversation_party(contact_id: str | None, group_id: str | None) -> ConversationCreateParams:
     """Exactly one of --contact-id and --group-id (an empty value counts as absent)."""
-    contact = contact_id.strip() if contact_id else None
-    group = group_id.strip() if group_id else None
-    if contact and group:
-        raise UsageProblem("Give --contact-id or --group-id, not both.", param="--group-id")
-    if contact:
-        return {"contact_id": contact}
-    if group:
-        return {"group_id": group}
-    raise UsageProblem("Give --contact-id C or --group-id G.", param="--contact-id")
+    from convrisk.api_client.resources import CONVERSATIONS
+
+    given = {"contact_id": contact_id, "group_id": group_id}
+    stripped = {name: (given[name] or "").strip() for name in CONVERSATIONS.one_of}
+    party = {name: value for name, value in stripped.items() if value}
+    options = [option_name(name) for name in CONVERSATIONS.one_of]
+    if len(party) > 1:
+        raise UsageProblem(f"Give {_one_of(options)}, not both.", param=options[-1])
+    if not party:
+        # The metavar of each option is its first letter: --contact-id C.
+        shown = [f"{option} {option[2].upper()}" for option in options]
+        raise UsageProblem(f"Give {_one_of(shown)}.", param=options[0])
+    return cast("ConversationCreateParams", party)
+
+
+def more_changes(resource: ResourceName, changes: dict[str, Any], given: dict[str, Any]) -> None:
+    """Add to `changes` the fields given by options named after them (`--topic T`): a text
+    as it is (an empty one clears a field that can be null), a number, a TIME or a JSON object
+    parsed as --score, --archived-at and --details are."""
+    from convrisk.api_client.resources import RESOURCES
+
+    for name, text in given.items():
+        if text is None:
+            continue
+        field, option = RESOURCES[resource].field(name), option_name(name)
+        if field.type == "string":
+            clears = field.nullable and not text.strip()
+            value: Any = None if clears else nonempty(text, option)
+        elif field.type == "number":
+            value = parse_number(text, option)
+        elif field.type == "timestamp":
+            value = parse_time(text, option)
+        else:
+            value = parse_details(text)
+        changes[name] = value
 
 
 def conversation_changes(
@@ -543,9 +577,13 @@ def conversation_changes(
     archived_at: str | None,
     pinned_message_id: str | None,
     clear_pinned_message: bool,
+    **more: str | None,
 ) -> ConversationUpdateParams:
-    """The update of `conv update`: only what was asked for; nothing at all is a usage error."""
-    changes: ConversationUpdateParams = {}
+    """The update of `conv update`: only what was asked for; nothing at all is a usage error.
+
+    `more` are the values of options named after the fields they set (see `more_changes`).
+    """
+    changes: dict[str, Any] = {}
     if pin is not None:
         changes["is_pinned"] = pin
     if mute is not None:
@@ -567,19 +605,24 @@ def conversation_changes(
         changes["pinned_message_id"] = nonempty(pinned_message_id, "--pinned-message-id")
     elif clear_pinned_message:
         changes["pinned_message_id"] = None
+    more_changes("conversations", changes, more)
     if not changes:
+        options = ["--pin/--unpin", "--mute/--unmute", "--archive/--unarchive", "--archived-at"]
+        options += ["--pinned-message-id", "--clear-pinned-message"]
         raise UsageProblem(
-            "Nothing to change: give --pin/--unpin, --mute/--unmute, --archive/--unarchive, "
-            "--archived-at, --pinned-message-id or --clear-pinned-message.",
+            f"Nothing to change: give {_one_of(options + [option_name(n) for n in more])}."
         )
-    return changes
+    return cast("ConversationUpdateParams", changes)
 
 
 def risk_profile_changes(
-    profile_type: str | None, score: str | None, details: str | None
+    profile_type: str | None, score: str | None, details: str | None, **more: str | None
 ) -> RiskProfileUpdateParams:
-    """The update of `risk update`: only what was asked for; nothing at all is a usage error."""
-    changes: RiskProfileUpdateParams = {}
+    """The update of `risk update`: only what was asked for; nothing at all is a usage error.
+
+    `more` are the values of options named after the fields they set (see `more_changes`).
+    """
+    changes: dict[str, Any] = {}
     if profile_type is not None:
         changes["profile_type"] = profile_type
         nonempty(profile_type, "--profile-type")
@@ -587,9 +630,11 @@ def risk_profile_changes(
         changes["score"] = parse_score(score)
     if details is not None:
         changes["details"] = parse_details(details)
+    more_changes("risk_profiles", changes, more)
     if not changes:
-        raise UsageProblem("Nothing to change: give --profile-type, --score or --details.")
-    return changes
+        options = ["--profile-type", "--score", "--details", *(option_name(n) for n in more)]
+        raise UsageProblem(f"Nothing to change: give {_one_of(options)}.")
+    return cast("RiskProfileUpdateParams", changes)
 
 
 def risk_profile_fields(

@@ -6,10 +6,12 @@ import typer
 
 from . import options as opt
 from .context import app_context, delete_each, for_each_id, plan_create, plan_each_id, print_list
-from .kinds import RISK_PROFILES
+from .resource_kinds import RISK_PROFILES
 
 if TYPE_CHECKING:
     from convrisk.api_client.params import RiskProfileFilters
+
+RiskFields = Annotated[str | None, opt.fields_option(RISK_PROFILES)]
 
 app = typer.Typer(
     help="""Risk profiles: the risk tolerance of a customer.
@@ -43,7 +45,7 @@ def list_(
     starting_after: opt.StartingAfter = None,
     ending_before: opt.EndingBefore = None,
     output: opt.Output = None,
-    fields: opt.RiskFields = None,
+    fields: RiskFields = None,
     jq: opt.Jq = None,
 ) -> None:
     """List risk profiles, newest first (filters combine with AND).
@@ -94,7 +96,7 @@ def create(
     details: opt.Details = None,
     dry_run: opt.DryRun = False,
     output: opt.Output = None,
-    fields: opt.RiskFields = None,
+    fields: RiskFields = None,
     jq: opt.Jq = None,
 ) -> None:
     """Create a risk profile (details default to {}).
@@ -121,7 +123,7 @@ def get(
     ctx: typer.Context,
     ids: opt.Ids,
     output: opt.Output = None,
-    fields: opt.RiskFields = None,
+    fields: RiskFields = None,
     jq: opt.Jq = None,
 ) -> None:
     """Show risk profiles by id (several ids, or - to read them from stdin).
@@ -152,7 +154,7 @@ def update(
     details: opt.Details = None,
     dry_run: opt.DryRun = False,
     output: opt.Output = None,
-    fields: opt.RiskFields = None,
+    fields: RiskFields = None,
     jq: opt.Jq = None,
 ) -> None:
     """Change risk profiles' type, score or details (details are replaced whole).

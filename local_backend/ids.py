@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 
-ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-BODY_LENGTH = 26
+from convrisk.api_client.resources import ID_ALPHABET as ALPHABET
+from convrisk.api_client.resources import ID_BODY_LENGTH as BODY_LENGTH
+
 RANDOM_BITS = 80
 _MAX_BODY = (1 << (5 * BODY_LENGTH)) - 1
 _DIGITS = {char: value for value, char in enumerate(ALPHABET)}

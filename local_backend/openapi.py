@@ -1,10 +1,9 @@
 """The OpenAPI 3.1 document of the interface as `convrisk serve` serves it (`GET /openapi.json`).
 
-Built from what the server runs on: the route table and limits of `local_backend.wire`, the
-constants of the input rules (`api_client.params`), the error table (`api_client.errors`) and
-the TypedDicts of the answers (`api_client.records`, read with `typing`: no pydantic here).
-Request bodies are written out here as JSON Schema, rule by rule from `api_client.params`;
-tests/wire/test_openapi.py holds the two together.
+Built from the description of each resource (`api_client.resources`: paths, fields, filters,
+body rules), the constants of the input rules (`api_client.params`) and the error table
+(`api_client.errors`). Each field's JSON Schema follows the rule `api_client.params` applies to
+its type, so the document and the checks say the same thing (tests/wire/test_openapi.py).
 """
 
 from __future__ import annotations
@@ -19,13 +18,14 @@ from convrisk.api_client import __version__
 from convrisk.api_client.errors import STATUS_TABLE
 from convrisk.api_client.params import (
     DEFAULT_LIMIT,
+    MAX_BODY_BYTES,
     MAX_DETAILS_DEPTH,
     MAX_IDEMPOTENCY_KEY_LENGTH,
     MAX_LIMIT,
+    QUERY_BOOLEANS,
 )
-from convrisk.api_client.records import Conversation, Deleted, RiskProfile
-
-from .wire import BOOLEANS, MAX_BODY_BYTES, ROUTES, Route
+from convrisk.api_client.records import Deleted
+from convrisk.api_client.resources import RESOURCES, Field, Resource
 
 _REF = "#/components/schemas/{model}"
 _INT64 = {"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1}
@@ -44,7 +44,7 @@ def _any_case(word: str) -> str:
 def _boolean_query() -> dict[str, Any]:
     return {
         "type": "string",
-        "pattern": "^(" + "|".join(_any_case(word) for word in BOOLEANS) + ")$",
+        "pattern": "^(" + "|".join(_any_case(word) for word in QUERY_BOOLEANS) + ")$",
         "description": "true or false (also 1 or 0), in any letter case.",
     }
 
@@ -107,6 +107,35 @@ def _model_schema(model: Any) -> dict[str, Any]:
     }
 
 
+# A field's type as records carry it (see the TypedDicts of api_client.resources).
+_RECORD_TYPES: dict[str, dict[str, Any]] = {
+    "string": {"type": "string"},
+    "boolean": {"type": "boolean"},
+    "number": {"anyOf": [{"type": "integer"}, {"type": "number"}]},
+    "timestamp": {"anyOf": [{"type": "integer"}, {"type": "number"}]},
+    "object": {"type": "object", "additionalProperties": {}},
+}
+
+
+def _record_field(field: Field) -> dict[str, Any]:
+    schema = copy.deepcopy(_RECORD_TYPES[field.type])
+    if field.nullable:
+        schema = {"anyOf": [*schema.get("anyOf", [schema]), {"type": "null"}]}
+    return schema
+
+
+def _record_schema(resource: Resource) -> dict[str, Any]:
+    """A record's JSON Schema as served: every field is always sent, extra fields allowed."""
+    return {
+        "title": resource.model,
+        "description": resource.doc,
+        "type": "object",
+        "properties": {field.name: _record_field(field) for field in resource.fields},
+        "required": list(resource.names()),
+        "additionalProperties": True,
+    }
+
+
 def _page_schema(model: str) -> dict[str, Any]:
     return {
         "type": "object",
@@ -118,71 +147,63 @@ def _page_schema(model: str) -> dict[str, Any]:
     }
 
 
-_BODIES: dict[str, dict[str, Any]] = {
-    "ConversationCreate": {
-        "description": "Exactly one of contact_id or group_id, not empty (an empty string counts "
-        "as absent).",
+def _input_field(field: Field, resource: Resource) -> dict[str, Any]:
+    """The JSON Schema of a field in a body: what api_client.params accepts for its type."""
+    schema: dict[str, Any]
+    if field.name in resource.one_of:
+        return {"type": ["string", "null"]}  # the one-of rule itself is the body's oneOf
+    if field.type == "string":
+        schema = {"anyOf": [_NON_EMPTY, {"type": "null"}]} if field.nullable else dict(_TEXT)
+    elif field.type == "boolean":
+        schema = {"type": "boolean"}
+    elif field.type == "number":
+        schema = copy.deepcopy(_NUMBER)
+    elif field.type == "timestamp":
+        schema = {
+            "anyOf": [
+                {**_INT64, "minimum": 0},
+                {"type": "number", "minimum": 0, "not": {"type": "integer"}},
+            ]
+        }
+        if field.nullable:
+            schema["anyOf"].append({"type": "null"})
+    else:
+        schema = {
+            "type": "object",
+            "description": f"At most {MAX_DETAILS_DEPTH} levels of objects and arrays.",
+        }
+    if field.doc:
+        schema["description"] = field.doc
+    return schema
+
+
+def _create_body(resource: Resource) -> dict[str, Any]:
+    fields = resource.creatable()
+    schema: dict[str, Any] = {}
+    if resource.one_of:
+        schema["description"] = (
+            f"Exactly one of {' or '.join(resource.one_of)}, not empty (an empty string counts "
+            "as absent)."
+        )
+    schema |= {"type": "object", "additionalProperties": False}
+    required = [field.name for field in fields if field.required]
+    if required:
+        schema["required"] = required
+    schema["properties"] = {field.name: _input_field(field, resource) for field in fields}
+    if resource.one_of:
+        schema["oneOf"] = [
+            {"required": [name], "properties": {name: _NON_EMPTY}} for name in resource.one_of
+        ]
+    return schema
+
+
+def _update_body(resource: Resource) -> dict[str, Any]:
+    schema: dict[str, Any] = {"description": resource.update_doc} if resource.update_doc else {}
+    return schema | {
         "type": "object",
         "additionalProperties": False,
-        "properties": {
-            "contact_id": {"type": ["string", "null"]},
-            "group_id": {"type": ["string", "null"]},
-        },
-        "oneOf": [
-            {"required": ["contact_id"], "properties": {"contact_id": _NON_EMPTY}},
-            {"required": ["group_id"], "properties": {"group_id": _NON_EMPTY}},
-        ],
-    },
-    "ConversationUpdate": {
-        "description": "Only the attributes given change; an empty object changes nothing.",
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "pinned_message_id": {
-                "anyOf": [_NON_EMPTY, {"type": "null"}],
-                "description": "null unpins the message.",
-            },
-            "is_pinned": {"type": "boolean"},
-            "is_muted": {"type": "boolean"},
-            "archived_at": {
-                "description": "Unix seconds; null unarchives.",
-                "anyOf": [
-                    {**_INT64, "minimum": 0},
-                    {"type": "number", "minimum": 0, "not": {"type": "integer"}},
-                    {"type": "null"},
-                ],
-            },
-        },
-    },
-    "RiskProfileCreate": {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["customer_id", "profile_type", "score", "details"],
-        "properties": {
-            "customer_id": _TEXT,
-            "profile_type": {
-                **_TEXT,
-                "description": "Any type; conservative, moderate and aggressive are the known "
-                "ones.",
-            },
-            "score": _NUMBER,
-            "details": {
-                "type": "object",
-                "description": f"At most {MAX_DETAILS_DEPTH} levels of objects and arrays.",
-            },
-        },
-    },
-    "RiskProfileUpdate": {
-        "description": "customer_id cannot be changed; details are replaced whole.",
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "profile_type": _TEXT,
-            "score": _NUMBER,
-            "details": {"type": "object"},
-        },
-    },
-}
+        "properties": {f.name: _input_field(f, resource) for f in resource.updatable()},
+    }
 
 
 def _error_responses(*statuses: int) -> dict[str, Any]:
@@ -234,8 +255,8 @@ _COMMON = (401, 429, 500, 503)
 _WITH_BODY = (408, 411, 413, 415)
 
 
-def _list_parameters(route: Route) -> list[dict[str, Any]]:
-    cursor = {"type": "string", "pattern": f"^{route.prefix}"}
+def _list_parameters(resource: Resource) -> list[dict[str, Any]]:
+    cursor = {"type": "string", "pattern": f"^{resource.prefix}"}
     paging = {
         "type": "object",
         "additionalProperties": False,
@@ -258,14 +279,13 @@ def _list_parameters(route: Route) -> list[dict[str, Any]]:
             "style": "form",
             "explode": True,
             "description": f"limit (1 to {MAX_LIMIT}, default {DEFAULT_LIMIT}) and at most one "
-            f"cursor: ids of this resource (they start with {route.prefix}).",
+            f"cursor: ids of this resource (they start with {resource.prefix}).",
             "schema": paging,
         }
     ]
-    for name in route.booleans:
-        params.append({"name": name, "in": "query", "schema": _boolean_query()})
-    for name in route.strings:
-        params.append({"name": name, "in": "query", "schema": _NON_EMPTY})
+    for filter in resource.filters:
+        schema = _boolean_query() if filter.type == "boolean" else _NON_EMPTY
+        params.append({"name": filter.name, "in": "query", "schema": schema})
     return params
 
 
@@ -285,29 +305,27 @@ def _idempotency_key() -> dict[str, Any]:
 
 def _paths() -> dict[str, Any]:
     paths: dict[str, Any] = {}
-    for route in ROUTES.values():
-        model = "Conversation" if route.attribute == "conversations" else "RiskProfile"
-        noun = "conversation" if model == "Conversation" else "risk profile"
-        tag = route.segment
+    for resource in RESOURCES.values():
+        model, noun, name, tag = resource.model, resource.noun, resource.name, resource.segment
         id_param = {
             "name": "id",
             "in": "path",
             "required": True,
             "schema": {"type": "string", "minLength": 1},
         }
-        paths[f"/v1/{route.segment}"] = {
+        paths[resource.path] = {
             "get": {
-                "operationId": f"list_{route.attribute}",
+                "operationId": f"list_{name}",
                 "summary": f"List {noun}s, newest first",
                 "tags": [tag],
-                "parameters": _list_parameters(route),
+                "parameters": _list_parameters(resource),
                 "responses": {
                     **_ok(f"{model}Page", "One page."),
                     **_error_responses(400, *_COMMON),
                 },
             },
             "post": {
-                "operationId": f"create_{route.attribute}",
+                "operationId": f"create_{name}",
                 "summary": f"Create a {noun}",
                 "tags": [tag],
                 "parameters": [_idempotency_key()],
@@ -318,16 +336,16 @@ def _paths() -> dict[str, Any]:
                 },
             },
         }
-        paths[f"/v1/{route.segment}/{{id}}"] = {
+        paths[f"{resource.path}/{{id}}"] = {
             "parameters": [id_param],
             "get": {
-                "operationId": f"retrieve_{route.attribute}",
+                "operationId": f"retrieve_{name}",
                 "summary": f"Retrieve a {noun}",
                 "tags": [tag],
                 "responses": {**_ok(model, f"The {noun}."), **_error_responses(400, 404, *_COMMON)},
             },
             "put": {
-                "operationId": f"update_{route.attribute}",
+                "operationId": f"update_{name}",
                 "summary": f"Update a {noun}",
                 "tags": [tag],
                 "requestBody": _body(f"{model}Update", required=False),
@@ -337,7 +355,7 @@ def _paths() -> dict[str, Any]:
                 },
             },
             "delete": {
-                "operationId": f"delete_{route.attribute}",
+                "operationId": f"delete_{name}",
                 "summary": f"Delete a {noun}",
                 "tags": [tag],
                 "responses": {
@@ -364,15 +382,14 @@ def _paths() -> dict[str, Any]:
 
 @cache
 def _document() -> dict[str, Any]:
-    schemas: dict[str, Any] = {
-        "Conversation": _model_schema(Conversation),
-        "RiskProfile": _model_schema(RiskProfile),
-        "Deleted": _model_schema(Deleted),
-        "ConversationPage": _page_schema("Conversation"),
-        "RiskProfilePage": _page_schema("RiskProfile"),
-        "Error": _error_schema(),
-        **_BODIES,
-    }
+    resources = RESOURCES.values()
+    schemas: dict[str, Any] = {r.model: _record_schema(r) for r in resources}
+    schemas["Deleted"] = _model_schema(Deleted)
+    schemas |= {f"{r.model}Page": _page_schema(r.model) for r in resources}
+    schemas["Error"] = _error_schema()
+    for r in resources:
+        schemas[f"{r.model}Create"] = _create_body(r)
+        schemas[f"{r.model}Update"] = _update_body(r)
     return {
         "openapi": "3.1.0",
         "info": {

@@ -528,7 +528,7 @@ class ServeApp:
         by_route: dict[str, list[tuple[Call, bytes, asyncio.Future[Answer]]]] = {}
         for call, body, future in gathered:
             if not future.done():
-                by_route.setdefault(call.route.attribute, []).append((call, body, future))
+                by_route.setdefault(call.route.name, []).append((call, body, future))
         for batch in by_route.values():
             calls = [(call, body) for call, body, _ in batch]
             try:

@@ -25,17 +25,17 @@ from convrisk.api_client.errors import (
     NotFoundError,
     ServiceError,
 )
-from convrisk.api_client.params import DEFAULT_LIMIT, MAX_LIMIT
+from convrisk.api_client.params import DEFAULT_LIMIT, MAX_LIMIT, QUERY_BOOLEANS
+from convrisk.api_client.params import MAX_BODY_BYTES as MAX_BODY_BYTES
 from convrisk.api_client.protocol import Backend, ResourceBackend
+from convrisk.api_client.resources import RESOURCES, Resource
 from convrisk.api_client.text import printable
 
 from .database import WouldWait, waiting_allowed
 
-MAX_BODY_BYTES = 1024 * 1024
 OPENAPI_PATH = "/openapi.json"
 MAX_QUERY_FIELDS = 50
 _MAX_LIMIT_DIGITS = 6
-BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
 COLLECTION_METHODS = ("GET", "POST")
 ITEM_METHODS = ("GET", "PUT", "DELETE")
 PAGING = ("limit", "starting_after", "ending_before")
@@ -47,25 +47,8 @@ Headers = Sequence[tuple[str, str]]
 AnyResource = ResourceBackend[Any, Any, Any, Any]
 
 
-@dataclass(frozen=True)
-class Route:
-    """One resource on the wire: its path segment, Backend attribute and list filters."""
-
-    segment: str
-    attribute: str
-    prefix: str
-    booleans: tuple[str, ...]
-    strings: tuple[str, ...]
-
-
-ROUTES: dict[str, Route] = {
-    "conversations": Route(
-        "conversations", "conversations", "conv_", ("muted", "archived", "pinned"), ("group_id",)
-    ),
-    "risk-profiles": Route(
-        "risk-profiles", "risk_profiles", "rp_", (), ("customer_id", "profile_type")
-    ),
-}
+# The resources by the path of their collection: `/v1/risk-profiles`.
+ROUTES: dict[str, Resource] = {resource.path: resource for resource in RESOURCES.values()}
 
 
 @dataclass(frozen=True)
@@ -87,7 +70,7 @@ class Call:
     """A request that passed every check that needs no body; `finish` runs it."""
 
     method: str
-    route: Route
+    route: Resource
     object_id: str | None
     query: dict[str, str]
     idempotency_key: str | None
@@ -195,7 +178,7 @@ class Wire:
     def finish(self, call: Call, body: bytes) -> Answer:
         """Parse the body and run the operation on the backend (blocking: it may write)."""
         try:
-            resource: AnyResource = getattr(self.backend, call.route.attribute)
+            resource: AnyResource = getattr(self.backend, call.route.name)
             if call.object_id is None and call.method == "GET":
                 return _ok(_dump(_list(resource, call.route, call.query)))
             payload = _json_body(body) if call.wants_body else {}
@@ -242,7 +225,7 @@ class Wire:
                 continue
             items.append((index, payload, call.idempotency_key))
         if items:
-            resource: AnyResource = getattr(self.backend, route.attribute)
+            resource: AnyResource = getattr(self.backend, route.name)
             try:
                 results = resource.create_many([(payload, key) for _, payload, key in items])
             except WouldWait:
@@ -323,15 +306,16 @@ def _single(headers: Headers, name: str) -> str | None:
     return found
 
 
-def _route(method: str, path: str) -> tuple[Route, str | None]:
+def _route(method: str, path: str) -> tuple[Resource, str | None]:
     parts = path.split("/")
     # "/v1/conversations" -> ["", "v1", "conversations"]; one more part for an item.
-    if len(parts) in (3, 4) and parts[0] == "" and parts[1] == "v1" and parts[2] in ROUTES:
+    resource = ROUTES.get("/".join(parts[:3]))
+    if resource is not None and len(parts) in (3, 4):
         if len(parts) == 3:
-            return ROUTES[parts[2]], None
+            return resource, None
         object_id = unquote(parts[3])
         if object_id:
-            return ROUTES[parts[2]], object_id
+            return resource, object_id
     _fail(NotFoundError(f"Unknown route: {printable(method)} {printable(path)}"))
 
 
@@ -417,17 +401,18 @@ def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _list(resource: AnyResource, route: Route, query: dict[str, str]) -> Any:
-    _reject_query(query, PAGING + route.booleans + route.strings)
+def _list(resource: AnyResource, route: Resource, query: dict[str, str]) -> Any:
+    _reject_query(query, PAGING + tuple(f.name for f in route.filters))
     filters: dict[str, Any] = {}
-    for name in route.booleans:
-        if name in query:
-            value = BOOLEANS.get(query[name].lower())
+    for name, kind in ((f.name, f.type) for f in route.filters):
+        if name not in query:
+            continue
+        if kind == "boolean":
+            value = QUERY_BOOLEANS.get(query[name].lower())
             if value is None:
                 _fail(InvalidRequestError(f"{name} must be true or false (or 1 or 0).", param=name))
             filters[name] = value
-    for name in route.strings:
-        if name in query:
+        else:
             filters[name] = query[name]
     return resource.list(
         filters,

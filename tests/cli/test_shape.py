@@ -11,8 +11,9 @@ import pytest
 from convrisk.api_client.records import Conversation, Page
 from convrisk.cli import iostreams, jq_sink
 from convrisk.cli.errors import JqFailed, UsageProblem
-from convrisk.cli.kinds import CONVERSATIONS, DELETIONS
+from convrisk.cli.kinds import DELETIONS
 from convrisk.cli.output import Printer
+from convrisk.cli.resource_kinds import CONVERSATIONS
 from convrisk.cli.shape import FieldChoice, JqProgram, Shape, make_shape, select
 
 KNOWN = tuple(column.key for column in CONVERSATIONS.columns)

@@ -13,9 +13,10 @@ import pytest
 from convrisk.cli import iostreams
 from convrisk.cli.cells import cell_width, cut, fold
 from convrisk.cli.iostreams import IOStreams
-from convrisk.cli.kinds import CONVERSATIONS, RISK_PROFILES, Kind
+from convrisk.cli.kinds import Kind
 from convrisk.cli.layout import table_layout
 from convrisk.cli.output import ErrorInfo, Printer
+from convrisk.cli.resource_kinds import CONVERSATIONS, RISK_PROFILES
 from convrisk.cli.views import DetailSink
 from tests.cli.conftest import Invoke
 

@@ -21,8 +21,8 @@ from convrisk.api_client import Client
 from convrisk.api_client.http import HTTPBackend
 from convrisk.api_client.records import Conversation, RiskProfile
 from convrisk.cli.errors import JqFailed
-from convrisk.cli.kinds import CONVERSATIONS, RISK_PROFILES
 from convrisk.cli.output import Printer
+from convrisk.cli.resource_kinds import CONVERSATIONS, RISK_PROFILES
 from convrisk.cli.shape import JqProgram, Shape
 from convrisk.local_backend.store import LocalBackend
 from tests.local_backend.varied import fill_varied

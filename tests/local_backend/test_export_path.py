@@ -16,8 +16,8 @@ from convrisk.api_client.errors import ServiceError
 from convrisk.api_client.params import RiskProfileCreateParams
 from convrisk.api_client.records import json_text
 from convrisk.api_client.text import printable_json
-from convrisk.cli.kinds import CONVERSATIONS, RISK_PROFILES
 from convrisk.cli.output import Printer
+from convrisk.cli.resource_kinds import CONVERSATIONS, RISK_PROFILES
 from convrisk.local_backend import resource as resource_module
 from convrisk.local_backend.store import LocalBackend
 

@@ -1,0 +1,318 @@
+"""The one description of each resource: its path, ids, fields, filters, body rules and columns.
+
+Everything else that knows a resource's shape is derived from `CONVERSATIONS` and
+`RISK_PROFILES`: the input rules of both sides (api_client.params), the routes and the OpenAPI
+document of `convrisk serve` (local_backend.wire, local_backend.openapi), the local tables
+(local_backend.table_spec), the CLI's columns, `--fields` names, import columns and completion
+(cli.resource_kinds, cli.importer, cli.complete) and the client's URL paths (api_client.http).
+The TypedDicts below are the static view of the same fields, for type checkers; a test holds
+them to the description (tests/api_client/test_resources.py).
+
+Plain frozen dataclasses, as the CLI reads this module while it starts (1.3 ms here, where
+pydantic models would cost tens); compared by identity (`eq=False` saves a fifth of that): each
+description exists once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Required, TypedDict
+
+ResourceName = Literal["conversations", "risk_profiles"]
+FieldType = Literal["string", "boolean", "number", "timestamp", "object"]
+# Every id is a resource's prefix and this many characters of this alphabet (local_backend.ids:
+# Crockford base32 in ASCII order, so that ids compare as strings as they do as numbers).
+ID_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+ID_BODY_LENGTH = 26
+API_PREFIX = "/v1"
+
+
+@dataclass(frozen=True, eq=False)
+class Field:
+    """One field of a record: its JSON type, and who may set it.
+
+    A field neither `create` nor `update` is read-only: the service sets it. A `fixed` field is
+    set by a create and refused by name in an update. `title` heads its table column (default:
+    the name in capitals); `doc` describes it in the OpenAPI document; `null_means` finishes the
+    message refusing a bad value of a nullable string ("..., or null to <null_means>.");
+    `client_default` is what the CLI sends for it when a create leaves it out.
+    """
+
+    name: str
+    type: FieldType
+    nullable: bool = False
+    create: bool = False
+    required: bool = False
+    update: bool = False
+    fixed: bool = False
+    title: str = ""
+    doc: str = ""
+    null_means: str = "clear it"
+    client_default: Any = None
+
+    @property
+    def heading(self) -> str:
+        """The title of its table column."""
+        return self.title or self.name.upper().replace("_", " ")
+
+
+@dataclass(frozen=True, eq=False)
+class Filter:
+    """One list filter: the query parameter, its type and the column it compares."""
+
+    name: str
+    type: Literal["boolean", "string"]
+    column: str
+
+
+@dataclass(frozen=True, eq=False)
+class Resource:
+    """One resource of the interface, described once."""
+
+    name: ResourceName
+    noun: str
+    path: str
+    prefix: str
+    doc: str
+    fields: tuple[Field, ...]
+    filters: tuple[Filter, ...]
+    # Create fields of which a create takes exactly one (an empty string counts as absent).
+    one_of: tuple[str, ...] = ()
+    # What the OpenAPI document says of an update body.
+    update_doc: str = ""
+    # The order of the columns of TSV and CSV (and of --fields names): these first, then every
+    # other field in the record's order.
+    columns: tuple[str, ...] = ()
+    # The columns of a table on a terminal: fields, or views the CLI makes of a row.
+    table: tuple[str, ...] = ()
+    # When the terminal is too narrow, in this order: show a time as its date, or drop a column.
+    narrowing: tuple[tuple[Literal["date", "drop"], str], ...] = ()
+
+    @property
+    def plural(self) -> str:
+        """The noun for several records."""
+        return f"{self.noun}s"
+
+    @property
+    def segment(self) -> str:
+        """The last part of the path: `risk-profiles`."""
+        return self.path.rsplit("/", 1)[-1]
+
+    @property
+    def model(self) -> str:
+        """The record's schema name in the OpenAPI document: `RiskProfile`."""
+        return "".join(word.capitalize() for word in self.noun.split())
+
+    def names(self) -> tuple[str, ...]:
+        """Every field of a record, in the record's order."""
+        return tuple(field.name for field in self.fields)
+
+    def column_fields(self) -> tuple[Field, ...]:
+        """Every field, in the order of the columns of TSV and CSV."""
+        first = tuple(self.field(name) for name in self.columns)
+        return first + tuple(field for field in self.fields if field.name not in self.columns)
+
+    def creatable(self) -> tuple[Field, ...]:
+        """The fields a create takes."""
+        return tuple(field for field in self.fields if field.create)
+
+    def updatable(self) -> tuple[Field, ...]:
+        """The fields an update takes."""
+        return tuple(field for field in self.fields if field.update)
+
+    def writable(self) -> tuple[Field, ...]:
+        """The fields a create or an update takes: with `id`, the columns of an import."""
+        return tuple(field for field in self.fields if field.create or field.update)
+
+    def field(self, name: str) -> Field:
+        """The field with this name (KeyError when there is none)."""
+        for field in self.fields:
+            if field.name == name:
+                return field
+        raise KeyError(name)
+
+
+CONVERSATIONS = Resource(
+    name="conversations",
+    noun="conversation",
+    path=f"{API_PREFIX}/conversations",
+    prefix="conv_",
+    doc="A conversation with one contact or one group.",
+    fields=(
+        Field("id", "string", title="ID"),
+        Field("contact_id", "string", nullable=True, create=True, title="CONTACT"),
+        Field("group_id", "string", nullable=True, create=True, title="GROUP"),
+        Field(
+            "pinned_message_id",
+            "string",
+            nullable=True,
+            update=True,
+            title="PINNED MESSAGE",
+            doc="null unpins the message.",
+            null_means="unpin the message",
+        ),
+        Field("is_pinned", "boolean", update=True, title="PINNED"),
+        Field("is_muted", "boolean", update=True, title="MUTED"),
+        Field("last_active_at", "timestamp", nullable=True, title="LAST ACTIVE"),
+        Field("last_opened_at", "timestamp", nullable=True, title="LAST OPENED"),
+        Field("created_at", "timestamp", title="CREATED"),
+        Field(
+            "archived_at",
+            "timestamp",
+            nullable=True,
+            update=True,
+            title="ARCHIVED",
+            doc="Unix seconds; null unarchives.",
+        ),
+    ),
+    filters=(
+        Filter("muted", "boolean", "is_muted"),
+        Filter("archived", "boolean", "is_archived"),
+        Filter("pinned", "boolean", "is_pinned"),
+        Filter("group_id", "string", "group_id"),
+    ),
+    one_of=("contact_id", "group_id"),
+    update_doc="Only the attributes given change; an empty object changes nothing.",
+    columns=("id", "contact_id", "group_id", "is_pinned", "is_muted", "pinned_message_id"),
+    table=("id", "with", "flags", "last_active_at", "created_at"),
+    narrowing=(
+        ("date", "created_at"),
+        ("date", "last_active_at"),
+        ("drop", "created_at"),
+        ("drop", "last_active_at"),
+        ("drop", "flags"),
+    ),
+)
+
+RISK_PROFILES = Resource(
+    name="risk_profiles",
+    noun="risk profile",
+    path=f"{API_PREFIX}/risk-profiles",
+    prefix="rp_",
+    doc="The risk tolerance of one customer.",
+    fields=(
+        Field("id", "string", title="ID"),
+        Field("customer_id", "string", create=True, required=True, fixed=True, title="CUSTOMER"),
+        Field(
+            "profile_type",
+            "string",
+            create=True,
+            required=True,
+            update=True,
+            title="TYPE",
+            doc="Any type; conservative, moderate and aggressive are the known ones.",
+        ),
+        Field("score", "number", create=True, required=True, update=True),
+        Field(
+            "details",
+            "object",
+            create=True,
+            required=True,
+            update=True,
+            client_default={},
+        ),
+        Field("created_at", "timestamp", title="CREATED"),
+        Field("updated_at", "timestamp", title="UPDATED"),
+    ),
+    filters=(
+        Filter("customer_id", "string", "customer_id"),
+        Filter("profile_type", "string", "profile_type"),
+    ),
+    update_doc="customer_id cannot be changed; details are replaced whole.",
+    table=("id", "customer_id", "profile_type", "score", "details", "updated_at"),
+    narrowing=(
+        ("date", "updated_at"),
+        ("drop", "details"),
+        ("drop", "updated_at"),
+        ("drop", "profile_type"),
+        ("drop", "score"),
+    ),
+)
+
+RESOURCES: dict[ResourceName, Resource] = {
+    CONVERSATIONS.name: CONVERSATIONS,
+    RISK_PROFILES.name: RISK_PROFILES,
+}
+
+
+# -- the same fields for type checkers ----------------------------------------------------------
+
+# A timestamp as the service sent it: integer Unix seconds from our own service, but a remote one
+# may send milliseconds or floats. Kept unchanged so JSON output carries the service's values.
+Timestamp = int | float
+
+
+class Conversation(TypedDict, total=False):
+    """A conversation with one contact or one group."""
+
+    id: Required[str]
+    contact_id: str | None
+    group_id: str | None
+    pinned_message_id: str | None
+    is_pinned: bool
+    is_muted: bool
+    last_active_at: Timestamp | None
+    last_opened_at: Timestamp | None
+    created_at: Timestamp
+    archived_at: Timestamp | None
+
+
+class ConversationCreateParams(TypedDict, total=False):
+    """Create a conversation: exactly one of contact_id or group_id."""
+
+    contact_id: str | None
+    group_id: str | None
+
+
+class ConversationUpdateParams(TypedDict, total=False):
+    """Update a conversation: only the supplied attributes change."""
+
+    pinned_message_id: str | None
+    is_pinned: bool
+    is_muted: bool
+    archived_at: int | float | None
+
+
+class ConversationFilters(TypedDict, total=False):
+    """List filters for conversations, combined with AND; None or absent means no filter."""
+
+    muted: bool | None
+    archived: bool | None
+    pinned: bool | None
+    group_id: str | None
+
+
+class RiskProfile(TypedDict, total=False):
+    """The risk tolerance of one customer."""
+
+    id: Required[str]
+    customer_id: str
+    profile_type: str
+    score: int | float
+    details: dict[str, Any]
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class RiskProfileCreateParams(TypedDict):
+    """Create a risk profile: every field required."""
+
+    customer_id: str
+    profile_type: str
+    score: int | float
+    details: dict[str, Any]
+
+
+class RiskProfileUpdateParams(TypedDict, total=False):
+    """Update a risk profile; customer_id cannot be changed."""
+
+    profile_type: str
+    score: int | float
+    details: dict[str, Any]
+
+
+class RiskProfileFilters(TypedDict, total=False):
+    """List filters for risk profiles, combined with AND."""
+
+    customer_id: str | None
+    profile_type: str | None
