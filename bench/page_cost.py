@@ -23,6 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+if __package__ in (None, ""):  # run as a script: make `bench` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "bench" / "out"
 # Rows are created evenly over three years from here (the same data whoever fills the cache).
@@ -54,7 +57,7 @@ class PageCost:
 
 def fill(size: int, cache: Path = CACHE) -> Path:
     """A database of `size` realistic conversations, made once in `cache` and reused after."""
-    from convrisk.local_backend.conversations import sample_rows
+    from bench.fill import fill as fill_rows
     from convrisk.local_backend.store import LocalBackend
 
     path = cache / f"conversations-{size}.db"
@@ -71,8 +74,7 @@ def fill(size: int, cache: Path = CACHE) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     with LocalBackend(path) as backend:
-        rows = sample_rows(size, start=START, end=START + SPAN_SECONDS)
-        backend.conversations.bulk_insert(rows)
+        fill_rows(backend, "conversations", size, start=START, end=START + SPAN_SECONDS)
     with sqlite3.connect(path) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     took = time.perf_counter() - started

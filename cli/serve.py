@@ -15,7 +15,7 @@ from .errors import UsageProblem
 from .options import whole_number
 
 if TYPE_CHECKING:
-    from convrisk.local_backend.server import Chaos
+    from convrisk.local_backend.faults import Chaos
 
 _LOG_FORMATS = ("text", "json")
 
@@ -95,7 +95,8 @@ def serve(
     """
     import secrets
 
-    from convrisk.local_backend.server import Chaos, is_loopback, run_server
+    from convrisk.local_backend.faults import Chaos
+    from convrisk.local_backend.server import is_loopback, run_server
 
     port_number = whole_number(port, "--port", 0, 65535)
     run = app_context(ctx)
@@ -182,7 +183,7 @@ def _fault_rate(text: str) -> float:
 
 def _latency(text: str | None) -> tuple[int, int]:
     """`MS` or `MIN-MAX` (whole milliseconds) as (low, high); a usage error otherwise."""
-    from convrisk.local_backend.server import MAX_LATENCY_MS
+    from convrisk.local_backend.faults import MAX_LATENCY_MS
 
     if text is None:
         return (0, 0)

@@ -29,6 +29,8 @@ _IDLE_CONNECTIONS = 8
 # SQLite's own default page cache: a keyset page touches a handful of pages, and a larger cache
 # only grows the memory of a long export (16 MiB made `--all` at 100,000 rows 1.36x heavier).
 _CACHE_KIB = 2 * 1024
+# Values bound in one `IN (...)` (SQLite allows 32766 parameters since 3.32; older ones 999).
+IN_CHUNK = 500
 
 # Each step moves the schema one version forward; user_version records the last step applied.
 # Never edit a released step: add a new one.
@@ -454,3 +456,9 @@ class Database:
         else:
             message = f"Error in {where}: {exc}."
         return ServiceError(message)
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (some run to several), or its type."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

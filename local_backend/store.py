@@ -28,7 +28,8 @@ from convrisk.api_client.records import Conversation, RiskProfile
 from . import conversations as _conversations
 from . import risk_profiles as _risk_profiles
 from .database import BUSY_TIMEOUT_SECONDS, Database
-from .resource import TableResource, register_sql_functions
+from .json_export import register_sql_functions
+from .resource import TableResource
 
 if TYPE_CHECKING:
     from convrisk.api_client.raw import RawAnswer
@@ -64,7 +65,6 @@ class LocalBackend:
         self._risk_profiles: RiskProfilesResource = TableResource(
             _risk_profiles.SPEC, self._db, clock
         )
-        self._clock = clock
         self._wire: Wire | None = None
 
     @property
@@ -119,24 +119,3 @@ class LocalBackend:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-    # -- bulk fill, for benchmarks ----------------------------------------------------------------
-
-    def bulk_insert_conversations(
-        self, n: int, *, span_days: int = 365, seed: int = 0, chunk: int = 50_000
-    ) -> int:
-        """Add `n` realistic conversations created over the last `span_days`, in few transactions.
-
-        Ids are valid and increase with `created_at`; see `conversations.sample_rows` for the mix.
-        """
-        end = int(self._clock())
-        rows = _conversations.sample_rows(n, start=end - span_days * 86400, end=end, seed=seed)
-        return self._conversations.bulk_insert(rows, chunk=chunk)
-
-    def bulk_insert_risk_profiles(
-        self, n: int, *, span_days: int = 365, seed: int = 0, chunk: int = 50_000
-    ) -> int:
-        """Add `n` realistic risk profiles created over the last `span_days`, in bulk."""
-        end = int(self._clock())
-        rows = _risk_profiles.sample_rows(n, start=end - span_days * 86400, end=end, seed=seed)
-        return self._risk_profiles.bulk_insert(rows, chunk=chunk)

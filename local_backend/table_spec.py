@@ -13,13 +13,13 @@ from typing import Any
 from convrisk.api_client.params import check_create, check_text, check_update
 from convrisk.api_client.resources import Field, Resource
 
+from .json_export import json_object_sql
 from .resource import (
     Columns,
     ResourceSpec,
     Row,
     check_readable,
     check_storable_number,
-    json_object_sql,
     json_text,
     load_json_object,
 )

@@ -1,7 +1,7 @@
 """The wire rules of DESIGN section 1 as a plain function of a request: what `serve` answers.
 
 No socket and no framework here. `Wire.handle(method, path, query, headers, body)` returns the
-status, headers and body of the answer; the ASGI app of `convrisk serve` (local_backend.server,
+status, headers and body of the answer; the ASGI app of `convrisk serve` (local_backend.asgi_app,
 on uvicorn and Starlette) and an in-process caller both go through it. A server calls `start`
 first (every check that needs no body, so it can refuse before reading one), then `finish`.
 The input rules stay in the backend (`api_client.params`); errors become statuses through the

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from bench.fill import fill
 from convrisk.local_backend.store import LocalBackend
 
 from .both_backends import TOKEN, Remote, isolated_env, serving
@@ -94,7 +95,7 @@ def test_a_remote_all_listing_cut_off_names_the_cursor_and_going_on_finishes_it(
     the same command with that cursor against the restarted server prints the rest."""
     db_path = tmp_path / "serve.db"
     with LocalBackend(db_path) as seed:
-        seed.bulk_insert_conversations(4000)
+        fill(seed, "conversations", 4000)
     with serving(tmp_path) as served:
         env_ = {"CONVRISK_PAGE_SIZE": "20", "CONVRISK_MAX_RETRIES": "0"}
         child = subprocess.Popen(

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from convrisk.api_client import Client
-from convrisk.local_backend.server import FAULTS
+from convrisk.local_backend.faults import FAULTS
 from convrisk.local_backend.store import LocalBackend
 
 from .both_backends import TOKEN, Remote, isolated_env, serving

@@ -18,7 +18,7 @@ from convrisk.api_client.records import json_text
 from convrisk.api_client.text import printable_json
 from convrisk.cli.output import Printer
 from convrisk.cli.resource_kinds import CONVERSATIONS, RISK_PROFILES
-from convrisk.local_backend import resource as resource_module
+from convrisk.local_backend import json_export
 from convrisk.local_backend.store import LocalBackend
 
 from .varied import RAW_DETAILS, fill_varied
@@ -146,7 +146,7 @@ def test_a_sqlite_that_writes_json_otherwise_is_not_used(
     varied: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A build whose floats come out as SQLite's own `%!.15g` (-0.0 as 0.0, 1e300 as 1.0e+300).
-    monkeypatch.setattr(resource_module, "_json_float", lambda value: f"{value:.15g}")
+    monkeypatch.setattr(json_export, "_json_float", lambda value: f"{value:.15g}")
     with LocalBackend(varied) as store:
         seen = _counting_records(store, "conversations")
         client = Client(store)

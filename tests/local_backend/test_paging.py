@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.fill import fill
 from convrisk.api_client.records import Conversation
 from convrisk.local_backend.store import LocalBackend
 
@@ -200,8 +201,8 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A file with a few hundred rows of each resource."""
     path = tmp_path_factory.mktemp("plans") / "plans.db"
     store = LocalBackend(path)
-    store.bulk_insert_conversations(300)
-    store.bulk_insert_risk_profiles(300)
+    fill(store, "conversations", 300)
+    fill(store, "risk_profiles", 300)
     store.close()
     return path
 

@@ -11,13 +11,11 @@ from typing import Any
 import httpx
 import pytest
 
-from convrisk.local_backend import server as server_module
+from convrisk.local_backend.access_log import AccessLog
 
 from .conftest import TLS, TOKEN, Served, ServeWith, connect, read_all
 
 CONV = "/v1/conversations"
-
-RISK = "/v1/risk-profiles"
 
 
 @pytest.mark.parametrize("method", [b"GET", b"FOO"])
@@ -40,7 +38,7 @@ def test_control_characters_from_the_request_line_never_reach_the_log_raw(
 
 def test_the_access_log_escapes_control_characters_in_what_it_is_given() -> None:
     lines: list[str] = []
-    log = server_module.AccessLog(lines.append, "text", TOKEN)
+    log = AccessLog(lines.append, "text", TOKEN)
     log.request("127.0.0.1:1", "G\x1bET", "/v1/\x1b[31m", "q=\x07\u202e", 200, 0.001)
     log.error("GET", "/v1/\x9b", "Traceback:\n  boom \x1b[2J")
     log.notice("warning", "odd \r\n input")

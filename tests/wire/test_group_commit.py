@@ -14,8 +14,10 @@ import httpx
 import pytest
 
 from convrisk.api_client.errors import ServiceError
+from convrisk.local_backend.access_log import AccessLog
+from convrisk.local_backend.asgi_app import ServeApp
 from convrisk.local_backend.database import WouldWait, never_wait
-from convrisk.local_backend.server import AccessLog, ServeApp, _Connections
+from convrisk.local_backend.faults import Connections
 from convrisk.local_backend.store import LocalBackend
 from convrisk.local_backend.wire import Answer, Call, Wire
 
@@ -125,7 +127,7 @@ def test_creates_that_arrive_together_share_one_transaction(
     backend: LocalBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     wire = Wire(backend, TOKEN)
-    app = ServeApp(wire, AccessLog(None, "text", TOKEN), None, _Connections())
+    app = ServeApp(wire, AccessLog(None, "text", TOKEN), None, Connections())
     batches: list[int] = []
     original = backend.risk_profiles.create_many
 
@@ -220,7 +222,7 @@ def test_creates_of_two_resources_in_one_turn_are_two_batches(
     backend: LocalBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     wire = Wire(backend, TOKEN)
-    app = ServeApp(wire, AccessLog(None, "text", TOKEN), None, _Connections())
+    app = ServeApp(wire, AccessLog(None, "text", TOKEN), None, Connections())
     batches: list[tuple[str, int]] = []
     for name in ("risk_profiles", "conversations"):
         resource = getattr(backend, name)

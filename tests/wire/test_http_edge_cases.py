@@ -14,12 +14,12 @@ from typing import Any
 import httpx
 import pytest
 
-from convrisk.local_backend import server as server_module
+from convrisk.local_backend import asgi_app, uvicorn_protocols
+from convrisk.local_backend.server import is_loopback
 
 from .conftest import TLS, TOKEN, Served, connect, read_all
 
 CONV = "/v1/conversations"
-
 RISK = "/v1/risk-profiles"
 
 
@@ -134,7 +134,7 @@ def test_an_http10_keep_alive_request_is_answered_whole_and_never_left_hanging(
 def test_a_connection_that_never_finishes_its_request_head_is_closed(
     served: Served, http: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(server_module, "HEAD_SECONDS", 0.3)
+    monkeypatch.setattr(uvicorn_protocols, "HEAD_SECONDS", 0.3)
     with connect(served) as silent, connect(served) as half:
         half.sendall(b"GET /v1/conversations HTTP/1.1\r\nHost: x\r\n")
         assert read_all(half) == b""
@@ -146,7 +146,7 @@ def test_a_connection_that_never_finishes_its_request_head_is_closed(
 def test_a_body_that_stalls_gets_a_408_and_creates_nothing(
     served: Served, http: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(server_module, "BODY_SECONDS", 0.3)
+    monkeypatch.setattr(asgi_app, "BODY_SECONDS", 0.3)
     with connect(served) as sock:
         sock.sendall(
             f"POST {CONV} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
@@ -179,7 +179,7 @@ def test_the_server_is_named_convrisk_not_uvicorn(http: httpx.Client) -> None:
     ],
 )
 def test_only_loopback_addresses_count_as_loopback(host: str, loopback: bool) -> None:
-    assert server_module.is_loopback(host) is loopback
+    assert is_loopback(host) is loopback
 
 
 def test_a_write_that_must_wait_for_another_process_does_not_stall_other_requests(
@@ -227,7 +227,7 @@ def test_an_answer_head_and_body_go_out_in_one_write() -> None:
     loop = asyncio.new_event_loop()
     try:
         recorder = Recorder()
-        one = server_module._OneWrite(recorder, loop)  # type: ignore[arg-type]
+        one = uvicorn_protocols.OneWrite(recorder, loop)  # type: ignore[arg-type]
         one.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n")
         one.write(b"{}")
         assert recorder.writes == [b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"]

@@ -1,0 +1,227 @@
+"""The ASGI app of `convrisk serve`: `Wire` behind a socket, with injected trouble and the log.
+
+It reads the request, asks `Wire` for the answer and writes it with Starlette's `Response`; it adds
+what only a socket has: injected latency and faults, a body-read timeout, one log line per request.
+The backend runs on the event loop (told never to wait for a lock) or, when it would have to wait,
+on one writer thread; creates that arrive in one turn of the loop are committed together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from starlette.responses import Response
+from starlette.types import Message, Receive, Scope, Send
+
+from convrisk.api_client.errors import ServiceError
+from convrisk.api_client.params import MAX_BODY_BYTES
+
+from .access_log import AccessLog
+from .database import WouldWait, never_wait
+from .faults import Chaos, Connections, Dice, injected
+from .wire import (
+    OPENAPI_PATH,
+    Answer,
+    Call,
+    Wire,
+    error_answer,
+    is_create,
+    json_answer,
+    too_large,
+)
+
+# A body may pause this long between reads.
+BODY_SECONDS = 10.0
+
+
+class _Unanswered(Exception):
+    """The client went away before its request was whole: nothing to answer."""
+
+
+class ServeApp:
+    """The ASGI app of `convrisk serve`: Wire behind a socket, with chaos and the access log."""
+
+    def __init__(
+        self, wire: Wire, log: AccessLog, chaos: Chaos | None, connections: Connections
+    ) -> None:
+        self.wire = wire
+        self.log = log
+        self.connections = connections
+        self._dice = Dice(chaos) if chaos is not None and chaos.active else None
+        self.in_flight = 0
+        self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="convrisk-writer")
+        # Creates waiting for the next group commit (see _create), and whether one is due.
+        self._creates: list[tuple[Call, bytes, asyncio.Future[Answer]]] = []
+        self._commit_task: asyncio.Task[None] | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """One request (lifespan and other scope types are not used)."""
+        if scope["type"] != "http":
+            return
+        self.in_flight += 1
+        try:
+            await self._serve(scope, receive, send)
+        finally:
+            self.in_flight -= 1
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
+        method: str = scope["method"]
+        path = bytes(scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
+        query = bytes(scope["query_string"]).decode("latin-1")
+        client = scope.get("client")
+        who = f"{client[0]}:{client[1]}" if client else "-"
+        headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope["headers"]]
+
+        def done(status: int | None, fault: str | None = None) -> None:
+            self.log.request(who, method, path, query, status, time.perf_counter() - started, fault)
+
+        fault = None
+        if self._dice is not None and path != OPENAPI_PATH:
+            delay, fault = self._dice.roll()
+            if delay:
+                await asyncio.sleep(delay)
+            # Each line is logged before the answer goes out (or the connection is dropped),
+            # so a client that has its answer finds the line.
+            if fault == "drop":
+                done(None, fault)
+                return await self.connections.drop(client)
+            if fault in ("500", "503", "429"):
+                answer = injected(int(fault))
+                done(answer.status, fault)
+                return await self._send(scope, receive, send, answer, close=_body_pending(headers))
+
+        call = self.wire.start(method, path, query, headers)
+        close = False
+        if isinstance(call, Answer):
+            answer = call
+            # An unread body that is large or waits for `100 Continue`: end the connection
+            # rather than read it (a small one uvicorn reads and drops by itself).
+            close = _body_pending(headers)
+        else:
+            body: bytes | Answer = b""
+            if call.wants_body:
+                try:
+                    body = await _read_body(receive)
+                except _Unanswered:
+                    return done(None)
+            if isinstance(body, Answer):
+                answer, close = body, True
+            else:
+                answer = await self._run(call, body)
+        if fault == "drop-after":
+            done(answer.status, fault)
+            return await self.connections.drop(client)
+        done(answer.status)
+        if answer.internal is not None:
+            self.log.error(method, path, answer.internal)
+        await self._send(scope, receive, send, answer, close=close)
+
+    async def _run(self, call: Call, body: bytes) -> Answer:
+        """Run the operation right here, or on the writer thread when it would have to wait.
+
+        An operation takes a fraction of a millisecond, less than the hop to a thread and back,
+        so it runs on the event loop, told never to wait for a lock. When another process holds
+        the file's write lock, it stops before changing anything and runs again on the one
+        writer thread, where waiting (the busy timeout) stalls nobody else. Creates are
+        committed in groups (see _create).
+        """
+        if is_create(call):
+            return await self._create(call, body)
+        try:
+            with never_wait():
+                return self.wire.finish(call, body)
+        except WouldWait:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self.writer, self.wire.finish, call, body)
+
+    async def _create(self, call: Call, body: bytes) -> Answer:
+        """A create, committed with the others that reach this point in the same turn of the
+        event loop (group commit): the requests read in one turn all get here before the
+        commit task runs, so concurrent clients share a transaction, and a lone request waits
+        only one turn. Each answer is the one that create alone would get (Wire.finish_creates).
+        """
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[Answer] = loop.create_future()
+        self._creates.append((call, body, answer))
+        if self._commit_task is None:
+            self._commit_task = loop.create_task(self._commit())
+        return await answer
+
+    async def _commit(self) -> None:
+        """Run the creates gathered so far, a batch per resource, and hand each its answer; a
+        request given up meanwhile (its task cancelled) is left out."""
+        gathered, self._creates, self._commit_task = self._creates, [], None
+        by_route: dict[str, list[tuple[Call, bytes, asyncio.Future[Answer]]]] = {}
+        for call, body, future in gathered:
+            if not future.done():
+                by_route.setdefault(call.route.name, []).append((call, body, future))
+        for batch in by_route.values():
+            calls = [(call, body) for call, body, _ in batch]
+            try:
+                try:
+                    with never_wait():
+                        answers = self.wire.finish_creates(calls)
+                except WouldWait:
+                    loop = asyncio.get_running_loop()
+                    answers = await loop.run_in_executor(
+                        self.writer, self.wire.finish_creates, calls
+                    )
+            except Exception as exc:
+                for _, _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            except BaseException:
+                for _, _, future in batch:
+                    future.cancel()
+                raise
+            for (_, _, future), result in zip(batch, answers, strict=True):
+                if not future.done():
+                    future.set_result(result)
+
+    @staticmethod
+    async def _send(
+        scope: Scope, receive: Receive, send: Send, answer: Answer, *, close: bool
+    ) -> None:
+        headers = {"cache-control": "no-store", **dict(answer.headers)}
+        if close:
+            headers["connection"] = "close"
+        response = Response(
+            answer.body, answer.status, headers=headers, media_type="application/json"
+        )
+        await response(scope, receive, send)
+
+
+async def _read_body(receive: Receive) -> bytes | Answer:
+    """The whole body, or the answer refusing it (over the limit, or too slow)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        try:
+            message: Message = await asyncio.wait_for(receive(), BODY_SECONDS)
+        except TimeoutError:
+            error = ServiceError(
+                f"The request body stalled for more than {BODY_SECONDS:g} seconds.", status=408
+            )
+            return json_answer(408, error.to_body())
+        if message["type"] == "http.disconnect":
+            raise _Unanswered
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            return error_answer(too_large())
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _body_pending(headers: list[tuple[str, str]]) -> bool:
+    """Whether the request announced a body that is large, chunked, or waits for 100 Continue."""
+    values = dict(headers)
+    if "transfer-encoding" in values or values.get("expect", "").lower() == "100-continue":
+        return True
+    length = values.get("content-length", "0").strip()
+    return not length.isdigit() or int(length) > MAX_BODY_BYTES

@@ -1,0 +1,153 @@
+"""Idempotency keys of creates: the fingerprint of a request, the answers stored for 24 hours, and
+which creates of a batch replay an earlier answer, repeat another item or are new."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping
+from typing import Any, cast
+
+from convrisk.api_client.errors import ConvriskError, InvalidRequestError, ServiceError
+from convrisk.api_client.records import Record, check_record
+
+from .database import IN_CHUNK, first_line
+
+TTL_SECONDS = 24 * 60 * 60
+# Built once: json.dumps with options builds an encoder on every call (a few per create).
+_ANSWER_ENCODER = json.JSONEncoder(separators=(",", ":"))
+_SORTED_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+_SORTED_TEXT_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+# What a create becomes once checked: its column values, its key (None: none) and the
+# fingerprint of its parameters ("" without a key).
+Checked = tuple[dict[str, Any], str | None, str]
+# The stored (resource, fingerprint, response) of a key.
+Stored = tuple[str, str, str]
+
+
+class IdempotencyKeys:
+    """The keys of one resource's creates, in the `idempotency_keys` table."""
+
+    def __init__(self, resource: str, json_columns: tuple[str, ...]) -> None:
+        self._resource = resource
+        # Columns holding JSON text: their keys are sorted for the fingerprint.
+        self._json_columns = json_columns
+
+    def fingerprint(self, values: Mapping[str, Any]) -> str:
+        """SHA-256 of the checked parameters, JSON columns with their keys sorted."""
+        canonical = dict(values)
+        for name in self._json_columns:
+            if isinstance(canonical.get(name), str):
+                canonical[name] = _SORTED_TEXT_ENCODER.encode(json.loads(canonical[name]))
+        text = _SORTED_ENCODER.encode([self._resource, canonical])
+        import hashlib  # here: only writes with an idempotency key need it (it loads OpenSSL)
+
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def plan(
+        self,
+        conn: sqlite3.Connection,
+        checked: Iterable[Checked | ConvriskError],
+        now: int,
+        *,
+        stop_on_error: bool,
+    ) -> tuple[list[Record | ConvriskError | int], list[tuple[int, Checked]]]:
+        """Each create's result so far, and the creates to write with their positions.
+
+        A result is a refusal, the replayed answer of an earlier request, or a position: the
+        item's own (to be written), or that of an earlier item of the batch with the same key
+        and parameters (the same request twice gets the first one's answer). With
+        `stop_on_error` the results end at the first refusal. Expired keys are purged first.
+        """
+        items = list(checked)
+        keys = {item[1] for item in items if not isinstance(item, ConvriskError)} - {None}
+        stored: dict[str, Stored] = {}
+        if keys:
+            conn.execute("DELETE FROM idempotency_keys WHERE created_at <= ?", (now - TTL_SECONDS,))
+            stored = _stored_answers(conn, keys)
+        results: list[Record | ConvriskError | int] = []
+        fresh: list[tuple[int, Checked]] = []
+        first_of_key: dict[str, tuple[int, str]] = {}  # a key new in this batch: its item
+        for item in items:
+            position = len(results)
+            if isinstance(item, ConvriskError):
+                results.append(item)
+                if stop_on_error:
+                    break
+                continue
+            _, key, fingerprint = item
+            if key is not None and key in stored:
+                try:
+                    results.append(self._replay(key, fingerprint, stored[key]))
+                except InvalidRequestError as exc:
+                    results.append(exc)
+                    if stop_on_error:
+                        break
+                continue
+            if key is not None and key in first_of_key:
+                earlier, earlier_fingerprint = first_of_key[key]
+                if earlier_fingerprint != fingerprint:
+                    results.append(key_reused(key))
+                    if stop_on_error:
+                        break
+                    continue
+                results.append(earlier)
+                continue
+            if key is not None:
+                first_of_key[key] = (position, fingerprint)
+            fresh.append((position, item))
+            results.append(position)
+        return results, fresh
+
+    def save(
+        self, conn: sqlite3.Connection, answers: Iterable[tuple[str, str, str]], now: int
+    ) -> None:
+        """Store (key, fingerprint, answer text) for each key of the creates just written."""
+        conn.executemany(
+            "INSERT INTO idempotency_keys"
+            " (key, resource, fingerprint, response, created_at) VALUES (?, ?, ?, ?, ?)",
+            [(key, self._resource, fingerprint, text, now) for key, fingerprint, text in answers],
+        )
+
+    def _replay(self, key: str, fingerprint: str, stored: Stored) -> Record:
+        resource, stored_fingerprint, response = stored
+        if resource != self._resource or stored_fingerprint != fingerprint:
+            raise key_reused(key)
+        try:
+            return cast(Record, check_record(json.loads(response)))
+        except (ValueError, RecursionError) as exc:
+            raise ServiceError(
+                f"The answer stored for the idempotency key {key!r} cannot be read back: "
+                f"{first_line(exc)}."
+            ) from exc
+
+
+def answer_text(record: Mapping[str, Any]) -> str:
+    """The answer stored for a key: the object's JSON (ValueError, TypeError when it has none)."""
+    return _ANSWER_ENCODER.encode(record)
+
+
+def key_reused(key: str) -> InvalidRequestError:
+    """The error of a key sent again with other parameters."""
+    return InvalidRequestError(
+        f"The idempotency key {key!r} was already used with a different request in the "
+        "last 24 hours; use a new key for a new request.",
+        param="idempotency_key",
+    )
+
+
+def _stored_answers(conn: sqlite3.Connection, keys: Iterable[str | None]) -> dict[str, Stored]:
+    """The stored (resource, fingerprint, response) of each of these keys that has one."""
+    wanted = sorted(key for key in keys if key is not None)
+    stored: dict[str, Stored] = {}
+    for start in range(0, len(wanted), IN_CHUNK):
+        chunk = wanted[start : start + IN_CHUNK]
+        marks = ", ".join("?" * len(chunk))
+        for key, resource, fingerprint, response in conn.execute(
+            "SELECT key, resource, fingerprint, response FROM idempotency_keys"
+            f" WHERE key IN ({marks})",
+            chunk,
+        ):
+            stored[key] = (resource, fingerprint, response)
+    return stored
