@@ -5,9 +5,10 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-from .errors import ConvriskError, InvalidRequestError, ServiceError
+from .errors import ConvriskError, InvalidRequestError
+from .pagination import AnyPage, paginate
 from .params import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -34,9 +35,6 @@ U = TypeVar("U")
 F = TypeVar("F")
 
 DEFAULT_PAGE_SIZE = MAX_LIMIT
-# Cursors remembered exactly to catch a service that pages in a circle; past this many pages
-# (a million items at the default page size) the guard keeps memory flat (see CursorGuard).
-MAX_REMEMBERED_CURSORS = 10_000
 
 
 def check_page_size(page_size: object) -> int:
@@ -50,46 +48,6 @@ def check_page_size(page_size: object) -> int:
             f"page_size must be an integer from 1 to {MAX_LIMIT}.", param="page_size"
         )
     return page_size
-
-
-class CursorGuard:
-    """Says whether a cursor was already seen, in bounded memory.
-
-    The first `capacity` cursors are remembered exactly, so a repeat among them is caught at
-    once. Beyond that, Brent's cycle detection (one checkpoint moved at doubling distances)
-    still catches a service that pages in a circle, within a few turns of that circle.
-    """
-
-    def __init__(self, capacity: int = MAX_REMEMBERED_CURSORS) -> None:
-        self._seen: set[str] = set()
-        self._capacity = capacity
-        self._checkpoint: str | None = None
-        self._distance = 1
-        self._steps = 0
-
-    def repeated(self, cursor: str) -> bool:
-        """True if `cursor` was seen before; otherwise remember it and return False."""
-        if cursor in self._seen or cursor == self._checkpoint:
-            return True
-        if len(self._seen) < self._capacity:
-            self._seen.add(cursor)
-            return False
-        self._steps += 1
-        if self._steps >= self._distance:
-            self._checkpoint = cursor
-            self._distance *= 2
-            self._steps = 0
-        return False
-
-
-class AnyPage(TypedDict):
-    """What pagination needs of a page, records or JSON text."""
-
-    has_more: bool
-    data: list[Any]
-
-
-P = TypeVar("P", bound=AnyPage)
 
 
 class ResourceClient(Generic[M, C, U, F]):
@@ -251,45 +209,6 @@ class ResourceClient(Generic[M, C, U, F]):
         return self._backend.delete(id)
 
 
-def paginate(
-    fetch: Callable[[int, str | None], P],
-    last_id: Callable[[P], str],
-    cut: Callable[[P, int], None],
-    limit: int | None,
-    start: str | None,
-    per_page: int,
-) -> Iterator[P]:
-    """Pages from `fetch(size, cursor)` until `limit` items (None: all), guarded against loops.
-
-    `start` is the first cursor (starting_after, or ending_before for a backward walk)."""
-    remaining = limit
-    cursor = start
-    guard = CursorGuard()
-    if start is not None:
-        guard.repeated(start)
-    while remaining is None or remaining > 0:
-        size = per_page if remaining is None else min(per_page, remaining)
-        page = fetch(size, cursor)
-        if len(page["data"]) > size:
-            cut(page, size)
-            page["has_more"] = True
-        # Both faults are caught before the page is handed out, so no item is shown twice.
-        if page["has_more"] and not page["data"]:
-            raise ServiceError("The service said more items exist but sent an empty page.")
-        last = last_id(page) if page["data"] else None
-        if last is not None and guard.repeated(last):
-            raise ServiceError(
-                "The service sent a page that makes no progress: its last item "
-                f"{last} was already a cursor of this listing; stopped instead of looping."
-            )
-        yield page
-        if remaining is not None:
-            remaining -= len(page["data"])
-        if not page["has_more"]:
-            return
-        cursor = last
-
-
 ConversationsClient = ResourceClient[
     Conversation, ConversationCreateParams, ConversationUpdateParams, ConversationFilters
 ]
@@ -325,7 +244,7 @@ class Client:
     def raw_pages(self, target: str) -> Iterator[AnyPage]:
         """Each page of the list at `target`, following has_more (raw.pages); pages of
         `page_size` items unless the target's query sets `limit`."""
-        from .raw import pages, with_default
+        from .raw import pages, with_default  # only `convrisk api --paginate` needs it
 
         return pages(self.backend.send, with_default(target, "limit", str(self.page_size)))
 

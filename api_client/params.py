@@ -150,19 +150,6 @@ def check_idempotency_key(key: object) -> str | None:
     return key
 
 
-def token_problem(token: str) -> str | None:
-    """Why `token` cannot be a bearer token, or None when it can (the one rule, client and serve).
-
-    A token travels in an HTTP header: one or more visible ASCII characters, no space. The
-    message never repeats the token.
-    """
-    if not token:
-        return "The token is empty."
-    if not all(33 <= ord(ch) <= 126 for ch in token):
-        return "The token contains spaces or characters that cannot be sent in an HTTP header."
-    return None
-
-
 def _value(field: Field, body: Mapping[str, Any]) -> Any:
     """The value of `field` in `body` (present), checked by the rule of its type."""
     key = field.name

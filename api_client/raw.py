@@ -12,13 +12,11 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
-if TYPE_CHECKING:
-    from .client import AnyPage
-
 from .errors import APIError, InvalidRequestError, ServiceError, error_from_response
+from .pagination import AnyPage, paginate
 
 API_PREFIX = "/v1/"
 # Characters sent as they are in a path or a query; anything else is percent-encoded (what
@@ -158,7 +156,6 @@ def pages(send: Send, target: str) -> Iterator[AnyPage]:
     An error answer is raised (APIError with its status); an answer that is not a list page, or
     a page that makes no progress, is a ServiceError: nothing loops.
     """
-    from .client import paginate
     from .records import NotANumber, load_json
 
     def fetch(size: int, cursor: str | None) -> AnyPage:

@@ -26,7 +26,6 @@ from .settings import (
     mask_token,
     parse_value,
     save_config,
-    shown_url,
 )
 
 app = typer.Typer(
@@ -299,6 +298,8 @@ def profiles(ctx: typer.Context, output: opt.Output = None) -> None:
 
 def profile_row(name: str, table: dict[str, Any], active: bool) -> dict[str, Any]:
     """What `config profiles` shows of a profile: never its token, only whether it has one."""
+    from convrisk.api_client.endpoint import shown_url
+
     base_url = table.get("base_url")
     db = table.get("db")
     return {

@@ -22,7 +22,6 @@ from .settings import (
     Settings,
     config_path,
     read_config,
-    shown_url,
 )
 from .settings import resolve as resolve_settings
 
@@ -154,6 +153,8 @@ class AppContext:
         if self._client is None:
             settings = self.settings()
             if settings.is_remote and not settings.token:
+                from convrisk.api_client.endpoint import shown_url
+
                 where = shown_url(settings.base_url or "")
                 self.printer().warning(
                     f"No token is set for {where}: set CONVRISK_TOKEN, or run "

@@ -163,7 +163,7 @@ def serve(
 
 
 def _token_problem(token: str) -> str | None:
-    from convrisk.api_client.params import token_problem
+    from convrisk.api_client.endpoint import token_problem
 
     return token_problem(token)
 

@@ -40,7 +40,6 @@ DEFAULTS: Final[dict[str, Any]] = {
 DEFAULT_PROFILE: Final = "default"
 # The one top-level key of the config file: the profile used when none is chosen.
 DEFAULT_PROFILE_KEY: Final = "default_profile"
-MAX_PAGE_SIZE: Final = 100
 MAX_RETRIES: Final = 10
 # A config file is a few lines; more than this is the wrong file (and is not read whole).
 MAX_CONFIG_BYTES: Final = 1024 * 1024
@@ -65,7 +64,6 @@ class Bounds:
 RANGES: Final[dict[str, Bounds]] = {
     "timeout": Bounds(0.1, 3600, whole=False, what="a number of seconds"),
     "max_retries": Bounds(0, MAX_RETRIES, whole=True, what="a whole number"),
-    "page_size": Bounds(1, MAX_PAGE_SIZE, whole=True, what="a whole number"),
     "max_response_mb": Bounds(1, 4096, whole=True, what="a whole number of MiB"),
 }
 
@@ -132,7 +130,7 @@ def parse_value(key: str, value: object, where: str) -> Any:
         if not isinstance(value, str) or not value.strip():
             raise UsageProblem(f"{where}{key} must be a non-empty string.", param=key)
         return _STRING_CHECKS[key](value.strip(), where)
-    bounds = RANGES[key]
+    bounds = _page_size_bounds() if key == "page_size" else RANGES[key]
     expected = f"{where}{key} must be {bounds.describe()}"
     number = _number(value)
     if isinstance(number, str):
@@ -142,6 +140,13 @@ def parse_value(key: str, value: object, where: str) -> Any:
     if not in_range or (bounds.whole and not isinstance(number, int)):
         raise UsageProblem(f"{expected}.", param=key)
     return number
+
+
+def _page_size_bounds() -> Bounds:
+    """1 to the service's largest page; imported only here, as config commands load no client."""
+    from convrisk.api_client.params import MAX_LIMIT
+
+    return Bounds(1, MAX_LIMIT, whole=True, what="a whole number")
 
 
 def _number(value: object) -> int | float | str:
@@ -168,54 +173,20 @@ def _number(value: object) -> int | float | str:
 
 
 def _base_url(value: str, where: str) -> str:
-    from urllib.parse import urlsplit
+    from convrisk.api_client.endpoint import base_url_problem
 
-    try:
-        parts = urlsplit(value)
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
-    except ValueError:
-        parts = None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageProblem(
-            f"{where}base_url must be an http:// or https:// URL, e.g. https://api.example.com.",
-            param="base_url",
-        )
-    if parts.username is not None or parts.password is not None:
-        # Never shown whole: the password would be in the message.
-        raise UsageProblem(
-            f"{where}base_url must not carry a user name or password "
-            f"({shown_url(value)}): set the token instead.",
-            param="base_url",
-        )
-    if parts.query or parts.fragment:
-        raise UsageProblem(
-            f"{where}base_url must not carry a query or a fragment ({shown_url(value)}).",
-            param="base_url",
-        )
+    problem = base_url_problem(value)
+    if problem is not None:
+        raise UsageProblem(f"{where}{problem}", param="base_url")
     return value.rstrip("/")
 
 
-def shown_url(url: str) -> str:
-    """A URL as shown in messages: scheme://host:port/path, never its user info or query."""
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(url)
-        port = f":{parts.port}" if parts.port is not None else ""
-    except ValueError:
-        return "(an unreadable URL)"
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    return f"{parts.scheme}://{host}{port}{parts.path}"
-
-
 def _token(value: str, where: str) -> str:
-    # Never echo the value: it is a secret.
-    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in value):
-        raise UsageProblem(
-            f"{where}token must not contain spaces or control characters.", param="token"
-        )
+    from convrisk.api_client.endpoint import token_problem
+
+    problem = token_problem(value)
+    if problem is not None:
+        raise UsageProblem(f"{where}{problem}", param="token")
     return value
 
 

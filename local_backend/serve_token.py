@@ -13,8 +13,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from convrisk.api_client.endpoint import token_problem
 from convrisk.api_client.errors import ConvriskError
-from convrisk.api_client.params import token_problem
 
 
 @dataclass(frozen=True)

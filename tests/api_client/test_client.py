@@ -18,9 +18,9 @@ import httpx
 import pytest
 
 from convrisk.api_client import Client
-from convrisk.api_client.client import CursorGuard
 from convrisk.api_client.errors import InvalidRequestError, NotFoundError, ServiceError
 from convrisk.api_client.http import HTTPBackend
+from convrisk.api_client.pagination import CursorGuard
 from convrisk.api_client.records import Conversation, json_text
 from convrisk.local_backend.store import LocalBackend
 from tests.shared_server import SharedServer, shared_server

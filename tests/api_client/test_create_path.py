@@ -1,6 +1,6 @@
-"""The create path over the default transport (httpcore directly, without httpx's request
-machinery) against a real loopback server: the same request as httpx sends, and the same rules
-for answers (retries, the deadline, the size limit, encodings) as every other request."""
+"""Creates over the default transport (the deadline transport over httpcore) against a real
+loopback server: the same request on the wire as httpx sends, and the same rules for answers
+(retries, the deadline, the size limit, encodings) as every other request."""
 
 from __future__ import annotations
 
@@ -145,6 +145,21 @@ def test_a_create_sends_the_same_request_as_httpx_would(server: _Server, base_pa
     assert {k.lower(): v for k, v in headers.items()} == {
         k.lower(): v for k, v in other_headers.items()
     }
+
+
+def test_a_create_carries_the_headers_httpx_client_would_send(server: _Server) -> None:
+    with HTTPBackend(server.url, "tok-direct") as backend:
+        backend.risk_profiles.create(PARAMS, idempotency_key="key-1")
+    (_, sent, body) = server.seen[0]
+    ours = {"User-Agent", "Accept", "Authorization", "Content-Type", "Idempotency-Key"}
+    with httpx.Client(base_url=server.url) as client:
+        client.post(
+            "/v1/risk-profiles",
+            content=body,
+            headers={name: sent[name] for name in ours},
+        )
+    (_, expected, _) = server.seen[1]
+    assert {k.lower(): v for k, v in sent.items()} == {k.lower(): v for k, v in expected.items()}
 
 
 def test_creates_reuse_one_connection(server: _Server) -> None:

@@ -1,0 +1,98 @@
+"""What a base URL and a token may be, and how each is hidden in what is shown (one rule each).
+
+The command line's settings, `convrisk serve` and the remote backend all call these, so a value
+that one accepts the others accept too. Imports nothing heavy: the settings of every command use it.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+# Characters a bearer token is made of (RFC 6750 b64token); the token ends where they do.
+_TOKEN_CHARS = r"A-Za-z0-9\-._~+/="
+# A token shorter than this is hidden only where it stands whole (see Scrubber).
+_WHOLE_ONLY_BELOW = 8
+
+
+def token_problem(token: str) -> str | None:
+    """Why `token` cannot be a bearer token, or None when it can.
+
+    A token travels in an HTTP header: one or more visible ASCII characters, no space (README,
+    `serve`). The message never repeats the token.
+    """
+    if not token:
+        return "The token is empty."
+    if not all(33 <= ord(ch) <= 126 for ch in token):
+        return "The token contains spaces or characters that cannot be sent in an HTTP header."
+    return None
+
+
+def base_url_problem(url: str) -> str | None:
+    """Why `url` cannot be a base_url, or None when it can; the message never shows credentials.
+
+    An http:// or https:// URL with a host, and no user name, password, query or fragment.
+    """
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        return (
+            "base_url must be an http:// or https:// URL with a host, such as "
+            f"https://api.example.com, not {shown_url(url)!r}."
+        )
+    if parts.username is not None or parts.password is not None:
+        # The client would send them as Basic auth in place of the bearer token.
+        return (
+            f"base_url must not carry a user name or password ({shown_url(url)}); "
+            "set the token instead."
+        )
+    if parts.query or parts.fragment:
+        return f"base_url must not carry a query or a fragment ({shown_url(url)})."
+    return None
+
+
+def shown_url(url: str) -> str:
+    """A URL as shown in messages: scheme://host:port/path, never its user info or query."""
+    try:
+        parts = urlsplit(url)
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:
+        parts = None
+    if parts is not None and parts.netloc:
+        host = parts.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
+        return f"{parts.scheme}://{host}{port}{parts.path}"
+    # Not readable as scheme://host: whatever comes before the last '@' may be a password.
+    head, at, tail = url.partition("?")[0].rpartition("@")
+    return f"***@{tail}" if at else head + tail
+
+
+class Scrubber:
+    """Replaces a token by `***` in text and bytes that are about to be shown."""
+
+    def __init__(self, token: str | None) -> None:
+        self._token = token or None
+        self._short: re.Pattern[str] | None = None
+        if self._token is not None and len(self._token) < _WHOLE_ONLY_BELOW:
+            # A short token ("T") is hidden only where it stands whole, so "HTTP" stays readable.
+            escaped = re.escape(self._token)
+            self._short = re.compile(rf"(?<![{_TOKEN_CHARS}]){escaped}(?![{_TOKEN_CHARS}])")
+
+    def text(self, text: str) -> str:
+        """`text` with the token replaced by `***`."""
+        if self._token is None:
+            return text
+        if self._short is None:
+            return text.replace(self._token, "***")
+        return self._short.sub("***", text)
+
+    def bytes(self, data: bytes) -> bytes:
+        """`data` (a body, in any encoding) with the token's ASCII bytes replaced by `***`."""
+        if self._token is None or self._token.encode() not in data:
+            return data
+        # latin-1 maps every byte to one character and back, so the rest stays byte for byte.
+        return self.text(data.decode("latin-1")).encode("latin-1")

@@ -1,0 +1,91 @@
+"""Walking a list page by page: the cursor loop, guarded against a service paging in a circle."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, TypedDict, TypeVar
+
+from .errors import ServiceError
+
+# Cursors remembered exactly to catch a service that pages in a circle; past this many pages
+# (a million items at pages of 100) the guard keeps memory flat (see CursorGuard).
+MAX_REMEMBERED_CURSORS = 10_000
+
+
+class CursorGuard:
+    """Says whether a cursor was already seen, in bounded memory.
+
+    The first `capacity` cursors are remembered exactly, so a repeat among them is caught at
+    once. Beyond that, Brent's cycle detection (one checkpoint moved at doubling distances)
+    still catches a service that pages in a circle, within a few turns of that circle.
+    """
+
+    def __init__(self, capacity: int = MAX_REMEMBERED_CURSORS) -> None:
+        self._seen: set[str] = set()
+        self._capacity = capacity
+        self._checkpoint: str | None = None
+        self._distance = 1
+        self._steps = 0
+
+    def repeated(self, cursor: str) -> bool:
+        """True if `cursor` was seen before; otherwise remember it and return False."""
+        if cursor in self._seen or cursor == self._checkpoint:
+            return True
+        if len(self._seen) < self._capacity:
+            self._seen.add(cursor)
+            return False
+        self._steps += 1
+        if self._steps >= self._distance:
+            self._checkpoint = cursor
+            self._distance *= 2
+            self._steps = 0
+        return False
+
+
+class AnyPage(TypedDict):
+    """What pagination needs of a page, records or JSON text."""
+
+    has_more: bool
+    data: list[Any]
+
+
+P = TypeVar("P", bound=AnyPage)
+
+
+def paginate(
+    fetch: Callable[[int, str | None], P],
+    last_id: Callable[[P], str],
+    cut: Callable[[P, int], None],
+    limit: int | None,
+    start: str | None,
+    per_page: int,
+) -> Iterator[P]:
+    """Pages from `fetch(size, cursor)` until `limit` items (None: all), guarded against loops.
+
+    `start` is the first cursor (starting_after, or ending_before for a backward walk)."""
+    remaining = limit
+    cursor = start
+    guard = CursorGuard()
+    if start is not None:
+        guard.repeated(start)
+    while remaining is None or remaining > 0:
+        size = per_page if remaining is None else min(per_page, remaining)
+        page = fetch(size, cursor)
+        if len(page["data"]) > size:
+            cut(page, size)
+            page["has_more"] = True
+        # Both faults are caught before the page is handed out, so no item is shown twice.
+        if page["has_more"] and not page["data"]:
+            raise ServiceError("The service said more items exist but sent an empty page.")
+        last = last_id(page) if page["data"] else None
+        if last is not None and guard.repeated(last):
+            raise ServiceError(
+                "The service sent a page that makes no progress: its last item "
+                f"{last} was already a cursor of this listing; stopped instead of looping."
+            )
+        yield page
+        if remaining is not None:
+            remaining -= len(page["data"])
+        if not page["has_more"]:
+            return
+        cursor = last

@@ -1,0 +1,71 @@
+"""The one rule for a token, the one check of a base_url and the one way a URL is shown: what
+the settings, `convrisk serve` and the remote backend all apply."""
+
+from __future__ import annotations
+
+import pytest
+
+from convrisk.api_client.endpoint import Scrubber, base_url_problem, shown_url, token_problem
+
+
+@pytest.mark.parametrize("token", ["abc", "s3cr3t-Token_~+/=", "x" * 200, "!#$%&'*"])
+def test_visible_ascii_tokens_are_accepted(token: str) -> None:
+    assert token_problem(token) is None
+
+
+@pytest.mark.parametrize("token", ["has space", "tab\there", "new\nline", "caf\u00e9", "\x7f"])
+def test_tokens_that_cannot_travel_in_a_header_are_refused_without_echo(token: str) -> None:
+    problem = token_problem(token)
+    assert problem is not None and "spaces or characters" in problem
+    assert token not in problem
+
+
+def test_an_empty_token_is_refused() -> None:
+    assert token_problem("") == "The token is empty."
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:8000", "https://api.example.com/prefix/", "http://[::1]:9/v1"]
+)
+def test_http_and_https_urls_with_a_host_are_base_urls(url: str) -> None:
+    assert base_url_problem(url) is None
+
+
+@pytest.mark.parametrize(
+    ("url", "named"),
+    [
+        ("ftp://svc.test", "http:// or https://"),
+        ("not a url", "http:// or https://"),
+        ("http://svc.test:port", "http:// or https://"),
+        ("https://svc.test/?page=2", "query or a fragment"),
+        ("https://svc.test/#top", "query or a fragment"),
+        ("https://user:pw-SECRET@svc.test", "user name or password"),
+    ],
+)
+def test_other_base_urls_are_refused_naming_why(url: str, named: str) -> None:
+    problem = base_url_problem(url)
+    assert problem is not None and named in problem
+    assert "SECRET" not in problem
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://user:pw-SECRET@svc.test:8443/api?key=SECRET#x", "https://svc.test:8443/api"),
+        ("ftp://u:pw-SECRET@x@svc.test", "ftp://svc.test"),
+        ("user:pw-SECRET@svc.test", "***@svc.test"),
+        ("http://[::1]:9/v1", "http://[::1]:9/v1"),
+        ("not a url", "not a url"),
+    ],
+)
+def test_a_shown_url_never_carries_credentials_or_a_query(url: str, shown: str) -> None:
+    assert shown_url(url) == shown
+
+
+def test_the_scrubber_hides_a_long_token_anywhere_and_a_short_one_where_it_stands_whole() -> None:
+    long = Scrubber("tok-12345678")
+    assert long.text("Bearer tok-12345678!") == "Bearer ***!"
+    assert long.bytes(b"\xff tok-12345678") == b"\xff ***"
+    short = Scrubber("T")
+    assert short.text("HTTP T (T), T.") == "HTTP *** (***), T."
+    assert Scrubber(None).text("anything") == "anything"
