@@ -3,9 +3,9 @@
 Importing typer and click alone costs about 6x a bare interpreter; these two answers need
 neither. `convrisk --version` prints the version from api_client/__init__.py (its one place);
 `convrisk --help` (or `-h`) prints cli/root_help.txt, the app's own root help at 80 columns or
-more (tests/e2e, test_the_stored_root_help_is_what_the_app_prints, keeps the two identical).
-Anything else, a narrower terminal, or shell completion at work, goes to `cli.app.main`, which
-answers both as well. Also runs as `python -m convrisk.cli`.
+more (tests/e2e/test_version_and_help.py keeps the two identical). Anything else, a narrower
+terminal, or shell completion at work, goes to `cli.app.main`, which answers both as well. Also
+runs as `python -m convrisk.cli`.
 """
 
 import os

@@ -7,6 +7,10 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.e2e  # slow: pip builds a wheel in a subprocess
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

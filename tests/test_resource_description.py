@@ -13,12 +13,16 @@ from convrisk.cli.importer import CONVERSATION_IMPORT, RISK_PROFILE_IMPORT
 from convrisk.cli.resource_kinds import CONVERSATIONS, RISK_PROFILES
 from convrisk.local_backend import conversations, risk_profiles
 from convrisk.local_backend.openapi import document
+from convrisk.local_backend.resource import ResourceSpec
 from convrisk.local_backend.wire import ROUTES
 
 DESCRIBED = list(RESOURCES.values())
 KINDS = {"conversations": CONVERSATIONS, "risk_profiles": RISK_PROFILES}
 IMPORTS = {"conversations": CONVERSATION_IMPORT, "risk_profiles": RISK_PROFILE_IMPORT}
-TABLES = {"conversations": conversations.SPEC, "risk_profiles": risk_profiles.SPEC}
+TABLES: dict[str, ResourceSpec[Any]] = {
+    "conversations": conversations.SPEC,
+    "risk_profiles": risk_profiles.SPEC,
+}
 TYPED = {
     "conversations": (
         resources.Conversation,

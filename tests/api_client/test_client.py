@@ -22,8 +22,8 @@ from convrisk.api_client.errors import InvalidRequestError, NotFoundError, Servi
 from convrisk.api_client.http import HTTPBackend
 from convrisk.api_client.pagination import CursorGuard
 from convrisk.api_client.records import Conversation, json_text
-from convrisk.local_backend.server import make_server
 from convrisk.local_backend.store import LocalBackend
+from tests.shared_server import SharedServer, shared_server
 
 from .conftest import Remote, conversation
 
@@ -31,18 +31,26 @@ MakeRemote = Callable[..., Remote]
 PAGE_SIZE = 7
 
 
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedServer]:
+    """One server for the module's remote clients (each over the database of its own test)."""
+    with shared_server(tmp_path_factory.mktemp("facade"), "facade-token") as running:
+        yield running
+
+
 @pytest.fixture(params=["local", "remote"])
-def client(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Client]:
+def client(
+    request: pytest.FixtureRequest, tmp_path: Path, shared: SharedServer
+) -> Iterator[Client]:
     """A Client with a small page size over each backend in turn."""
     local = LocalBackend(tmp_path / "facade.db")
     if request.param == "local":
         with Client(local, page_size=PAGE_SIZE) as c:
             yield c
         return
-    server = make_server(local, token="facade-token", log=lambda line: None)
     try:
         with (
-            server.running(),
+            shared.serving(local, []) as server,
             Client(HTTPBackend(server.url, "facade-token"), page_size=PAGE_SIZE) as c,
         ):
             yield c

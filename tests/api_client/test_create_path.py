@@ -16,10 +16,11 @@ import pytest
 
 from convrisk.api_client.errors import APITimeoutError, InvalidRequestError, ServiceError
 from convrisk.api_client.http import HTTPBackend
+from convrisk.api_client.params import RiskProfileCreateParams
 
 from .conftest import risk_profile
 
-PARAMS: dict[str, Any] = {
+PARAMS: RiskProfileCreateParams = {
     "customer_id": "cus_1",
     "profile_type": "moderate",
     "score": 55,
@@ -170,7 +171,7 @@ def test_creates_reuse_one_connection(server: _Server) -> None:
         peers.add(handler.client_address)
         original(handler)
 
-    _Handler.do_POST = recording  # type: ignore[method-assign]
+    _Handler.do_POST = recording  # type: ignore[method-assign,assignment]
     try:
         for number in range(5):
             backend.risk_profiles.create(PARAMS, idempotency_key=f"key-{number}")
@@ -221,6 +222,7 @@ def test_a_create_answer_over_the_size_limit_is_refused(server: _Server, step: s
     assert caught.value.code == "response_too_large"
 
 
+@pytest.mark.e2e  # slow: waits out a timeout of a second or more
 def test_a_create_answer_trickling_past_the_timeout_times_out(server: _Server) -> None:
     server.script = ["trickle"]
     with (

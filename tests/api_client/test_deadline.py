@@ -70,6 +70,7 @@ def trickle() -> Iterator[_Server]:
             srv.stopping.set()  # the handler stops trickling, so that shutdown need not wait
 
 
+@pytest.mark.e2e  # slow: waits out a timeout of a second or more
 def test_a_service_trickling_its_answer_times_out_at_the_setting(trickle: _Server) -> None:
     backend = HTTPBackend(trickle.url, "tok", timeout=1, max_retries=0)
     started = time.monotonic()
@@ -82,6 +83,7 @@ def test_a_service_trickling_its_answer_times_out_at_the_setting(trickle: _Serve
     assert "127.0.0.1" in str(info.value)
 
 
+@pytest.mark.e2e  # slow: waits out a timeout of a second or more
 def test_a_trickled_answer_is_retried_like_any_timeout(trickle: _Server) -> None:
     waits: list[float] = []
     backend = HTTPBackend(

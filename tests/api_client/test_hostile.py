@@ -67,6 +67,7 @@ def hostile() -> Iterator[Callable[..., HostileServer]]:
         server.stop()
 
 
+@pytest.mark.e2e  # slow: waits out a timeout of a second or more
 def test_a_service_trickling_its_headers_times_out_at_the_setting(
     hostile: Callable[..., HostileServer],
 ) -> None:
@@ -79,6 +80,7 @@ def test_a_service_trickling_its_headers_times_out_at_the_setting(
     assert server.requests == 1
 
 
+@pytest.mark.e2e  # slow: waits out a timeout of a second or more
 def test_trickled_headers_are_retried_like_any_timeout_then_fail(
     hostile: Callable[..., HostileServer],
 ) -> None:
@@ -253,6 +255,7 @@ def test_no_proxy_sends_straight_to_the_service(
     assert service.request_lines == ["GET /v1/conversations?limit=5 HTTP/1.1"]
 
 
+@pytest.mark.e2e  # slow: waits out a timeout of a second or more
 def test_a_proxy_trickling_its_headers_times_out_too(
     hostile: Callable[..., HostileServer], no_proxy_env: pytest.MonkeyPatch
 ) -> None:
@@ -322,6 +325,7 @@ def test_https_to_an_untrusted_certificate_is_refused(
         within(lambda: backend.conversations.list())
 
 
+@pytest.mark.e2e  # slow: waits out a timeout of a second or more
 def test_a_reused_connection_trickling_its_headers_times_out_too(
     hostile: Callable[..., HostileServer],
 ) -> None:

@@ -47,9 +47,9 @@ def test_extra_fields_are_kept_in_the_json_output(remote: MakeRemote) -> None:
         ),
     )
     page = r.backend.conversations.list()
-    dumped = page["data"][0]
+    dumped: dict[str, Any] = dict(page["data"][0])
     assert {k: dumped[k] for k in extra} == extra
-    assert page["url"] == "/v1/conversations"
+    assert dict(page)["url"] == "/v1/conversations"
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.core import Command
 from typer.testing import CliRunner
 
 from convrisk.cli import iostreams
@@ -134,3 +135,10 @@ def backend(db_path: Path) -> Iterator[Any]:
         yield store
     finally:
         store.close()
+
+
+def walk(cmd: Command, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Command]]:
+    """Every command under `cmd`, itself first, each with its path of names."""
+    yield path, cmd
+    for name, sub in sorted(getattr(cmd, "commands", {}).items()):
+        yield from walk(sub, (*path, name))

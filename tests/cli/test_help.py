@@ -2,18 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-from click.core import Command
-
 from convrisk.cli.app import command
-from tests.cli.conftest import Invoke
-
-
-def walk(cmd: Command, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Command]]:
-    yield path, cmd
-    for name, sub in sorted(getattr(cmd, "commands", {}).items()):
-        yield from walk(sub, (*path, name))
+from tests.cli.conftest import Invoke, walk
 
 
 def test_the_command_tree_is_the_designed_one() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from convrisk.api_client.records import Conversation, Page
 from convrisk.cli import iostreams, jq_sink
 from convrisk.cli.errors import JqFailed, UsageProblem
 from convrisk.cli.kinds import DELETIONS
@@ -18,9 +19,10 @@ from convrisk.cli.shape import FieldChoice, JqProgram, Shape, make_shape, select
 KNOWN = tuple(column.key for column in CONVERSATIONS.columns)
 
 
-def page(*ids: str, has_more: bool = True) -> dict[str, Any]:
-    """A list page of conversations with these ids."""
-    return {"data": [{"id": id, "contact_id": f"c_{id}"} for id in ids], "has_more": has_more}
+def page(*ids: str, has_more: bool = True) -> Page[Conversation]:
+    """A list page of conversations with these ids (and a contact id, no other field)."""
+    data: list[Any] = [{"id": id, "contact_id": f"c_{id}"} for id in ids]
+    return {"data": data, "has_more": has_more}
 
 
 def test_jq_on_each_record_prints_each_page_before_the_next_is_fetched(
@@ -29,7 +31,7 @@ def test_jq_on_each_record_prints_each_page_before_the_next_is_fetched(
     printer = Printer("jsonl", env={}, shape=Shape(jq=JqProgram(".id", each=True)))
     seen_before_second_page: list[str] = []
 
-    def pages() -> Iterator[dict[str, Any]]:
+    def pages() -> Iterator[Page[Conversation]]:
         yield page("conv_3", "conv_2")
         seen_before_second_page.append(capsys.readouterr().out)
         yield page("conv_1", has_more=False)
@@ -43,7 +45,7 @@ def test_jq_over_the_document_waits_for_the_whole_list(capsys: pytest.CaptureFix
     printer = Printer("json", env={}, shape=Shape(jq=JqProgram("map(.id)", each=False)))
     seen: list[str] = []
 
-    def pages() -> Iterator[dict[str, Any]]:
+    def pages() -> Iterator[Page[Conversation]]:
         yield page("conv_2")
         seen.append(capsys.readouterr().out)
         yield page("conv_1", has_more=False)
@@ -66,7 +68,7 @@ def test_a_list_that_fails_part_way_gives_jq_no_document(
 ) -> None:
     printer = Printer("json", env={}, shape=Shape(jq=JqProgram("length", each=False)))
 
-    def pages() -> Iterator[dict[str, Any]]:
+    def pages() -> Iterator[Page[Conversation]]:
         yield page("conv_2")
         raise ConnectionError("dropped")
 

@@ -229,7 +229,7 @@ def test_a_table_header_is_bold_only_where_colour_is_allowed() -> None:
         sink.write([CONV])
     assert out.getvalue().startswith("\x1b[1mID")
     for env in ({"NO_COLOR": "1"}, {"TERM": "dumb"}):
-        plain, out, _ = printer_on("table", "stdout", **env)
+        plain, out, _ = printer_on("table", "stdout", width=80, **env)
         with plain.records(CONVERSATIONS, many=True) as sink:
             sink.write([CONV])
         assert out.getvalue().startswith("ID  ") and "\x1b" not in out.getvalue()
@@ -259,7 +259,7 @@ def test_cells_reach_the_screen_escaped_and_never_as_markup() -> None:
 def test_error_colour_follows_no_color_force_color_and_term_dumb_as_rich_does(
     env: dict[str, str], stderr_terminal: bool, coloured: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    printer, _, err = printer_on("table", *(["stderr"] if stderr_terminal else []), **env)
+    printer, _, err = printer_on("table", *(["stderr"] if stderr_terminal else []), width=80, **env)
     printer.error(ErrorInfo("api_error", "nope"))
     assert err.getvalue().startswith("\x1b[31mError:" if coloured else "Error: nope")
     # rich's own Console, given the same environment and stream, decides the same.

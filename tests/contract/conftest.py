@@ -13,8 +13,8 @@ import pytest
 
 from convrisk.api_client import Backend, Client
 from convrisk.api_client.http import HTTPBackend
-from convrisk.local_backend.server import make_server
 from convrisk.local_backend.store import LocalBackend
+from tests.shared_server import SharedServer, shared_server
 
 TOKEN = "contract-token-3b9e"
 START = 1_700_000_000
@@ -47,15 +47,21 @@ class Leg:
     clock: Clock
 
 
-def open_leg(name: str, db_path: Path, stack: ExitStack) -> Leg:
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedServer]:
+    """One server for the module's remote legs (each over the database of its own test)."""
+    with shared_server(tmp_path_factory.mktemp("contract"), TOKEN) as running:
+        yield running
+
+
+def open_leg(name: str, db_path: Path, stack: ExitStack, shared: SharedServer) -> Leg:
     """Start a leg over a fresh database; everything opened is closed by `stack`."""
     clock = Clock()
     local = LocalBackend(db_path, clock=clock)
     stack.callback(local.close)
     backend: Backend = local
     if name == "remote":
-        server = make_server(local, token=TOKEN)
-        stack.enter_context(server.running())
+        server = stack.enter_context(shared.serving(local, []))
         remote = HTTPBackend(
             server.url, TOKEN, timeout=10.0, transport=httpx.HTTPTransport(verify=_TLS)
         )
@@ -65,17 +71,17 @@ def open_leg(name: str, db_path: Path, stack: ExitStack) -> Leg:
 
 
 @pytest.fixture(params=["local", "remote"])
-def leg(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Leg]:
+def leg(request: pytest.FixtureRequest, tmp_path: Path, shared: SharedServer) -> Iterator[Leg]:
     """Each contract test runs once per leg."""
     with ExitStack() as stack:
-        yield open_leg(str(request.param), tmp_path / "contract.db", stack)
+        yield open_leg(str(request.param), tmp_path / "contract.db", stack, shared)
 
 
 @pytest.fixture
-def both(tmp_path: Path) -> Iterator[tuple[Leg, Leg]]:
+def both(tmp_path: Path, shared: SharedServer) -> Iterator[tuple[Leg, Leg]]:
     """Both legs at once, each on its own database, for side-by-side comparisons."""
     with ExitStack() as stack:
         yield (
-            open_leg("local", tmp_path / "local.db", stack),
-            open_leg("remote", tmp_path / "remote.db", stack),
+            open_leg("local", tmp_path / "local.db", stack, shared),
+            open_leg("remote", tmp_path / "remote.db", stack, shared),
         )

@@ -51,7 +51,7 @@ def _scenario(client: Client, advance: Callable[[float], None]) -> list[Any]:
     out.append(conv.list(ending_before=a["id"]))
     out.append([c for c in conv.iterate(page_size=1)])
     # The export path: the same pages as JSON text, which parses back to the same records.
-    risk.create({**RISK, "score": 0.1, "details": {"é": [1.5, None, "\x1b"]}})
+    risk.create(RISK | {"score": 0.1, "details": {"é": [1.5, None, "\x1b"]}})
     for pages in (
         conv.iter_json_pages(page_size=1),
         risk.iter_json_pages({"customer_id": "cus_1"}),

@@ -12,8 +12,8 @@ from convrisk.api_client import ConvriskError, InvalidRequestError
 from .conftest import Leg
 
 
-def body(n: int, **overrides: Any) -> dict[str, Any]:
-    """A risk profile's create body, numbered."""
+def body(n: int, **overrides: Any) -> Any:
+    """A risk profile's create body, numbered (overrides may make it invalid)."""
     return {
         "customer_id": f"cus_{n}",
         "profile_type": "moderate",

@@ -4,6 +4,7 @@ on loopback over its own database. Import `cli` into a test module to run each t
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -20,7 +21,7 @@ import pytest
 
 from convrisk.local_backend.store import LocalBackend
 
-from .test_cli import CONVRISK, SAFETY_TIMEOUT, run
+from .console import CONVRISK, SAFETY_TIMEOUT, run
 
 TOKEN = "e2e-serve-token-9d41c7"
 READY_SECONDS = 60  # how long serve may take to print its banner on a loaded machine
@@ -210,6 +211,28 @@ def start_drained_serve(home: Path) -> Serve:
 def stop_drained_serve(served: Serve, sig: int = signal.SIGTERM) -> int:
     """Stop a serve; its exit code."""
     return served.stop(sig)[0]
+
+
+@dataclass
+class Remote:
+    """Runs the CLI against a serve URL with a token."""
+
+    home: Path
+    url: str
+    token: str
+
+    def run(
+        self, *args: str, stdin: str | None = None, **env: str
+    ) -> subprocess.CompletedProcess[str]:
+        """Run `convrisk ARGS` in remote mode; never raises on a non-zero exit."""
+        remote = {"CONVRISK_BASE_URL": self.url, "CONVRISK_TOKEN": self.token, **env}
+        return run(isolated_env(self.home, **remote), *args, input=stdin)
+
+    def json(self, *args: str, stdin: str | None = None) -> Any:
+        """Run a command with `-o json`, which must succeed; its parsed stdout."""
+        result = self.run(*args, "-o", "json", stdin=stdin)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
 
 
 def local_cli(home: Path) -> Cli:

@@ -21,7 +21,7 @@ from typing import IO, Any
 
 import pyte
 
-from tests.e2e.test_cli import CONVRISK, SAFETY_TIMEOUT
+from .console import CONVRISK, SAFETY_TIMEOUT
 
 # Tall enough that no test output scrolls off: the whole output stays on the screen.
 SCREEN_LINES = 1000

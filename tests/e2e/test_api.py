@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 
 from .both_backends import TOKEN, Cli, cli, isolated_env, local_cli, serving  # noqa: F401
+from .console import CONVRISK, SAFETY_TIMEOUT
 from .screen import Terminal
-from .test_cli import CONVRISK, SAFETY_TIMEOUT
+
+pytestmark = pytest.mark.e2e
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> str:

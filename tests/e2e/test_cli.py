@@ -5,72 +5,26 @@ from __future__ import annotations
 
 import json
 import os
-import pty
-import select
 import shlex
 import signal
 import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-CONVRISK = Path(sys.executable).parent / "convrisk"
-SAFETY_TIMEOUT = 120  # seconds; only so that a hung child cannot hang the suite
+from .console import (
+    CONVRISK,
+    SAFETY_TIMEOUT,
+    assert_loads_none_of,
+    db_of,
+    on_a_terminal,
+    piped,
+    read_until,
+    run,
+)
 
-
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    """An environment with its own HOME and XDG folders, and nothing of convrisk's."""
-    home = tmp_path / "home"
-    home.mkdir()
-    return {
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_DATA_HOME": str(home / ".local" / "share"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "LANG": "C.UTF-8",
-    }
-
-
-def run(
-    env: dict[str, str], *args: str, input: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    """Run convrisk to the end; stdin is /dev/null unless input is given.
-
-    In a session of its own: no controlling terminal to ask on, as in CI (and never the
-    terminal that runs pytest).
-    """
-    return subprocess.run(
-        [str(CONVRISK), *args],
-        env=env,
-        input=input,
-        stdin=None if input is not None else subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=SAFETY_TIMEOUT,
-        start_new_session=True,
-    )
-
-
-def db_of(env: dict[str, str]) -> Path:
-    return Path(env["XDG_DATA_HOME"]) / "convrisk" / "convrisk.db"
-
-
-@pytest.fixture
-def store(env: dict[str, str]) -> Iterator[Any]:
-    """The local backend on the default database of `env`, to seed rows fast."""
-    from convrisk.local_backend.store import LocalBackend
-
-    db_of(env).parent.mkdir(parents=True, exist_ok=True)
-    backend = LocalBackend(db_of(env))
-    try:
-        yield backend
-    finally:
-        backend.close()
+pytestmark = pytest.mark.e2e
 
 
 def test_the_console_script_is_installed() -> None:
@@ -153,17 +107,6 @@ def test_jsonl_streams_thousands_of_rows_in_order(env: dict[str, str], store: An
     assert [r["id"] for r in rows] == made[::-1]
 
 
-def piped(env: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
-    """convrisk started with stdout and stderr on pipes (bytes) and stdin /dev/null."""
-    return subprocess.Popen(
-        [str(CONVRISK), *args],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-
-
 def test_jsonl_prints_pages_as_they_arrive(env: dict[str, str], store: Any) -> None:
     """The output is written page by page: while the reader holds the pipe full, the child has
     fetched only the first pages, so rows deleted meanwhile at the far end never appear. A
@@ -216,36 +159,6 @@ def test_ctrl_c_is_exit_130_without_traceback(env: dict[str, str], store: Any) -
     _, err = child.communicate(timeout=SAFETY_TIMEOUT)
     assert child.returncode == 130
     assert "Traceback" not in err
-
-
-def read_until(fd: int, marker: bytes) -> bytes:
-    """Read a pty until `marker` shows up (or the child closes it)."""
-    seen = b""
-    while marker not in seen:
-        ready, _, _ = select.select([fd], [], [], SAFETY_TIMEOUT)
-        assert ready, f"no {marker!r} in {seen!r}"
-        try:
-            chunk = os.read(fd, 4096)
-        except OSError:  # the child closed the terminal
-            break
-        if not chunk:
-            break
-        seen += chunk
-    return seen
-
-
-def on_a_terminal(env: dict[str, str], *args: str) -> tuple[subprocess.Popen[bytes], int]:
-    """convrisk with stdin, stdout and stderr on a real pseudo-terminal."""
-    main_fd, child_fd = pty.openpty()
-    child = subprocess.Popen(
-        [str(CONVRISK), *args],
-        env={**env, "COLUMNS": "120"},
-        stdin=child_fd,
-        stdout=child_fd,
-        stderr=child_fd,
-    )
-    os.close(child_fd)
-    return child, main_fd
 
 
 def test_delete_asks_on_a_real_terminal(env: dict[str, str], store: Any) -> None:
@@ -386,28 +299,6 @@ def test_commands_import_only_what_they_use(
     drawn on a terminal, no backend for help, config and --version, only the command group
     that runs, no TOML parser without a config file and no logging without --debug."""
     assert_loads_none_of(env, f"from convrisk.cli.app import main\ncode = main({args!r})\n", absent)
-
-
-def assert_loads_none_of(env: dict[str, str], call: str, absent: set[str]) -> None:
-    """Run the Python `call` (it sets `code`, the exit code) in a child with `env`: it must exit
-    0 having imported none of `absent` (modules, or packages with any module of theirs)."""
-    probe = (
-        "import sys\n"
-        f"{call}"
-        "loaded = {*sys.modules, *(m.split('.')[0] for m in sys.modules)}\n"
-        f"print(sorted(loaded & set({sorted(absent)!r})), file=sys.stderr)\n"
-        "sys.exit(code)\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", probe],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=SAFETY_TIMEOUT,
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stderr.strip().splitlines()[-1] == "[]"
 
 
 def test_serve_refuses_a_missing_folder_for_db(env: dict[str, str], tmp_path: Path) -> None:

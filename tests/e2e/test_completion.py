@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_cli import CONVRISK, SAFETY_TIMEOUT, db_of, run
-from tests.e2e.test_cli import env as env  # a fixture
-from tests.e2e.test_cli import store as store  # a fixture
+from .console import CONVRISK, SAFETY_TIMEOUT, db_of, run
+
+pytestmark = pytest.mark.e2e
 
 
 def complete(env: dict[str, str], line: str) -> list[str]:

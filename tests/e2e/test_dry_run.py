@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from convrisk.api_client.records import Conversation, RiskProfile
+
 from .both_backends import Cli, cli  # noqa: F401
+
+pytestmark = pytest.mark.e2e
 
 MISSING_CONV = "conv_00000000000000000000000000"
 MISSING_RP = "rp_00000000000000000000000000"
 
 
-def snapshot(cli: Cli) -> list[dict[str, object]]:  # noqa: F811
+def snapshot(cli: Cli) -> list[Conversation | RiskProfile]:  # noqa: F811
     """Every object of both resources, as stored."""
     return [
         o

@@ -14,7 +14,10 @@ from convrisk.api_client.text import printable_json
 from convrisk.local_backend.store import LocalBackend
 from tests.local_backend.varied import fill_varied
 
-from .test_remote_cli import CONVRISK, isolated_env
+from .both_backends import isolated_env
+from .console import CONVRISK
+
+pytestmark = pytest.mark.e2e
 
 SAFETY_TIMEOUT = 120
 

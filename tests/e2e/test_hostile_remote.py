@@ -10,7 +10,10 @@ import pytest
 
 from bench.hostile_server import MIB, HostileServer
 
-from .test_remote_cli import CONVRISK, isolated_env
+from .both_backends import isolated_env
+from .console import CONVRISK
+
+pytestmark = pytest.mark.e2e
 
 SAFETY_TIMEOUT = 120
 

@@ -18,10 +18,11 @@ import pytest
 
 from convrisk.api_client.text import unprintable
 from tests.e2e.screen import Terminal
-from tests.e2e.test_cli import CONVRISK, SAFETY_TIMEOUT, run
-from tests.e2e.test_cli import env as env  # a fixture
-from tests.e2e.test_cli import store as store  # a fixture
 from tests.loopback import JSONService, on_loopback, running, url_of
+
+from .console import CONVRISK, SAFETY_TIMEOUT, run
+
+pytestmark = pytest.mark.e2e
 
 # Retitles the terminal (OSC 0 ... BEL), then clears it (CSI 2 J).
 HOSTILE = "\x1b]0;pwned\x07\x1b[2J"

@@ -14,19 +14,22 @@ from typing import Any
 import pytest
 
 from .both_backends import (  # noqa: F401
+    TOKEN,
     Cli,
     cli,
+    isolated_env,
     local_cli,
     start_drained_serve,
     stop_drained_serve,
 )
-from .test_cli import SAFETY_TIMEOUT, on_a_terminal, read_until
-from .test_remote_cli import TOKEN, isolated_env
+from .console import SAFETY_TIMEOUT, on_a_terminal, read_until
+
+pytestmark = pytest.mark.e2e
 
 MISSING_RP = "rp_00000000000000000000000000"
 
 
-def profile(n: int, **extra: Any) -> dict[str, Any]:
+def profile(n: int, **extra: Any) -> Any:
     """A risk profile record of the import file, numbered."""
     return {
         "customer_id": f"cus_{n:05d}",

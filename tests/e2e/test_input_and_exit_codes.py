@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from .both_backends import TOKEN, Serve, isolated_env, serve, serving, start_serve  # noqa: F401
-from .test_cli import run
-from .test_remote_cli import CONVRISK
+from .console import CONVRISK, run
+
+pytestmark = pytest.mark.e2e
 
 NOON = 1714564800  # 2024-05-01T12:00:00Z
 WRONG_TOKEN = "wrong-token-5b2f9e0c"

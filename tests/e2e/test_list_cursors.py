@@ -15,14 +15,15 @@ import pytest
 from bench.fill import fill
 from convrisk.local_backend.store import LocalBackend
 
-from .both_backends import TOKEN, isolated_env, serving
-from .test_cli import CONVRISK, SAFETY_TIMEOUT, db_of, env, run, store  # noqa: F401
-from .test_remote_cli import Remote
+from .both_backends import TOKEN, Remote, isolated_env, serving
+from .console import CONVRISK, SAFETY_TIMEOUT, db_of, run
+
+pytestmark = pytest.mark.e2e
 
 
 def test_ending_before_walks_towards_the_newest_oldest_first(
-    env: dict[str, str],  # noqa: F811
-    store: Any,  # noqa: F811
+    env: dict[str, str],
+    store: Any,
 ) -> None:
     made = [store.conversations.create({"contact_id": f"c_{i}"})["id"] for i in range(7)]
     result = run(env, "conv", "list", "--ending-before", made[1], "--limit", "3", "-o", "id")
@@ -35,8 +36,8 @@ def test_ending_before_walks_towards_the_newest_oldest_first(
 
 
 def test_risk_list_takes_ending_before_with_its_filters(
-    env: dict[str, str],  # noqa: F811
-    store: Any,  # noqa: F811
+    env: dict[str, str],
+    store: Any,
 ) -> None:
     made = [
         store.risk_profiles.create(
@@ -60,7 +61,7 @@ def test_risk_list_takes_ending_before_with_its_filters(
     ],
 )
 def test_bad_cursors_are_usage_errors(
-    env: dict[str, str],  # noqa: F811
+    env: dict[str, str],
     args: list[str],
     message: str,
 ) -> None:
@@ -70,8 +71,8 @@ def test_bad_cursors_are_usage_errors(
 
 
 def test_a_listing_that_fails_part_way_names_the_cursor_that_goes_on(
-    env: dict[str, str],  # noqa: F811
-    store: Any,  # noqa: F811
+    env: dict[str, str],
+    store: Any,
 ) -> None:
     made = [store.conversations.create({"contact_id": f"c_{i}"})["id"] for i in range(250)]
     # A row an older tool wrote badly: it cannot be read back, so the page holding it fails.

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from .both_backends import local_cli
-from .test_cli import CONVRISK, SAFETY_TIMEOUT
+from .console import CONVRISK, SAFETY_TIMEOUT
+
+pytestmark = pytest.mark.e2e
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")

@@ -7,8 +7,11 @@ import json
 import tomllib
 from pathlib import Path
 
-from .both_backends import Cli, cli, local_cli  # noqa: F401
-from .test_remote_cli import TOKEN
+import pytest
+
+from .both_backends import TOKEN, Cli, cli, local_cli  # noqa: F401
+
+pytestmark = pytest.mark.e2e
 
 
 def config_of(local: Cli) -> Path:

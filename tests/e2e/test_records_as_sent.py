@@ -7,78 +7,14 @@ A real HTTP server on loopback answers such objects; the installed console scrip
 from __future__ import annotations
 
 import json
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 
-from tests.loopback import JSONService, on_loopback, running, url_of
+from .odd_service import CONVERSATIONS, PROFILES, stdout_against
 
-from .test_remote_cli import CONVRISK, isolated_env
-
-SAFETY_TIMEOUT = 60
-
-CONVERSATIONS: list[dict[str, Any]] = [
-    {"id": "conv_1", "created_at": 1714564800123, "extra": "x"},
-    {
-        "id": "conv_2",
-        "is_pinned": "yes",
-        "is_muted": 1,
-        "contact_id": 42,
-        "group_id": {"nested": [1, None, "é"]},
-        "archived_at": "last tuesday",
-        "created_at": 1714564800.5,
-        "labels": ["vip", None],
-    },
-    {"id": "conv_3"},
-]
-PROFILES: list[dict[str, Any]] = [
-    {"id": "rp_1", "score": "high", "details": [1, 2], "owner": None},
-    {"id": "rp_2", "customer_id": "c", "score": 1e300, "details": {"f": 0.1, "big": 2**70}},
-]
-OBJECTS = {f"/v1/conversations/{o['id']}": o for o in CONVERSATIONS} | {
-    f"/v1/risk-profiles/{o['id']}": o for o in PROFILES
-}
-PAGES = {
-    "/v1/conversations": {"object": "list", "has_more": False, "data": CONVERSATIONS, "ids": [1]},
-    "/v1/risk-profiles": {"has_more": False, "data": PROFILES, "url": "/v1/risk-profiles"},
-}
-
-
-class _Handler(JSONService):
-    """Answers each known path with its object, as JSON; anything else is a 404."""
-
-    def do_GET(self) -> None:
-        path = urlsplit(self.path).path
-        answer = OBJECTS.get(path) or PAGES.get(path)
-        if answer is None:
-            self.send_json(404, {"error": {"message": "no"}})
-        else:
-            self.send_json(200, answer)
-
-
-@pytest.fixture(scope="module")
-def service() -> Iterator[str]:
-    """The odd service on 127.0.0.1, its base URL."""
-    with running(on_loopback(_Handler)) as server:
-        yield url_of(server)
-
-
-def stdout_against(base_url: str, home: Path, *args: str) -> str:
-    """stdout of `convrisk --base-url BASE_URL ARGS` (no retries), which must succeed."""
-    result = subprocess.run(
-        [CONVRISK, "--base-url", base_url, *args],
-        env=isolated_env(home, CONVRISK_TOKEN="tok", CONVRISK_MAX_RETRIES="0"),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=SAFETY_TIMEOUT,
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout
+pytestmark = pytest.mark.e2e
 
 
 @pytest.mark.parametrize(

@@ -6,12 +6,8 @@ import json
 import re
 import shlex
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,43 +15,21 @@ from convrisk.api_client import Client
 from convrisk.api_client.http import HTTPBackend
 from convrisk.local_backend.store import LocalBackend
 
-from .both_backends import TOKEN, Serve, isolated_env, serve, serving, start_serve  # noqa: F401
-from .test_cli import run
+from .both_backends import TOKEN, Remote, Serve, serving, start_serve
+from .both_backends import serve as serve  # a fixture: one `convrisk serve` for this module
 
-CONVRISK = str(Path(sys.executable).with_name("convrisk"))
-
-
-@dataclass
-class Remote:
-    """Runs the CLI against a serve URL with a token."""
-
-    home: Path
-    url: str
-    token: str
-
-    def run(
-        self, *args: str, stdin: str | None = None, **env: str
-    ) -> subprocess.CompletedProcess[str]:
-        """Run `convrisk ARGS` in remote mode; never raises on a non-zero exit."""
-        remote = {"CONVRISK_BASE_URL": self.url, "CONVRISK_TOKEN": self.token, **env}
-        return run(isolated_env(self.home, **remote), *args, input=stdin)
-
-    def json(self, *args: str, stdin: str | None = None) -> Any:
-        """Run a command with `-o json`, which must succeed; its parsed stdout."""
-        result = self.run(*args, "-o", "json", stdin=stdin)
-        assert result.returncode == 0, result.stderr
-        return json.loads(result.stdout)
+pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def api(serve: Serve) -> Iterator[Client]:  # noqa: F811
+def api(serve: Serve) -> Iterator[Client]:
     """A Python client on the module's server, to set up data quickly."""
     with Client(HTTPBackend(serve.url, TOKEN)) as client:
         yield client
 
 
 @pytest.fixture
-def cli(serve: Serve, tmp_path: Path) -> Remote:  # noqa: F811
+def cli(serve: Serve, tmp_path: Path) -> Remote:
     """The CLI pointed at the module's server, from a fresh HOME."""
     return Remote(tmp_path, serve.url, TOKEN)
 

@@ -17,8 +17,10 @@ from convrisk.api_client import Client
 from convrisk.local_backend.faults import FAULTS
 from convrisk.local_backend.store import LocalBackend
 
-from .both_backends import TOKEN, isolated_env, serving
-from .test_remote_cli import CONVRISK, Remote
+from .both_backends import TOKEN, Remote, isolated_env, serving
+from .console import CONVRISK
+
+pytestmark = pytest.mark.e2e
 
 
 def run_serve(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_cli import CONVRISK, SAFETY_TIMEOUT, db_of, run
-from tests.e2e.test_cli import env as env  # the isolated-HOME fixture
+from .console import CONVRISK, SAFETY_TIMEOUT, db_of, run
+
+pytestmark = pytest.mark.e2e
 
 TOKEN = "tok_live_abcdefghijklmnop_1234"
 COMMANDS = {

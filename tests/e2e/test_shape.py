@@ -19,6 +19,7 @@ import pytest
 
 from convrisk.api_client import Client
 from convrisk.api_client.http import HTTPBackend
+from convrisk.api_client.records import Conversation, RiskProfile
 from convrisk.cli.errors import JqFailed
 from convrisk.cli.output import Printer
 from convrisk.cli.resource_kinds import CONVERSATIONS, RISK_PROFILES
@@ -28,11 +29,11 @@ from tests.local_backend.varied import fill_varied
 
 from .both_backends import TOKEN, Serve, isolated_env
 from .both_backends import serve as serve  # a fixture: one `convrisk serve` for this module
+from .console import CONVRISK, SAFETY_TIMEOUT, run
+from .odd_service import stdout_against as _odd
 from .screen import on_screen
-from .test_cli import SAFETY_TIMEOUT, run
-from .test_records_as_sent import service as service  # a fixture: a remote that omits fields
-from .test_records_as_sent import stdout_against as _odd
-from .test_remote_cli import CONVRISK
+
+pytestmark = pytest.mark.e2e
 
 CONV_FIELDS = (
     "id, contact_id, group_id, is_pinned, is_muted, pinned_message_id, last_active_at, "
@@ -84,14 +85,15 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
     running: Serve = request.getfixturevalue("serve")
     env = isolated_env(home, CONVRISK_BASE_URL=running.url, CONVRISK_TOKEN=TOKEN)
     with Client(HTTPBackend(running.url, TOKEN)) as client:
-        for resource in (client.conversations, client.risk_profiles):
+        resources: list[Any] = [client.conversations, client.risk_profiles]
+        for resource in resources:
             for page in list(resource.iter_pages({}, limit=None)):
                 for record in page["data"]:
                     resource.delete(record["id"])
         yield Backend("remote", home, env, client)
 
 
-def seed(backend: Backend) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+def seed(backend: Backend) -> tuple[Conversation, Conversation, Conversation]:
     """Three conversations, newest last: with a contact, a group (ESC in its id), a muted one."""
     first = backend.client.conversations.create({"contact_id": "c_1"})
     second = backend.client.conversations.create({"group_id": ESC_GROUP})
@@ -100,7 +102,7 @@ def seed(backend: Backend) -> tuple[dict[str, Any], dict[str, Any], dict[str, An
     return first, second, third
 
 
-def seed_profile(backend: Backend) -> dict[str, Any]:
+def seed_profile(backend: Backend) -> RiskProfile:
     """One risk profile with nested details."""
     return backend.client.risk_profiles.create(
         {
@@ -144,7 +146,7 @@ def test_fields_choose_and_order_the_keys_of_json_and_jsonl(backend: Backend) ->
     first, second, third = seed(backend)
     wanted = ["group_id", "id", "is_muted"]
     as_json = json.loads(backend.ok("conv", "list", "--fields", ",".join(wanted), "-o", "json"))
-    expected = [{key: record[key] for key in wanted} for record in (third, second, first)]
+    expected = [{key: dict(record)[key] for key in wanted} for record in (third, second, first)]
     assert as_json == expected and [list(row) for row in as_json] == [wanted] * 3
     paged = backend.ok(
         "conv", "list", "--all", "--fields", ",".join(wanted), "-o", "jsonl", CONVRISK_PAGE_SIZE="2"

@@ -14,10 +14,11 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from tests.e2e.screen import Terminal, on_screen
-from tests.e2e.test_cli import env as env  # a fixture
-from tests.e2e.test_cli import run
-from tests.e2e.test_cli import store as store  # a fixture
 from tests.loopback import JSONService, on_loopback, running, url_of
+
+from .console import run
+
+pytestmark = pytest.mark.e2e
 
 WIDTHS = [40, 60, 80, 120]
 LONG_CONTACT = "c_" + "x" * 300

@@ -13,6 +13,7 @@ import pytest
 
 from convrisk.api_client import Client
 from convrisk.api_client.errors import ServiceError
+from convrisk.api_client.params import RiskProfileCreateParams
 from convrisk.api_client.records import json_text
 from convrisk.api_client.text import printable_json
 from convrisk.cli.output import Printer
@@ -199,7 +200,12 @@ def test_details_no_json_object_can_carry_fail_both_paths_alike(
     tmp_path: Path, details_text: str
 ) -> None:
     path = tmp_path / "bad.db"
-    body = {"customer_id": "c", "profile_type": "t", "score": 1, "details": {}}
+    body: RiskProfileCreateParams = {
+        "customer_id": "c",
+        "profile_type": "t",
+        "score": 1,
+        "details": {},
+    }
     with LocalBackend(path) as store:
         bad = store.risk_profiles.create(body)["id"]
         store.risk_profiles.create(body)

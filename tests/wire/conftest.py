@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import socket
 import ssl
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -15,6 +16,7 @@ import pytest
 
 from convrisk.local_backend.server import ConvriskServer, make_server
 from convrisk.local_backend.store import LocalBackend
+from tests.shared_server import SharedServer, shared_server
 
 TOKEN = "wire-test-token-5f2c"
 # Built once: httpx would load the CA bundle again for every client (slow), though over plain
@@ -36,18 +38,21 @@ class Served:
         return self.server.url
 
 
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedServer]:
+    """One server for the module's tests (`served` gives each its own database and log)."""
+    with shared_server(tmp_path_factory.mktemp("wire"), TOKEN) as running:
+        yield running
+
+
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[Served]:
-    """A server over a fresh LocalBackend, stopped and closed after the test."""
+def served(shared: SharedServer, tmp_path: Path) -> Iterator[Served]:
+    """The module's server over a fresh LocalBackend, with a log of this test's requests only.
+    A test that stops the server, or needs other options, starts its own with `serve_with`."""
     db_path = tmp_path / "wire.db"
-    backend = LocalBackend(db_path)
     logs: list[str] = []
-    server = make_server(backend, token=TOKEN, log=logs.append)
-    try:
-        with server.running():
-            yield Served(server, db_path, logs)
-    finally:
-        backend.close()
+    with LocalBackend(db_path) as backend, shared.serving(backend, logs) as server:
+        yield Served(server, db_path, logs)
 
 
 ServeWith = Callable[..., Served]
@@ -85,3 +90,16 @@ def anon(served: Served) -> Iterator[httpx.Client]:
     """An httpx client that sends no token (or whatever each request sets)."""
     with httpx.Client(base_url=served.url, timeout=10.0, verify=TLS) as client:
         yield client
+
+
+def read_all(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes (the socket's timeout bounds each wait)."""
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    return data
+
+
+def connect(served: Served) -> socket.socket:
+    """A new TCP connection to the server, with a 10 s timeout on every read."""
+    return socket.create_connection(("127.0.0.1", served.server.server_port), timeout=10)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +94,9 @@ def test_concurrent_creates_over_http_each_get_their_own_object(served: Served) 
         assert stored["has_more"]
 
 
-def _asgi_post(app: ServeApp, path: str, body: bytes, key: str) -> Any:
+def _asgi_post(
+    app: ServeApp, path: str, body: bytes, key: str
+) -> Coroutine[Any, Any, tuple[int, Any]]:
     """One POST through the ASGI app; its (status, parsed body)."""
     scope = {
         "type": "http",
@@ -105,12 +107,12 @@ def _asgi_post(app: ServeApp, path: str, body: bytes, key: str) -> Any:
         "headers": [(k.encode(), v.encode()) for k, v in _headers(body, key)],
         "client": ("127.0.0.1", 5000),
     }
-    sent: list[dict[str, Any]] = []
+    sent: list[MutableMapping[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
         return {"type": "http.request", "body": body, "more_body": False}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         sent.append(message)
 
     async def run() -> tuple[int, Any]:
@@ -236,11 +238,16 @@ def test_creates_of_two_resources_in_one_turn_are_two_batches(
 
     async def together() -> list[tuple[int, Any]]:
         return await asyncio.gather(
-            _asgi_post(app, RISK, risk[0], "r0"),
-            _asgi_post(app, CONV, conv[0], "c0"),
-            _asgi_post(app, RISK, risk[1], "r1"),
-            _asgi_post(app, CONV, conv[1], "c1"),
-            _asgi_post(app, RISK, risk[2], "r2"),
+            *(
+                _asgi_post(app, path, body, key)
+                for path, body, key in [
+                    (RISK, risk[0], "r0"),
+                    (CONV, conv[0], "c0"),
+                    (RISK, risk[1], "r1"),
+                    (CONV, conv[1], "c1"),
+                    (RISK, risk[2], "r2"),
+                ]
+            )
         )
 
     answers = asyncio.run(together())

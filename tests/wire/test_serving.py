@@ -16,6 +16,7 @@ import pytest
 
 from convrisk.api_client import ConvriskError
 from convrisk.api_client.protocol import ConversationsBackend, RiskProfilesBackend
+from convrisk.api_client.raw import RawAnswer
 from convrisk.local_backend.server import make_server, run_server
 from convrisk.local_backend.store import LocalBackend
 
@@ -48,6 +49,9 @@ class _FaultyBackend:
     @property
     def risk_profiles(self) -> RiskProfilesBackend:
         return _BrokenRiskProfiles(self._inner.risk_profiles)
+
+    def send(self, method: str, target: str, body: bytes | None) -> RawAnswer:
+        return self._inner.send(method, target, body)
 
     def close(self) -> None:
         self._inner.close()
@@ -128,6 +132,7 @@ def test_run_server_stops_on_sigint_too(tmp_path: Path) -> None:
         ready.append(url)
         os.kill(os.getpid(), signal.SIGINT)
 
+    before = signal.getsignal(signal.SIGINT)
     run_server(
         host="127.0.0.1",
         port=0,
@@ -137,7 +142,7 @@ def test_run_server_stops_on_sigint_too(tmp_path: Path) -> None:
         log=lambda line: None,
     )
     assert len(ready) == 1
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) is before
 
 
 def test_an_empty_token_is_refused(tmp_path: Path) -> None:

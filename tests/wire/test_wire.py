@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import TOKEN, Served
+from .conftest import TOKEN, Served, ServeWith
 
 CONV = "/v1/conversations"
 RISK = "/v1/risk-profiles"
@@ -489,7 +489,8 @@ def test_access_log_has_time_client_request_status_and_never_token_or_body(
         assert secret not in text
 
 
-def test_server_close_ends_keep_alive_connections(served: Served) -> None:
+def test_server_close_ends_keep_alive_connections(serve_with: ServeWith) -> None:
+    served = serve_with()  # a server of its own: the test stops it
     conn = http.client.HTTPConnection("127.0.0.1", served.server.server_port, timeout=10)
     conn.request("GET", CONV, headers={"Authorization": f"Bearer {TOKEN}"})
     assert conn.getresponse().read()
@@ -502,7 +503,8 @@ def test_server_close_ends_keep_alive_connections(served: Served) -> None:
     conn.close()
 
 
-def test_a_request_in_flight_is_answered_while_the_server_closes(served: Served) -> None:
+def test_a_request_in_flight_is_answered_while_the_server_closes(serve_with: ServeWith) -> None:
+    served = serve_with()  # a server of its own: the test stops it
     body = b'{"contact_id": "ct_in_flight"}'
     with socket.create_connection(("127.0.0.1", served.server.server_port), timeout=10) as sock:
         sock.sendall(

@@ -14,9 +14,9 @@ import pytest
 from convrisk.api_client import __version__
 from convrisk.cli.__main__ import root_help
 
-from .test_cli import CONVRISK, SAFETY_TIMEOUT, assert_loads_none_of, env, run
+from .console import CONVRISK, SAFETY_TIMEOUT, assert_loads_none_of, run
 
-__all__ = ["env"]  # the fixture, imported for the tests below
+pytestmark = pytest.mark.e2e
 
 ROOT_HELP = Path(__file__).resolve().parents[2] / "cli" / "root_help.txt"
 
@@ -45,7 +45,7 @@ def test_the_stored_root_help_is_what_the_app_prints(env: dict[str, str]) -> Non
         ROOT_HELP.write_text(app.stdout, encoding="utf-8")
     assert root_help() == app.stdout, (
         "cli/root_help.txt is out of date: run "
-        "CONVRISK_UPDATE_SNAPSHOTS=1 .venv/bin/pytest tests/e2e/test_fast_paths.py"
+        "CONVRISK_UPDATE_SNAPSHOTS=1 .venv/bin/pytest tests/e2e/test_version_and_help.py"
     )
 
 
