@@ -163,3 +163,24 @@ def test_the_ci_recipe_deletes_only_what_it_created() -> None:
     assert deletes == [["conv", "delete", "$conv_id", "--yes"]]
     assert ["conv", "create", "--contact-id", "c_ci", "-o", "id"] in commands
     assert not any("list" in args for args in commands)
+
+
+def test_the_layout_lists_every_module_and_only_modules_that_exist() -> None:
+    block = re.search(r"^Layout\..*?^```text\n(.*?)^```", section("Development"), re.M | re.S)
+    assert block, "README's Development section has no Layout block"
+    listed: set[str] = set()
+    package = ""
+    for line in block.group(1).splitlines():
+        name = line.split()[0]
+        if not line.startswith(" "):
+            package = name
+        elif name.endswith(".py"):
+            listed.add(package + name)
+    modules = {
+        f"{path.parent.name}/{path.name}"
+        for folder in ("api_client", "local_backend", "cli")
+        for path in (ROOT / folder).glob("*.py")
+        if path.name != "__init__.py"
+    }
+    assert sorted(modules - listed) == [], "modules missing from README's layout"
+    assert sorted(listed - modules) == [], "README's layout names modules that do not exist"
