@@ -22,7 +22,7 @@ from .both_backends import (  # noqa: F401
     start_drained_serve,
     stop_drained_serve,
 )
-from .console import SAFETY_TIMEOUT, on_a_terminal, read_until
+from .console import SAFETY_TIMEOUT, assert_loads_none_of, on_a_terminal, read_until
 
 pytestmark = pytest.mark.e2e
 
@@ -431,30 +431,14 @@ def test_on_a_terminal_a_progress_bar_and_a_summary(tmp_path: Path) -> None:
 def test_a_local_import_loads_neither_httpx_nor_rich(tmp_path: Path) -> None:
     """The import stays on the light path: no HTTP client for the local database, no rich
     (no terminal: no progress bar), no other command group."""
-    import subprocess
-    import sys
-
     local = local_cli(tmp_path)
     path = jsonl(tmp_path / "p.jsonl", [profile(1)])
     absent = {"httpx", "rich", "convrisk.cli.conv", "convrisk.cli.config_cmd", "convrisk.cli.serve"}
-    probe = (
-        "import sys\n"
+    call = (
         "from convrisk.cli.app import main\n"
         f"code = main(['risk', 'import', {str(path)!r}, '-o', 'id'])\n"
-        "loaded = {*sys.modules, *(m.split('.')[0] for m in sys.modules)}\n"
-        f"print(sorted(loaded & set({sorted(absent)!r})), file=sys.stderr)\n"
-        "sys.exit(code)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", probe],
-        env=local.env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=SAFETY_TIMEOUT,
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stderr.strip().splitlines()[-1] == "[]"
+    assert_loads_none_of(local.env, call, absent)
 
 
 def test_conversation_records_from_stdin_and_their_mixed_fields(cli: Cli) -> None:  # noqa: F811
