@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from convrisk.api_client.errors import (
@@ -75,10 +77,11 @@ def test_a_check_before_sending_keeps_the_status_the_server_answers_with() -> No
     for _ in range(70):
         deep = {"a": deep}
     body = {"customer_id": "c", "profile_type": "t", "score": 1, "details": deep}
-    for check in (
+    checks: tuple[Callable[[], object], ...] = (
         lambda: check_paging("conversations", 10, "rp_1", None),
         lambda: check_risk_profile_create(body),
-    ):
+    )
+    for check in checks:
         with pytest.raises(InvalidRequestError) as caught:
             check()
         assert not caught.value.answered

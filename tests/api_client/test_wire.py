@@ -231,7 +231,7 @@ def test_the_token_and_bodies_never_reach_logs_or_errors(
     )
     errors: list[ConvriskError] = []
     with caplog.at_level(logging.DEBUG):
-        for call in (
+        calls: tuple[Callable[[], object], ...] = (
             lambda: r.backend.risk_profiles.create(
                 {
                     "customer_id": "cus_1",
@@ -241,7 +241,8 @@ def test_the_token_and_bodies_never_reach_logs_or_errors(
                 }
             ),
             lambda: r.backend.conversations.list(),
-        ):
+        )
+        for call in calls:
             with pytest.raises(ConvriskError) as info:
                 call()
             errors.append(info.value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -321,11 +322,12 @@ def test_delete_then_everything_is_not_found(leg: Leg) -> None:
     other = create(leg, contact_id="ct_other")
     deleted = leg.client.conversations.delete(conv["id"])
     assert (deleted["id"], deleted["deleted"]) == (conv["id"], True)
-    for call in (
+    calls: tuple[Callable[[], object], ...] = (
         lambda: leg.client.conversations.retrieve(conv["id"]),
         lambda: leg.client.conversations.update(conv["id"], {"is_muted": True}),
         lambda: leg.client.conversations.delete(conv["id"]),
-    ):
+    )
+    for call in calls:
         with pytest.raises(NotFoundError):
             call()
     assert ids(leg.client.conversations.list()["data"]) == [other["id"]]

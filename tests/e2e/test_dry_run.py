@@ -19,11 +19,10 @@ MISSING_RP = "rp_00000000000000000000000000"
 
 def snapshot(cli: Cli) -> list[Conversation | RiskProfile]:  # noqa: F811
     """Every object of both resources, as stored."""
-    return [
-        o
-        for resource in (cli.store.conversations, cli.store.risk_profiles)
-        for o in resource.list(limit=100)["data"]
+    conversations: list[Conversation | RiskProfile] = [
+        *cli.store.conversations.list(limit=100)["data"]
     ]
+    return [*conversations, *cli.store.risk_profiles.list(limit=100)["data"]]
 
 
 def test_create_dry_run_prints_the_planned_create_and_writes_nothing(cli: Cli) -> None:  # noqa: F811

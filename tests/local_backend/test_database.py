@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -229,10 +230,11 @@ def test_a_stored_profile_that_cannot_be_read_back_is_a_service_error(
     store = LocalBackend(db_path)
     bad = store.risk_profiles.create(risk_body())
     _store_raw_details(db_path, bad["id"], details_text)
-    for read in (
+    reads: tuple[Callable[[], object], ...] = (
         lambda: store.risk_profiles.list(),
         lambda: store.risk_profiles.retrieve(bad["id"]),
-    ):
+    )
+    for read in reads:
         with pytest.raises(ServiceError) as caught:
             read()
         assert bad["id"] in caught.value.message

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -174,7 +174,11 @@ def test_a_row_no_json_can_carry_fails_both_paths_alike(
     conn.close()
     with LocalBackend(path) as store:
         messages = []
-        for pages in (store.conversations.list, store.conversations.list_json):
+        listings: tuple[Callable[..., object], ...] = (
+            store.conversations.list,
+            store.conversations.list_json,
+        )
+        for pages in listings:
             with pytest.raises(ServiceError) as caught:
                 pages(limit=100)
             messages.append(caught.value.message)
@@ -215,7 +219,11 @@ def test_details_no_json_object_can_carry_fail_both_paths_alike(
     conn.close()
     with LocalBackend(path) as store:
         messages = []
-        for pages in (store.risk_profiles.list, store.risk_profiles.list_json):
+        listings: tuple[Callable[..., object], ...] = (
+            store.risk_profiles.list,
+            store.risk_profiles.list_json,
+        )
+        for pages in listings:
             with pytest.raises(ServiceError) as caught:
                 pages(limit=100)
             messages.append(caught.value.message)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bench.fill import fill
 from convrisk.api_client.records import Conversation
+from convrisk.local_backend.resource import TableResource
 from convrisk.local_backend.store import LocalBackend
 
 from .conftest import FakeClock, risk_body
@@ -213,7 +215,9 @@ def test_each_filter_with_the_order_is_served_by_an_index(
     filled: Path, resource: str, filters: dict[str, object], paging: str
 ) -> None:
     store = LocalBackend(filled)
-    target = store.conversations if resource == "conversations" else store.risk_profiles
+    target: TableResource[Any, Any, Any, Any] = store.risk_profiles
+    if resource == "conversations":
+        target = store.conversations
     middle = target.list(limit=100)["data"][-1]["id"]
     cursor = {} if paging == "first" else {paging: middle}
     sql, args = target.list_sql(filters, limit=10, **cursor)
