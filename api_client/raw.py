@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
+from . import resources
 from .errors import APIError, InvalidRequestError, ServiceError, error_from_response
 from .pagination import AnyPage, paginate
 
-API_PREFIX = "/v1/"
+# Every PATH is under the interface's prefix (the resources' description has it).
+API_PREFIX = f"{resources.API_PREFIX}/"
 # Characters sent as they are in a path or a query; anything else is percent-encoded (what
 # httpx does to a path it is given), so both backends receive the same bytes.
 _PATH_SAFE = "/%:@!$&'()*+,;=-._~"
