@@ -25,7 +25,7 @@ from .params import (
     check_risk_profile_update,
 )
 from .protocol import Backend, ResourceBackend
-from .records import Conversation, Deleted, JsonPage, Page, Record, RiskProfile
+from .records import Conversation, Created, Deleted, JsonPage, Page, Record, RiskProfile
 
 if TYPE_CHECKING:
     from .raw import RawAnswer
@@ -190,10 +190,16 @@ class ResourceClient(Generic[M, C, U, F]):
 
     def create_many(
         self, items: Sequence[tuple[C, str | None]], *, stop_on_error: bool = False
-    ) -> builtins.list[M | ConvriskError]:
+    ) -> builtins.list[Created[M] | ConvriskError]:
         """Create several objects, each `(params, idempotency_key)`; one result per item, in
-        order: the object or the error of that item (see ResourceBackend.create_many)."""
+        order: the object and whether it was replayed, or the error of that item (see
+        ResourceBackend.create_many)."""
         return self._backend.create_many(items, stop_on_error=stop_on_error)
+
+    def replays(self, items: Sequence[tuple[C, str | None]]) -> builtins.list[M | None] | None:
+        """The answer each create would replay, read-only; None when the backend cannot tell
+        (see ResourceBackend.replays)."""
+        return self._backend.replays(items)
 
     def retrieve(self, id: str) -> M:
         """The object with this id."""

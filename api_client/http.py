@@ -36,7 +36,9 @@ from .params import (
 from .protocol import ConversationsBackend, RiskProfilesBackend
 from .raw import RawAnswer
 from .records import (
+    REPLAYED_HEADER,
     Conversation,
+    Created,
     Deleted,
     JsonPage,
     NotANumber,
@@ -177,17 +179,24 @@ class HTTPResource(Generic[M, C, U, F]):
 
     def create(self, params: C, *, idempotency_key: str | None = None) -> M:
         """Create an object; the same Idempotency-Key is sent on each retry."""
+        return self._create(params, idempotency_key).record
+
+    def _create(self, params: C, idempotency_key: str | None) -> Created[M]:
+        """Create an object; replayed when the service says so (`Idempotent-Replayed: true`)
+        of an answer that no earlier attempt of this call may have caused."""
         checked = self._check_create(params)
         body = {k: v for k, v in checked.items() if v is not None}
         response = self._t.request("POST", self._path, body=body, idempotency_key=idempotency_key)
-        return self._one(response)
+        said = response.headers.get(REPLAYED_HEADER, "").strip().lower() == "true"
+        # A replay of an attempt whose answer was lost is this call's own create.
+        return Created(self._one(response), said and not response.earlier_attempt_may_have_landed)
 
     def create_many(
         self,
         items: Sequence[tuple[C, str | None]],
         *,
         stop_on_error: bool = False,
-    ) -> builtins.list[M | ConvriskError]:
+    ) -> builtins.list[Created[M] | ConvriskError]:
         """Create several objects, one request each, results in the order of `items`.
 
         Up to CREATE_MANY_CONCURRENCY requests are in flight at once (so the objects may be
@@ -195,7 +204,7 @@ class HTTPResource(Generic[M, C, U, F]):
         after the first error is sent. Each request has its retries and its own key.
         """
         if stop_on_error or len(items) < 2:
-            results: builtins.list[M | ConvriskError] = []
+            results: builtins.list[Created[M] | ConvriskError] = []
             for params, key in items:
                 result = self._create_or_error(params, key)
                 results.append(result)
@@ -204,7 +213,7 @@ class HTTPResource(Generic[M, C, U, F]):
             return results
         # A few workers each take the next item until none is left: one Future per worker, not
         # per item (a Future's lock and wake-up cost about as much CPU as the request itself).
-        slots: builtins.list[M | ConvriskError | None] = [None] * len(items)
+        slots: builtins.list[Created[M] | ConvriskError | None] = [None] * len(items)
         pending = iter(enumerate(items))
         taking = threading.Lock()
         stopped = threading.Event()
@@ -228,17 +237,21 @@ class HTTPResource(Generic[M, C, U, F]):
             stopped.set()
             for worker in workers:
                 worker.cancel()
-        done: builtins.list[M | ConvriskError] = []
+        done: builtins.list[Created[M] | ConvriskError] = []
         for slot in slots:
             assert slot is not None
             done.append(slot)
         return done
 
-    def _create_or_error(self, params: C, key: str | None) -> M | ConvriskError:
+    def _create_or_error(self, params: C, key: str | None) -> Created[M] | ConvriskError:
         try:
-            return self.create(params, idempotency_key=key)
+            return self._create(params, key)
         except ConvriskError as exc:
             return exc
+
+    def replays(self, items: Sequence[tuple[C, str | None]]) -> builtins.list[M | None] | None:
+        """None: the interface has no read-only way to ask whether a key has an answer."""
+        return None
 
     def retrieve(self, id: str) -> M:
         """The object with this id."""

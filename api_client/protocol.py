@@ -20,7 +20,7 @@ from .params import (
     RiskProfileFilters,
     RiskProfileUpdateParams,
 )
-from .records import Conversation, Deleted, JsonPage, Page, Record, RiskProfile
+from .records import Conversation, Created, Deleted, JsonPage, Page, Record, RiskProfile
 
 if TYPE_CHECKING:
     from .raw import RawAnswer
@@ -68,13 +68,21 @@ class ResourceBackend(Protocol[M, C_contra, U_contra, F_contra]):
         items: Sequence[tuple[C_contra, str | None]],
         *,
         stop_on_error: bool = False,
-    ) -> builtins.list[M | ConvriskError]:
+    ) -> builtins.list[Created[M] | ConvriskError]:
         """Create several objects, each `(params, idempotency_key)`: one result per item, in order.
 
-        A result is the object, or the error that refused or failed that item alone (the others
-        go on). With `stop_on_error` nothing after the first error is attempted and the list
-        ends there. An error that fails the whole batch before any item is done is raised.
+        A result is the object with whether the service replayed it (an earlier request with
+        that key), or the error that refused or failed that item alone (the others go on). With
+        `stop_on_error` nothing after the first error is attempted and the list ends there. An
+        error that fails the whole batch before any item is done is raised.
         """
+        ...
+
+    def replays(
+        self, items: Sequence[tuple[C_contra, str | None]]
+    ) -> builtins.list[M | None] | None:
+        """Read-only, for a dry run: the answer each create would replay (None: it would be new),
+        or None when the service cannot tell without sending it (a remote one)."""
         ...
 
     def retrieve(self, id: str) -> M:

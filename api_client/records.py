@@ -20,7 +20,7 @@ import functools
 import json
 import math
 from collections.abc import Mapping
-from typing import Any, Generic, Required, TypedDict, TypeVar
+from typing import Any, Generic, NamedTuple, Required, TypedDict, TypeVar
 
 from .params import MAX_DETAILS_DEPTH, exceeds_depth
 from .resources import Conversation as Conversation
@@ -61,6 +61,18 @@ class JsonPage(TypedDict):
     has_more: bool
     data: list[str]
     ids: list[str]
+
+
+# The header on an answer replayed for a repeated Idempotency-Key (Stripe's name); value `true`.
+REPLAYED_HEADER = "Idempotent-Replayed"
+
+
+class Created(NamedTuple, Generic[R]):
+    """One create's answer and whether the service replayed it: `replayed` is True when it
+    answered an earlier identical request (same Idempotency-Key) and wrote nothing new."""
+
+    record: R
+    replayed: bool
 
 
 class NotANumber(ValueError):

@@ -9,7 +9,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -67,6 +67,8 @@ class Answer:
     reason_phrase: str
     headers: httpx.Headers
     content: bytes
+    # An earlier attempt of the same request may have been carried out (its answer was lost).
+    earlier_attempt_may_have_landed: bool = False
 
     @property
     def is_success(self) -> bool:
@@ -192,6 +194,8 @@ class Session:
                 status: int | None = outcome.status_code
                 if outcome.is_success or (gone_is_done and maybe_done and status == 404):
                     self._log(method, shown, str(status), elapsed_ms, retry, None)
+                    if maybe_done:
+                        return replace(outcome, earlier_attempt_may_have_landed=True)
                     return outcome
                 error = self._error_for(outcome)
                 answer: Answer | None = outcome

@@ -1,5 +1,5 @@
 """The report of an import as it runs: one result per record, failures on stderr, a progress
-bar on a terminal, the counts and (on a terminal) a summary at the end."""
+bar on a terminal, and the counts once at the end, in the words of the statuses."""
 
 from __future__ import annotations
 
@@ -25,6 +25,30 @@ _RESULT_COLUMNS = (
     Column("error", "ERROR", value=_error_message),
 )
 IMPORT_RESULTS = Kind("import result", "import results", _RESULT_COLUMNS, _RESULT_COLUMNS)
+# What each record's result says: written (created, updated), answered from an earlier identical
+# request with nothing new written (replayed), or not done (failed).
+STATUSES = ("created", "updated", "replayed", "failed")
+
+
+def _result_line(row: Row) -> str:
+    return f"line {row.get('line')}: {row.get('status')} {row.get('id')}"
+
+
+# On a terminal: one readable line per record done (a failure is an `Error:` line on stderr).
+IMPORT_LINES = Kind(
+    "import result", "import results", _RESULT_COLUMNS, _RESULT_COLUMNS, line=_result_line
+)
+
+
+def counted(n: int, noun: str) -> str:
+    """`1 record`, `2 records`, `20,000 records`."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def counts_text(counts: Mapping[str, int]) -> str:
+    """`3 records: 2 created, 1 updated, 0 replayed, 0 failed`."""
+    parts = ", ".join(f"{counts.get(status, 0):,} {status}" for status in counts)
+    return f"{counted(sum(counts.values()), 'record')}: {parts}"
 
 
 @contextmanager
@@ -46,15 +70,15 @@ def import_report(
 
 class ImportReport:
     """The results of an import as they come, in file order: one row per record on stdout (JSON
-    lines when the table format is piped), each failure on stderr naming its line, a progress
-    bar while stderr is a terminal, and at the end the counts on stderr and, on a terminal in
-    the table format, a summary on stdout instead of the rows.
+    lines when the table format is piped; on a terminal a readable line per record done), each
+    failure on stderr naming its line, a progress bar while stderr is a terminal, and at the
+    end the counts, once, on stderr (with the time and rate on a terminal).
 
     `size` is the file's size in bytes when known and `position` how much of it has been read,
     for the bar.
     """
 
-    _STATUSES = ("created", "updated", "failed")
+    _STATUSES = STATUSES
 
     def __init__(
         self,
@@ -72,13 +96,14 @@ class ImportReport:
         self.counts = dict.fromkeys(self._STATUSES, 0)
         self.last_line = 0
         jq = printer.shape is not None and printer.shape.jq is not None
-        self._summary = printer.fmt == "table" and printer.stdout_is_terminal() and not jq
-        self._sink: Sink | None = None
-        if not self._summary:
-            if printer.fmt == "table" and not jq:
-                self._sink = JsonlSink(printer, IMPORT_RESULTS, True)
-            else:
-                self._sink = printer.sink(IMPORT_RESULTS, True)
+        self._terminal = printer.fmt == "table" and printer.stdout_is_terminal() and not jq
+        self._sink: Sink
+        if self._terminal:
+            self._sink = printer.sink(IMPORT_LINES, True)
+        elif printer.fmt == "table" and not jq:
+            self._sink = JsonlSink(printer, IMPORT_RESULTS, True)
+        else:
+            self._sink = printer.sink(IMPORT_RESULTS, True)
         self._started = time.monotonic()
         self._drawn = 0.0
 
@@ -106,8 +131,9 @@ class ImportReport:
                         line_number=row["line"],
                     )
                 )
-        if self._sink is not None:
-            self._sink.write(rows)
+        if self._terminal:
+            rows = [row for row in rows if row["status"] != "failed"]
+        self._sink.write(rows)
         self._draw()
 
     def _draw(self, force: bool = False) -> None:
@@ -116,32 +142,32 @@ class ImportReport:
             return
         self._drawn = now
         counts = ", ".join(f"{self.counts[s]:,} {s}" for s in self._STATUSES if self.counts[s])
-        text = f"{self.total:,} records" + (f" ({counts})" if counts else "")
+        text = counted(self.total, "record") + (f" ({counts})" if counts else "")
         done = min(self.position() / self.size, 1.0) if self.size else None
         self.printer.progress(text, done=done)
 
     def close(self, *, finished: bool) -> None:
-        """End the output; the counts on stderr (and the summary on a terminal). When not
-        `finished` (interrupted, or stopped by an error that is not one record's), say how to
-        finish."""
-        if self._sink is not None:
-            self._sink.close()
+        """End the output; the counts once on stderr (on a terminal with the file, the time and
+        the rate). When not `finished` (interrupted, or stopped by an error that is not one
+        record's), say how to finish."""
+        self._sink.close()
         self.printer.clear_progress()
         seconds = time.monotonic() - self._started
-        counts = ", ".join(f"{self.counts[s]:,} {s}" for s in self._STATUSES)
-        if self._summary and finished:
+        summary = counts_text(self.counts)
+        if self._terminal and finished:
             rate = f", {self.total / seconds:,.0f} records/s" if seconds > 0 and self.total else ""
-            self.printer.line(
-                f"Imported {self.name}: {self.total:,} records in {seconds:.1f} s{rate}"
+            summary = f"Imported {self.name} in {seconds:.1f} s{rate}: {summary}"
+        self.printer.notice(summary + ".")
+        if self.counts["replayed"]:
+            self.printer.hint(
+                "Replayed: the service had already created these from the same line of an "
+                "earlier import (within 24 hours) and wrote nothing new; to create them again "
+                "on purpose, set CONVRISK_IMPORT_RUN to a new value."
             )
-            width = max(len(f"{n:,}") for n in self.counts.values())
-            for status in self._STATUSES:
-                self.printer.line(f"  {status:<8} {self.counts[status]:>{width},}")
-        self.printer.notice(f"{self.total:,} records: {counts}.")
         if not finished:
             after = f" after line {self.last_line}" if self.last_line else ""
             self.printer.hint(
                 f"The import stopped{after}. Run the same command again to finish: records "
-                "already created are not created twice (within the 24 hours the service keeps "
-                "their idempotency keys)."
+                "already created are replayed, not created twice (within the 24 hours the "
+                "service keeps their idempotency keys)."
             )

@@ -22,7 +22,7 @@ from convrisk.api_client.resources import Field, Resource, ResourceName
 
 from .context import AppContext
 from .errors import Failures, RecordsFailed, UsageProblem, describe, stops_the_loop
-from .import_report import import_report
+from .import_report import counted, import_report
 from .kinds import Kind, plan_kind, planned
 from .output import Printer
 from .records import CellType, Record, Source, read
@@ -203,10 +203,6 @@ def _checked(
     return op
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}" + ("" if n == 1 else "s")
-
-
 def _batches(records: Iterator[Record]) -> Iterator[list[Record]]:
     while batch := list(islice(records, BATCH)):
         yield batch
@@ -257,7 +253,7 @@ class Importer:
                     break
         failed = report.counts["failed"]
         if failed:
-            raise RecordsFailed(f"{failed} of {report.total} records failed.")
+            raise RecordsFailed(f"{failed:,} of {counted(report.total, 'record')} failed.")
 
     def _run_batch(self, ops: list[Operation | Failure]) -> tuple[list[dict[str, Any]], Stop]:
         """Run a batch in order: consecutive creates together, updates one by one; the results
@@ -310,7 +306,8 @@ class Importer:
                 if self.stop_on_error:
                     return rows, True
                 continue
-            rows.append({"line": op.line, "status": "created", "id": result["id"]})
+            status = "replayed" if result.replayed else "created"
+            rows.append({"line": op.line, "status": status, "id": result.record["id"]})
         return rows, False
 
     def _update(self, op: Operation) -> tuple[dict[str, Any] | None, Stop]:
@@ -333,9 +330,12 @@ class Importer:
         first: BaseException | None = None
         failed = 0
         planned_ops: dict[str, int] = {"create": 0, "update": 0}
-        with self.printer.records(plan_kind(self.spec.kind), many=True) as sink:
+        statuses = dict.fromkeys(("planned", "would_replay"), 0)
+        cannot_tell = False
+        with self.printer.records(plan_kind(self.spec.kind, statuses=True), many=True) as sink:
             for batch in _batches(records):
                 rows: list[dict[str, Any]] = []
+                ops: list[Operation] = []
                 for record in batch:
                     op = _checked(self.spec, self.target, record, self.run_id, check_body=True)
                     if isinstance(op, Operation) and op.id is not None:
@@ -359,18 +359,45 @@ class Importer:
                             break
                         continue
                     planned_ops[op.operation] += 1
-                    rows.append(planned(op.operation, op.id, op.body))
+                    ops.append(op)
+                replays = self._replays([op for op in ops if op.id is None])
+                cannot_tell = cannot_tell or replays is None
+                for op in ops:
+                    row = planned(op.operation, op.id, op.body)
+                    answer = replays.get(op.line) if replays else None
+                    row["status"] = "planned" if answer is None else "would_replay"
+                    if answer is not None:
+                        row["id"] = answer["id"]
+                    statuses[row["status"]] += 1
+                    rows.append(row)
                 sink.write(rows)
                 if failed and self.stop_on_error:
                     break
             sink.failed = failed
+        if cannot_tell:
+            self.printer.hint(
+                "A remote service cannot say before a create whether it would replay an earlier "
+                "answer: every create is shown as planned; the import itself reports replayed."
+            )
+        total = sum(statuses.values()) + failed
         self.printer.notice(
-            f"Dry run: {_count(planned_ops['create'], 'create')} and "
-            f"{_count(planned_ops['update'], 'update')} would be sent; "
-            f"{_count(failed, 'record')} failed the checks. Nothing was written."
+            f"Dry run: {counted(total, 'record')}: {statuses['planned']:,} planned, "
+            f"{statuses['would_replay']:,} would_replay, {failed:,} failed the checks "
+            f"({counted(planned_ops['create'], 'create')} and "
+            f"{counted(planned_ops['update'], 'update')} in all). Nothing was written."
         )
         if first is not None:
             raise Failures(first, failed)
+
+    def _replays(self, creates: list[Operation]) -> dict[int, Any] | None:
+        """The answer the service would replay for each of these creates, by line (read-only);
+        None when it cannot tell without sending them (a remote service)."""
+        if not creates:
+            return {}
+        found = self.target.replays([(op.body, op.key) for op in creates])
+        if found is None:
+            return None
+        return {op.line: answer for op, answer in zip(creates, found, strict=True) if answer}
 
 
 def import_file(

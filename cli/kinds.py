@@ -88,22 +88,26 @@ def planned(operation: str, id: str | None, body: Mapping[str, Any]) -> dict[str
     return {"dry_run": True, "operation": operation, "id": id, "body": dict(body)}
 
 
-def plan_kind(target: Kind) -> Kind:
-    """The kind of the planned operations on `target`: readable lines in the table format."""
+def plan_kind(target: Kind, *, statuses: bool = False) -> Kind:
+    """The kind of the planned operations on `target`: readable lines in the table format;
+    with `statuses` (an import's) a STATUS column too: planned or would_replay."""
 
     def line(row: Row) -> str:
         body = format_cell(row.get("body") or {}, "json")
+        if row.get("status") == "would_replay":
+            return f"would replay {row.get('id')} (created by an earlier run): {body}"
         if row.get("operation") == "create":
             return f"would create a {target.noun}: {body}"
         if row.get("operation") == "update":
             return f"would update {row.get('id')}: {body}"
         return f"would {row.get('operation')} {row.get('id')}"
 
+    columns = (*_PLAN_COLUMNS, Column("status", "STATUS")) if statuses else _PLAN_COLUMNS
     return Kind(
         f"planned {target.noun} operation",
         f"planned {target.noun} operations",
-        _PLAN_COLUMNS,
-        _PLAN_COLUMNS,
+        columns,
+        columns,
         line=line,
     )
 

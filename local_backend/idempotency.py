@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 from convrisk.api_client.errors import ConvriskError, InvalidRequestError, ServiceError
-from convrisk.api_client.records import Record, check_record
+from convrisk.api_client.records import Created, Record, check_record
 
 from .database import IN_CHUNK, first_line
 
@@ -52,7 +52,7 @@ class IdempotencyKeys:
         now: int,
         *,
         stop_on_error: bool,
-    ) -> tuple[list[Record | ConvriskError | int], list[tuple[int, Checked]]]:
+    ) -> tuple[list[Created[Record] | ConvriskError | int], list[tuple[int, Checked]]]:
         """Each create's result so far, and the creates to write with their positions.
 
         A result is a refusal, the replayed answer of an earlier request, or a position: the
@@ -66,7 +66,7 @@ class IdempotencyKeys:
         if keys:
             conn.execute("DELETE FROM idempotency_keys WHERE created_at <= ?", (now - TTL_SECONDS,))
             stored = _stored_answers(conn, keys)
-        results: list[Record | ConvriskError | int] = []
+        results: list[Created[Record] | ConvriskError | int] = []
         fresh: list[tuple[int, Checked]] = []
         first_of_key: dict[str, tuple[int, str]] = {}  # a key new in this batch: its item
         for item in items:
@@ -79,7 +79,7 @@ class IdempotencyKeys:
             _, key, fingerprint = item
             if key is not None and key in stored:
                 try:
-                    results.append(self._replay(key, fingerprint, stored[key]))
+                    results.append(Created(self._replay(key, fingerprint, stored[key]), True))
                 except InvalidRequestError as exc:
                     results.append(exc)
                     if stop_on_error:
@@ -99,6 +99,23 @@ class IdempotencyKeys:
             fresh.append((position, item))
             results.append(position)
         return results, fresh
+
+    def lookup(
+        self, conn: sqlite3.Connection, checked: list[Checked], now: int
+    ) -> list[Record | None]:
+        """Read-only: the answer each create would replay (None: it would be new). A key kept
+        with other parameters is None here: the create refuses it, and says so."""
+        stored = _stored_answers(conn, [key for _, key, _ in checked], now - TTL_SECONDS)
+        found: list[Record | None] = []
+        for _, key, fingerprint in checked:
+            answer = stored.get(key) if key is not None else None
+            try:
+                found.append(
+                    None if answer is None else self._replay(key or "", fingerprint, answer)
+                )
+            except ConvriskError:
+                found.append(None)
+        return found
 
     def save(
         self, conn: sqlite3.Connection, answers: Iterable[tuple[str, str, str]], now: int
@@ -137,8 +154,11 @@ def key_reused(key: str) -> InvalidRequestError:
     )
 
 
-def _stored_answers(conn: sqlite3.Connection, keys: Iterable[str | None]) -> dict[str, Stored]:
-    """The stored (resource, fingerprint, response) of each of these keys that has one."""
+def _stored_answers(
+    conn: sqlite3.Connection, keys: Iterable[str | None], expired: int | None = None
+) -> dict[str, Stored]:
+    """The stored (resource, fingerprint, response) of each of these keys that has one (kept
+    after `expired`, when given)."""
     wanted = sorted(key for key in keys if key is not None)
     stored: dict[str, Stored] = {}
     for start in range(0, len(wanted), IN_CHUNK):
@@ -146,8 +166,8 @@ def _stored_answers(conn: sqlite3.Connection, keys: Iterable[str | None]) -> dic
         marks = ", ".join("?" * len(chunk))
         for key, resource, fingerprint, response in conn.execute(
             "SELECT key, resource, fingerprint, response FROM idempotency_keys"
-            f" WHERE key IN ({marks})",
-            chunk,
+            f" WHERE key IN ({marks}) AND created_at > ?",
+            (*chunk, -(2**63) if expired is None else expired),
         ):
             stored[key] = (resource, fingerprint, response)
     return stored

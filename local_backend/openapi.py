@@ -24,7 +24,7 @@ from convrisk.api_client.params import (
     MAX_LIMIT,
     QUERY_BOOLEANS,
 )
-from convrisk.api_client.records import Deleted
+from convrisk.api_client.records import REPLAYED_HEADER, Deleted
 from convrisk.api_client.resources import RESOURCES, Field, Resource
 
 _REF = "#/components/schemas/{model}"
@@ -244,6 +244,18 @@ def _ok(model: str, description: str) -> dict[str, Any]:
     }
 
 
+def _replayable(ok: dict[str, Any]) -> dict[str, Any]:
+    """A create's 200, with the header that marks an answer replayed for a repeated key."""
+    ok["200"]["headers"] = {
+        REPLAYED_HEADER: {
+            "description": "`true` when this is the stored answer to an earlier request with "
+            "the same Idempotency-Key: nothing new was created. Absent otherwise.",
+            "schema": {"type": "string", "enum": ["true"]},
+        }
+    }
+    return ok
+
+
 def _body(model: str, *, required: bool) -> dict[str, Any]:
     return {
         "required": required,
@@ -331,7 +343,7 @@ def _paths() -> dict[str, Any]:
                 "parameters": [_idempotency_key()],
                 "requestBody": _body(f"{model}Create", required=True),
                 "responses": {
-                    **_ok(model, f"The new {noun} (or the replayed answer)."),
+                    **_replayable(_ok(model, f"The new {noun} (or the replayed answer).")),
                     **_error_responses(400, *_WITH_BODY, *_COMMON),
                 },
             },

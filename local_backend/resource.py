@@ -32,7 +32,7 @@ from convrisk.api_client.params import (
     check_text,
     exceeds_depth,
 )
-from convrisk.api_client.records import Deleted, JsonPage, Page, Record, load_json
+from convrisk.api_client.records import Created, Deleted, JsonPage, Page, Record, load_json
 from convrisk.api_client.records import json_text as record_json
 
 from . import ids
@@ -179,15 +179,16 @@ class TableResource(Generic[M, C, U, F]):
         (result,) = self._db.write(lambda conn: self._create_batch(conn, [checked], False))
         if isinstance(result, ConvriskError):
             raise result
-        return result
+        return result.record
 
     def create_many(
         self,
         items: Sequence[tuple[C, str | None]],
         *,
         stop_on_error: bool = False,
-    ) -> builtins.list[M | ConvriskError]:
-        """Create several objects in one transaction; one result per item, in order.
+    ) -> builtins.list[Created[M] | ConvriskError]:
+        """Create several objects in one transaction; one result per item, in order (the
+        object, replayed or new, or the item's error).
 
         Each item is checked alone: a refused item (bad input, an idempotency key used with
         other parameters) is its error and the others are still created. With `stop_on_error`
@@ -205,12 +206,28 @@ class TableResource(Generic[M, C, U, F]):
 
         return self._db.write(lambda conn: self._create_batch(conn, checked, stop_on_error))
 
+    def replays(self, items: Sequence[tuple[C, str | None]]) -> builtins.list[M | None]:
+        """Read-only: the stored answer each create would replay (None: it would be new, or
+        be refused, which the caller's own checks tell)."""
+        checked: builtins.list[Checked | None] = []
+        for params, key in items:
+            try:
+                checked.append(self._checked_create(params, key) if key is not None else None)
+            except ConvriskError:
+                checked.append(None)
+        keyed = [item for item in checked if item is not None]
+        if not keyed:
+            return [None] * len(checked)
+        now = int(self._clock())
+        found = iter(self._db.read(lambda conn: self._keys.lookup(conn, keyed, now)))
+        return [None if item is None else cast("M | None", next(found)) for item in checked]
+
     def _create_batch(
         self,
         conn: sqlite3.Connection,
         checked: builtins.list[Checked | ConvriskError],
         stop_on_error: bool,
-    ) -> builtins.list[M | ConvriskError]:
+    ) -> builtins.list[Created[M] | ConvriskError]:
         """The inside of a create's transaction, in a few statements per batch: the keys looked
         up at once, the ids issued at once, the rows inserted and read back at once."""
         moment = self._clock()
@@ -220,15 +237,17 @@ class TableResource(Generic[M, C, U, F]):
             made = self._insert(conn, [values for _, (values, _, _) in fresh], moment)
             answers: builtins.list[tuple[str, str, str]] = []
             for (position, (_, key, fingerprint)), obj in zip(fresh, made, strict=True):
-                results[position] = obj
+                results[position] = Created(obj, False)
                 if key is not None:
                     answers.append((key, fingerprint, self._answer_text(obj)))
             if answers:
                 self._keys.save(conn, answers, now)
         for index, result in enumerate(results):
             if isinstance(result, int):  # the same request as an earlier item: its answer
-                results[index] = results[result]
-        return cast("builtins.list[M | ConvriskError]", results)
+                earlier = results[result]
+                assert isinstance(earlier, Created)
+                results[index] = Created(earlier.record, True)
+        return cast("builtins.list[Created[M] | ConvriskError]", results)
 
     def _insert(
         self, conn: sqlite3.Connection, new: builtins.list[Columns], moment: float

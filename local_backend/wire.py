@@ -28,6 +28,7 @@ from convrisk.api_client.errors import (
 from convrisk.api_client.params import DEFAULT_LIMIT, MAX_LIMIT, QUERY_BOOLEANS
 from convrisk.api_client.params import MAX_BODY_BYTES as MAX_BODY_BYTES
 from convrisk.api_client.protocol import Backend, ResourceBackend
+from convrisk.api_client.records import REPLAYED_HEADER, Created
 from convrisk.api_client.resources import RESOURCES, Resource
 from convrisk.api_client.text import printable
 
@@ -183,8 +184,10 @@ class Wire:
                 return _ok(_dump(_list(resource, call.route, call.query)))
             payload = _json_body(body) if call.wants_body else {}
             if call.object_id is None:
-                created = resource.create(payload, idempotency_key=call.idempotency_key)
-                return _ok(_dump(created))
+                (created,) = resource.create_many([(payload, call.idempotency_key)])
+                if not isinstance(created, Created):
+                    raise created
+                return _created(created)
             if call.method == "GET":
                 return _ok(_dump(resource.retrieve(call.object_id)))
             if call.method == "PUT":
@@ -236,12 +239,12 @@ class Wire:
                 results = None
             for position, (index, _, _) in enumerate(items):
                 result = results[position] if results is not None else None
-                if result is None or not isinstance(result, dict | APIError):
-                    answers[index] = self.finish(*calls[index])
-                elif isinstance(result, APIError):
+                if isinstance(result, APIError):
                     answers[index] = error_answer(result)
+                elif isinstance(result, Created):
+                    answers[index] = _created(result)
                 else:
-                    answers[index] = _ok(_dump(result))
+                    answers[index] = self.finish(*calls[index])
         done = [answer for answer in answers if answer is not None]
         assert len(done) == len(calls)
         return done
@@ -292,6 +295,14 @@ def _dump(answer: Any) -> str:
 
 def _ok(text: str) -> Answer:
     return Answer(200, text.encode("utf-8"))
+
+
+def _created(result: Created[Any]) -> Answer:
+    """The answer to a create; a replayed one says so in the Idempotent-Replayed header."""
+    answer = _ok(_dump(result.record))
+    if result.replayed:
+        return Answer(answer.status, answer.body, ((REPLAYED_HEADER.lower(), "true"),))
+    return answer
 
 
 def _single(headers: Headers, name: str) -> str | None:

@@ -17,6 +17,7 @@ import pytest
 from convrisk.api_client.errors import APITimeoutError, InvalidRequestError, ServiceError
 from convrisk.api_client.http import HTTPBackend
 from convrisk.api_client.params import RiskProfileCreateParams
+from convrisk.api_client.records import Created
 
 from .conftest import risk_profile
 
@@ -49,6 +50,8 @@ class _Handler(BaseHTTPRequestHandler):
             payload = (
                 b'{"error":{"type":"invalid_request_error","message":"bad score","param":"score"}}'
             )
+        elif step == "replayed":
+            extra = {"Idempotent-Replayed": "true"}
         elif step == "gzip":
             payload, extra = gzip.compress(ANSWER), {"Content-Encoding": "gzip"}
         elif step == "big":
@@ -238,6 +241,27 @@ def test_create_many_over_the_default_transport_answers_in_order(server: _Server
         results = backend.risk_profiles.create_many(
             [(PARAMS, f"key-{number}") for number in range(3)], stop_on_error=True
         )
-    assert isinstance(results[0], dict)
+    assert isinstance(results[0], Created) and isinstance(results[0].record, dict)
     assert isinstance(results[1], InvalidRequestError)
     assert len(results) == 2
+
+
+@pytest.mark.parametrize(
+    ("script", "replayed"),
+    [
+        (["ok"], False),
+        (["replayed"], True),
+        # The first attempt's answer was lost: the service may have created it then, so the
+        # replay that answers the retry is this call's own create.
+        (["drop", "replayed"], False),
+        (["503", "replayed"], False),  # likewise after a 5xx, which may have been carried out
+    ],
+)
+def test_a_create_is_replayed_only_when_the_service_says_so_of_an_earlier_call(
+    server: _Server, script: list[str], replayed: bool
+) -> None:
+    server.script = list(script)
+    with HTTPBackend(server.url, "tok", **_quick()) as backend:
+        (result,) = backend.risk_profiles.create_many([(PARAMS, "key-1")])
+    assert isinstance(result, Created) and result.record["id"] == "rp_made"
+    assert result.replayed is replayed

@@ -26,9 +26,10 @@ def body(n: int, **overrides: Any) -> Any:
 def test_create_many_gives_one_result_per_item_in_order(leg: Leg) -> None:
     items: list[tuple[Any, str | None]] = [(body(n), f"bulk-{n}") for n in range(30)]
     results = leg.client.risk_profiles.create_many(items)
-    assert [r["customer_id"] for r in results if not isinstance(r, ConvriskError)] == [
+    assert [r.record["customer_id"] for r in results if not isinstance(r, ConvriskError)] == [
         f"cus_{n}" for n in range(30)
     ]
+    assert not any(r.replayed for r in results if not isinstance(r, ConvriskError))
     stored = list(leg.client.risk_profiles.iterate())
     assert sorted(r["customer_id"] for r in stored) == sorted(f"cus_{n}" for n in range(30))
 
@@ -63,7 +64,10 @@ def test_create_many_again_with_the_same_keys_replays_and_creates_nothing(leg: L
     items: list[tuple[Any, str | None]] = [(body(n), f"again-{n}") for n in range(12)]
     first = leg.client.risk_profiles.create_many(items)
     again = leg.client.risk_profiles.create_many(items)
-    assert again == first
+    assert [(r.record, r.replayed) for r in again if not isinstance(r, ConvriskError)] == [
+        (r.record, True) for r in first if not isinstance(r, ConvriskError)
+    ]
+    assert len(again) == 12 and not any(r.replayed for r in first if isinstance(r, tuple))
     assert len(list(leg.client.risk_profiles.iterate())) == 12
 
 
@@ -72,12 +76,16 @@ def test_a_key_already_used_for_another_body_fails_that_item_only(leg: Leg) -> N
     results = leg.client.risk_profiles.create_many([(body(2), "taken"), (body(3), "free")])
     assert isinstance(results[0], InvalidRequestError)
     assert results[0].param == "idempotency_key"
-    assert not isinstance(results[1], ConvriskError) and results[1]["customer_id"] == "cus_3"
+    assert not isinstance(results[1], ConvriskError)
+    assert results[1].record["customer_id"] == "cus_3" and not results[1].replayed
 
 
 def test_the_same_key_twice_in_one_batch_creates_once(leg: Leg) -> None:
     results = leg.client.risk_profiles.create_many([(body(1), "twice"), (body(1), "twice")])
-    assert not isinstance(results[0], ConvriskError) and results[0] == results[1]
+    first, second = results
+    assert not isinstance(first, ConvriskError) and not isinstance(second, ConvriskError)
+    assert first.record == second.record
+    assert sorted([first.replayed, second.replayed]) == [False, True]  # created once, replayed once
     assert len(list(leg.client.risk_profiles.iterate())) == 1
 
 
@@ -89,7 +97,7 @@ def test_conversations_too(leg: Leg) -> None:
     results = leg.client.conversations.create_many(
         [({"contact_id": "ct_1"}, None), ({"group_id": "g", "contact_id": "c"}, None)]
     )
-    assert not isinstance(results[0], ConvriskError) and results[0]["contact_id"] == "ct_1"
+    assert not isinstance(results[0], ConvriskError) and results[0].record["contact_id"] == "ct_1"
     assert isinstance(results[1], InvalidRequestError)
 
 

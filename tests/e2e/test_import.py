@@ -85,7 +85,7 @@ def test_a_jsonl_file_creates_and_updates_in_order(cli: Cli, tmp_path: Path) -> 
         (4, "created"),
     ]
     assert rows[1]["id"] == existing["id"] and "error" not in rows[0]
-    assert result.stderr == "3 records: 2 created, 1 updated, 0 failed.\n"
+    assert result.stderr == "3 records: 2 created, 1 updated, 0 replayed, 0 failed.\n"
     updated = cli.store.risk_profiles.retrieve(existing["id"])
     assert (updated["score"], updated["details"]) == (99.5, {"reviewed": True})
     assert cli.store.risk_profiles.retrieve(rows[2]["id"])["details"] == {}
@@ -165,7 +165,7 @@ def test_a_bad_record_fails_alone_and_the_rest_go_on(cli: Cli, tmp_path: Path) -
     assert failed[8]["param"] == "score"  # missing
     for line in failed:
         assert f"Error: line {line}" in result.stderr
-    assert result.stderr.endswith("9 records: 2 created, 0 updated, 7 failed.\n")
+    assert result.stderr.endswith("9 records: 2 created, 0 updated, 0 replayed, 7 failed.\n")
     assert customers(cli) == ["cus_00001", "cus_00009"]
 
 
@@ -227,7 +227,7 @@ def test_files_that_cannot_be_read_and_a_bad_format(cli: Cli, tmp_path: Path) ->
     assert as_csv.returncode == 2 and "unknown column" in as_csv.stderr
     empty = cli.run("risk", "import", str(jsonl(tmp_path / "e.jsonl", ["", "  "])))
     assert empty.returncode == 0 and empty.stdout == ""
-    assert empty.stderr == "0 records: 0 created, 0 updated, 0 failed.\n"
+    assert empty.stderr == "0 records: 0 created, 0 updated, 0 replayed, 0 failed.\n"
     assert cli.count("risk_profiles") == 0
 
 
@@ -249,13 +249,24 @@ def test_running_the_same_file_again_creates_nothing_twice(cli: Cli, tmp_path: P
     first = cli.run("risk", "import", str(path))
     again = cli.run("risk", "import", str(path))
     assert first.returncode == again.returncode == 1
-    assert results(again.stdout) == results(first.stdout)
+    # What the first run created, the second replays (the same ids); the failure fails again.
+    replayed = [
+        {**r, "status": "replayed"} if r["status"] == "created" else r
+        for r in results(first.stdout)
+    ]
+    assert results(again.stdout) == replayed
     # The same record on two lines is two records: both created, once each.
     assert customers(cli) == ["cus_00001", "cus_00001", "cus_00003"]
     # Fixed in place, the failed line is created and the others are still not repeated.
     path.write_text(path.read_text().replace('"score": "x"', '"score": 2'))
     fixed = cli.run("risk", "import", str(path))
     assert fixed.returncode == 0, fixed.stderr
+    assert [r["status"] for r in results(fixed.stdout)] == [
+        "replayed",
+        "replayed",
+        "created",
+        "replayed",
+    ]
     assert customers(cli) == ["cus_00001", "cus_00001", "cus_00002", "cus_00003"]
     # On purpose, a new CONVRISK_IMPORT_RUN imports the file once more.
     more = cli.run("risk", "import", str(path), CONVRISK_IMPORT_RUN="second")
@@ -289,10 +300,25 @@ def test_dry_run_checks_every_record_and_id_and_writes_nothing(cli: Cli, tmp_pat
     planned = cli.run("risk", "import", str(good), "--dry-run", "-o", "jsonl")
     assert planned.returncode == 0, planned.stderr
     assert results(planned.stdout) == [
-        {"dry_run": True, "operation": "create", "id": None, "body": profile(1)},
-        {"dry_run": True, "operation": "update", "id": rp, "body": {"score": 5}},
+        {
+            "dry_run": True,
+            "operation": "create",
+            "id": None,
+            "body": profile(1),
+            "status": "planned",
+        },
+        {
+            "dry_run": True,
+            "operation": "update",
+            "id": rp,
+            "body": {"score": 5},
+            "status": "planned",
+        },
     ]
-    assert "1 create and 1 update would be sent" in planned.stderr
+    assert (
+        "2 records: 2 planned, 0 would_replay, 0 failed the checks (1 create and 1 update"
+        in planned.stderr
+    )
     readable = cli.run("risk", "import", str(good), "--dry-run")
     assert readable.stdout.splitlines()[1] == f'would update {rp}: {{"score":5}}'
     invalid = jsonl(tmp_path / "bad.jsonl", [profile(1), profile(2, score=True)])
@@ -328,14 +354,24 @@ def wait_for_rows(cli: Cli, at_least: int) -> int:  # noqa: F811
 
 
 def rerun_finishes_exactly(cli: Cli, path: Path, seen: list[dict[str, Any]]) -> None:  # noqa: F811
-    """Run the import again: every record created once, the first run's results kept."""
+    """Run the import again: every record created once; what the first run wrote is replayed
+    (its ids kept), the rest created."""
+    done = cli.count("risk_profiles")
     again = cli.run("risk", "import", str(path))
     assert again.returncode == 0, again.stderr
     rows = results(again.stdout)
-    assert len(rows) == RECORDS and all(r["status"] == "created" for r in rows)
-    assert len({r["id"] for r in rows}) == RECORDS
+    assert len(rows) == RECORDS and len({r["id"] for r in rows}) == RECORDS
+    statuses = [r["status"] for r in rows]
+    assert statuses.count("replayed") == done and statuses.count("created") == RECORDS - done
     first_ids = {r["line"]: r["id"] for r in seen}
-    assert all(first_ids[r["line"]] == r["id"] for r in rows if r["line"] in first_ids)
+    assert all(
+        first_ids[r["line"]] == r["id"] and r["status"] == "replayed"
+        for r in rows
+        if r["line"] in first_ids
+    )
+    assert again.stderr.startswith(
+        f"{RECORDS:,} records: {RECORDS - done:,} created, 0 updated, {done:,} replayed, 0 failed."
+    )
     assert cli.count("risk_profiles") == RECORDS
     stored = sorted(r["customer_id"] for r in _all_profiles(cli))
     assert stored == sorted(profile(n)["customer_id"] for n in range(RECORDS))
@@ -421,11 +457,11 @@ def test_on_a_terminal_a_progress_bar_and_a_summary(tmp_path: Path) -> None:
     os.close(fd)
     assert child.wait(timeout=SAFETY_TIMEOUT) == 1
     assert "[" in shown and "%" in shown  # the bar, drawn while it ran
-    assert f"Imported {path}: 601 records in" in shown
-    assert "  created  600\r\n  updated    0\r\n  failed     1\r\n" in shown
+    assert "\r\nline 600: created rp_" in shown  # what was done, one line per record
     assert "Error: line 601: score must be a number" in shown
-    assert "601 records: 600 created, 0 updated, 1 failed." in shown
-    assert '"status"' not in shown  # no result lines on a terminal
+    summary = "601 records: 600 created, 0 updated, 0 replayed, 1 failed."
+    assert shown.count(summary) == 1 and f"Imported {path} in " in shown  # once
+    assert '"status"' not in shown  # no JSON result lines on a terminal
 
 
 def test_a_local_import_loads_neither_httpx_nor_rich(tmp_path: Path) -> None:
@@ -460,7 +496,7 @@ def test_conversation_records_from_stdin_and_their_mixed_fields(cli: Cli) -> Non
     ]
     errors = {
         e["error"]["line"]: e["error"]["message"]
-        for e in map(json.loads, planned.stderr.splitlines()[:-1])
+        for e in map(json.loads, (x for x in planned.stderr.splitlines() if x.startswith("{")))
     }
     assert errors[3].startswith("line 3 has no id, so it is a create, and is_pinned")
     assert errors[4].startswith("line 4 has an id, so it is an update, and group_id")
@@ -521,7 +557,7 @@ def test_jq_on_import_results_picks_the_failures_and_counts_by_status(
         "map(.status) | group_by(.) | map({(.[0]): length}) | add",
     )
     assert counts.returncode == 1
-    assert json.loads(counts.stdout) == {"created": 2, "failed": 1}
+    assert json.loads(counts.stdout) == {"replayed": 2, "failed": 1}
     assert cli.count("risk_profiles") == 2  # the second run replayed the first's creates
     plan = cli.run("risk", "import", str(source), "--dry-run", "-o", "jsonl", "--jq", ".operation")
     assert plan.returncode == 2 and plan.stdout == "create\ncreate\n"

@@ -1,0 +1,105 @@
+"""Import reports what it did (issue 18, item 1): a record the service answered from an earlier
+identical request is `replayed`, never `created`; a dry run says `would_replay`; the counts use
+the same words; on a terminal the summary is shown once and the ids of what was done are shown.
+Each test runs on the local database and against `convrisk serve`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .both_backends import Cli, cli, local_cli  # noqa: F401
+from .screen import Terminal
+
+pytestmark = pytest.mark.e2e
+
+
+def results(stdout: str) -> list[dict[str, Any]]:
+    """The JSON-lines results of an import."""
+    return [json.loads(line) for line in stdout.splitlines()]
+
+
+def contacts(cli: Cli) -> list[str]:  # noqa: F811
+    """The contact ids of every stored conversation, sorted."""
+    return sorted(str(c.get("contact_id")) for c in cli.store.conversations.list(limit=100)["data"])
+
+
+def test_tuesdays_file_with_mondays_line_reports_it_replayed(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
+    monday = tmp_path / "monday.jsonl"
+    monday.write_text('{"contact_id":"c_777"}\n')
+    tuesday = tmp_path / "tuesday.jsonl"
+    tuesday.write_text('{"contact_id":"c_777"}\n{"contact_id":"c_778"}\n')
+    first = cli.run("conv", "import", str(monday))
+    assert first.returncode == 0, first.stderr
+    assert first.stderr == "1 record: 1 created, 0 updated, 0 replayed, 0 failed.\n"
+    second = cli.run("conv", "import", str(tuesday))
+    assert second.returncode == 0, second.stderr
+    rows = results(second.stdout)
+    assert [(r["line"], r["status"]) for r in rows] == [(1, "replayed"), (2, "created")]
+    assert rows[0]["id"] == results(first.stdout)[0]["id"]
+    assert second.stderr.startswith("2 records: 1 created, 0 updated, 1 replayed, 0 failed.\n")
+    assert "CONVRISK_IMPORT_RUN" in second.stderr  # how to create it again on purpose
+    assert contacts(cli) == ["c_777", "c_778"]
+
+
+def test_a_rerun_reports_every_record_replayed_and_writes_nothing(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps({"contact_id": f"c_{n}"}) + "\n" for n in range(300)))
+    first = cli.run("conv", "import", str(path))
+    again = cli.run("conv", "import", str(path))
+    assert first.returncode == again.returncode == 0, again.stderr
+    assert {r["status"] for r in results(first.stdout)} == {"created"}
+    assert {r["status"] for r in results(again.stdout)} == {"replayed"}
+    assert [r["id"] for r in results(again.stdout)] == [r["id"] for r in results(first.stdout)]
+    assert (
+        again.stderr.splitlines()[0] == "300 records: 0 created, 0 updated, 300 replayed, 0 failed."
+    )
+    assert cli.count("conversations") == 300
+
+
+def test_a_dry_run_says_would_replay_where_the_service_can_tell(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
+    done = tmp_path / "done.jsonl"
+    done.write_text('{"contact_id":"c_1"}\n')
+    made = cli.run("conv", "import", str(done), "-o", "id")
+    assert made.returncode == 0, made.stderr
+    path = tmp_path / "more.jsonl"
+    path.write_text('{"contact_id":"c_1"}\n{"contact_id":"c_2"}\n')
+    plan = cli.run("conv", "import", str(path), "--dry-run", "-o", "jsonl")
+    assert plan.returncode == 0, plan.stderr
+    rows = results(plan.stdout)
+    if cli.remote:
+        # The interface has no read-only way to ask: the service cannot tell ahead, and says so.
+        assert [r["status"] for r in rows] == ["planned", "planned"]
+        assert "cannot say before a create whether it would replay" in plan.stderr
+        assert "2 planned, 0 would_replay, 0 failed" in plan.stderr
+    else:
+        assert [(r["status"], r["id"]) for r in rows] == [
+            ("would_replay", made.stdout.strip()),
+            ("planned", None),
+        ]
+        assert "1 planned, 1 would_replay, 0 failed" in plan.stderr
+        readable = cli.run("conv", "import", str(path), "--dry-run")
+        assert readable.stdout.splitlines()[0].startswith(f"would replay {made.stdout.strip()}")
+    assert cli.count("conversations") == 1
+
+
+def test_on_a_terminal_the_ids_are_shown_and_the_summary_once(tmp_path: Path) -> None:
+    local = local_cli(tmp_path)
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"contact_id":"c_1"}\n{"contact_id":"c_2"}\n{"group_id":""}\n')
+    term = Terminal(local.env, ["conv", "import", str(path)], columns=300)
+    assert term.finish() == 1
+    shown = term.text()
+    ids = [c["id"] for c in sorted(local.store.conversations.list()["data"], key=lambda c: c["id"])]
+    assert f"line 1: created {ids[0]}" in shown and f"line 2: created {ids[1]}" in shown
+    assert any(line.startswith("Error: line 3:") for line in shown)
+    summary = [
+        line for line in shown if "3 records: 2 created, 0 updated, 0 replayed, 1 failed" in line
+    ]
+    assert len(summary) == 1 and summary[0].startswith(f"Imported {path} in ")
+    again = Terminal(local.env, ["conv", "import", str(path)], columns=300)
+    assert again.finish() == 1
+    assert f"line 1: replayed {ids[0]}" in again.text()
