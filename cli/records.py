@@ -7,7 +7,10 @@ raised before the first record is handed out, so nothing has been written yet. A
 one record later on is that record's `problem`, and the others go on.
 
 CSV cells are text; each column has a type that says how its text becomes a JSON value (see
-`parse_cell`): an empty cell is an absent field.
+`parse_cell`): an empty cell is an absent field. CSV is read strictly: a quoted cell may span
+lines, but a broken one (a quote never closed, text after a closing quote, a cell over
+MAX_RECORD_BYTES) is a failed record naming the line where it starts, and nothing after it is
+read: past a broken quote no line can be trusted to start a record (see `_csv`).
 """
 
 from __future__ import annotations
@@ -242,7 +245,9 @@ def _csv(
     # A cell may be as long as a record; the csv module's limit (128 KiB by default) is global.
     csv.field_size_limit(MAX_RECORD_BYTES)
     text_lines = (raw.decode("utf-8", "surrogateescape") for _, raw in lines)
-    reader = csv.reader(text_lines, strict=False)
+    # Strict: a quote that is never closed is an error at the end of the file (or once its cell
+    # passes the limit), never a cell that silently swallows the lines after it.
+    reader = csv.reader(text_lines, strict=True)
     header: list[str] | None = None
     last_line = 0
     while True:
@@ -252,13 +257,11 @@ def _csv(
         except StopIteration:
             return
         except csv.Error as exc:
-            last_line = reader.line_num
-            problem = UsageProblem(f"line {start} is not valid CSV: {exc}.")
+            # The reader cannot tell where the broken cell ends, so whatever it would read next
+            # may be the middle of that cell: this record fails and the file is read no further.
             source.oversized = False
-            yield Record(start, None, problem, fatal=header is None)
-            if header is None:
-                return
-            continue
+            yield Record(start, None, _broken_csv(start, exc), fatal=header is None)
+            return
         last_line = reader.line_num
         if source.oversized:
             source.oversized = False
@@ -276,6 +279,25 @@ def _csv(
                 return
             continue
         yield _csv_record(row, header, columns, start)
+
+
+def _broken_csv(line: int, exc: csv.Error) -> UsageProblem:
+    """The failure of a record whose CSV is broken, naming the line where the record starts."""
+    reason = str(exc)
+    if reason.startswith("unexpected end of data"):
+        what = "has a quoted cell that is never closed (the file ends inside it)"
+    elif reason.startswith("field larger than field limit"):
+        what = (
+            f"has a cell longer than {MAX_RECORD_BYTES // (1024 * 1024)} MiB (a quote never "
+            "closed?)"
+        )
+    else:
+        what = f"is not valid CSV: {reason}"
+    return UsageProblem(
+        f"line {line} {what}. Nothing after it was read: past a broken quote no line can be "
+        "trusted to start a record. Fix the file and run the same command again (what was "
+        "created is replayed, not created twice)."
+    )
 
 
 def _header(row: list[str], columns: Mapping[str, CellType], line: int) -> list[str]:
