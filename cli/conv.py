@@ -230,6 +230,7 @@ def import_(
     file_format: opt.ImportFormat = None,
     dry_run: opt.DryRun = False,
     stop_on_error: opt.StopOnError = False,
+    copy: opt.Copy = False,
     output: opt.Output = None,
     jq: opt.Jq = None,
 ) -> None:
@@ -246,6 +247,7 @@ def import_(
       convrisk conv import changes.csv --dry-run
       convrisk conv list --muted --all -o jsonl | jq -c '{id, is_muted: false}' \\
         | convrisk conv import - --stop-on-error
+      convrisk --db a.db conv list --all -o jsonl | convrisk --db b.db conv import - --copy
     """
     from .importer import CONVERSATION_IMPORT, import_file
 
@@ -258,4 +260,5 @@ def import_(
         dry_run=dry_run,
         stop_on_error=stop_on_error,
         output=output,
+        copy=copy,
     )

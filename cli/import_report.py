@@ -160,9 +160,9 @@ class ImportReport:
         self.printer.notice(summary + ".")
         if self.counts["replayed"]:
             self.printer.hint(
-                "Replayed: the service had already created these from the same line of an "
-                "earlier import (within 24 hours) and wrote nothing new; to create them again "
-                "on purpose, set CONVRISK_IMPORT_RUN to a new value."
+                "Replayed: the service had already created these for an earlier import of the "
+                "same records (within 24 hours) and wrote nothing new; to create them again on "
+                "purpose, set CONVRISK_IMPORT_RUN to a new value."
             )
         if not finished:
             after = f" after line {self.last_line}" if self.last_line else ""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator, Mapping
+from copy import copy as shallow_copy
 from dataclasses import dataclass
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Literal
@@ -30,6 +31,7 @@ from .resource_kinds import CONVERSATIONS, RISK_PROFILES
 
 if TYPE_CHECKING:
     from convrisk.api_client.client import ResourceClient
+    from convrisk.api_client.errors import ConvriskError
 
 # Records read, checked and sent together: one create_many (one local transaction) at most.
 BATCH = 256
@@ -53,6 +55,10 @@ class ImportSpec:
     columns: Mapping[str, CellType]
     # Fields a create gets when the record leaves them out (as the create command does).
     create_defaults: Mapping[str, Any]
+    # Fields the service sets (neither a create nor an update takes them): an export has them.
+    read_only: tuple[str, ...] = ()
+    # What `--copy` applies with an update after the create: settable fields a create does not take.
+    copy_updates: tuple[str, ...] = ()
 
     def target(self, run: AppContext) -> ResourceClient[Any, Any, Any, Any]:
         """The Client's resource this import writes to."""
@@ -86,6 +92,10 @@ def import_spec(kind: Kind, resource: Resource) -> ImportSpec:
         create_defaults={
             f.name: f.client_default for f in creatable if f.client_default is not None
         },
+        read_only=tuple(
+            f.name for f in resource.fields if f.name != "id" and not (f.create or f.update)
+        ),
+        copy_updates=tuple(f.name for f in resource.updatable() if not f.create),
     )
 
 
@@ -107,6 +117,8 @@ class Operation:
     id: str | None
     body: dict[str, Any]
     key: str | None = None
+    # --copy: the settable fields a create does not take, applied by an update after it.
+    then: dict[str, Any] | None = None
 
 
 @dataclass
@@ -132,11 +144,58 @@ def idempotency_key(resource: str, line: int, fields: Mapping[str, Any], run_id:
     return f"{KEY_PREFIX}{line:010d}-{digest}"
 
 
-def plan(spec: ImportSpec, record: Record, run_id: str) -> Operation:
+def copy_key(resource: str, source_id: str, run_id: str) -> str:
+    """The create's Idempotency-Key under --copy: a SHA-256 of the record's id where it was
+    exported, so that the same export (or a newer one, whatever its order) replays it."""
+    text = _KEY_ENCODER.encode([KEY_VERSION, run_id, resource, "copy", source_id])
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{KEY_PREFIX}copy-{digest}"
+
+
+def read_only_problem(spec: ImportSpec, line: int, names: list[str]) -> UsageProblem:
+    """The error of a record that carries fields the service sets: an export, to copy."""
+    return UsageProblem(
+        f"line {line} has {', '.join(names)}, which the service sets (read-only): it looks like "
+        f"what `-o jsonl` prints. To copy such records, add --copy (it creates each "
+        f"{spec.kind.noun} anew and ignores id and the read-only fields); to update them, keep "
+        "only id and the fields to change.",
+        param=names[0],
+    )
+
+
+def plan_copy(spec: ImportSpec, record: Record, run_id: str) -> Operation:
+    """--copy: the create of an exported record (id and read-only fields ignored), then an
+    update of the settable fields a create does not take."""
+    fields = record.fields or {}
+    line = record.line
+    for name in fields:
+        if name not in spec.columns and name not in spec.read_only:
+            raise UsageProblem(
+                f"line {line}: unknown field {name!r}. Known fields of a {spec.kind.noun}: "
+                f"{', '.join((*spec.columns, *spec.read_only))}.",
+                param=name,
+            )
+    # A null create field is an absent one: an export has `group_id: null` beside `contact_id`.
+    body = {n: v for n, v in fields.items() if n in spec.create_fields and v is not None}
+    then = {n: v for n, v in fields.items() if n in spec.copy_updates}
+    source_id = fields.get("id")
+    if isinstance(source_id, str) and source_id.strip():
+        key = copy_key(spec.resource, source_id, run_id)
+    else:
+        key = idempotency_key(spec.resource, line, {**body, **then}, run_id)
+    return Operation(line, "create", None, {**spec.create_defaults, **body}, key, then or None)
+
+
+def plan(spec: ImportSpec, record: Record, run_id: str, *, copy: bool = False) -> Operation:
     """The operation of a record that was read, or a UsageProblem naming its line."""
+    if copy:
+        return plan_copy(spec, record, run_id)
     fields = record.fields or {}
     line = record.line
     noun = spec.kind.noun
+    read_only = [name for name in fields if name in spec.read_only]
+    if read_only:
+        raise read_only_problem(spec, line, read_only)
     for name in fields:
         if name not in spec.columns:
             raise UsageProblem(
@@ -181,6 +240,7 @@ def _checked(
     run_id: str,
     *,
     check_body: bool,
+    copy: bool = False,
 ) -> Operation | Failure:
     """The record's operation or its failure; with `check_body` (a dry run) the body is checked
     by the interface's rules too (otherwise the backend checks it when it runs)."""
@@ -189,13 +249,15 @@ def _checked(
     if record.problem is not None:
         return Failure(record.line, record.problem)
     try:
-        op = plan(spec, record, run_id)
+        op = plan(spec, record, run_id, copy=copy)
     except UsageProblem as exc:
         return Failure(record.line, exc, (record.fields or {}).get("id"))
     if not check_body:
         return op
     try:
         checked = target.check_create(op.body) if op.id is None else target.check_update(op.body)
+        if op.then is not None:
+            target.check_update(op.then)
     except ConvriskError as exc:
         return Failure(op.line, exc, op.id)
     if op.id is None:
@@ -212,12 +274,19 @@ class Importer:
     """One run of an import: reads, checks, sends and reports, batch after batch."""
 
     def __init__(
-        self, run: AppContext, spec: ImportSpec, printer: Printer, *, stop_on_error: bool
+        self,
+        run: AppContext,
+        spec: ImportSpec,
+        printer: Printer,
+        *,
+        stop_on_error: bool,
+        copy: bool = False,
     ) -> None:
         self.run = run
         self.spec = spec
         self.printer = printer
         self.stop_on_error = stop_on_error
+        self.copy = copy
         self.target = spec.target(run)
         self.run_id = run.env.get(RUN_VARIABLE, "")
 
@@ -242,7 +311,9 @@ class Importer:
         ) as report:
             for batch in _batches(records):
                 ops = [
-                    _checked(self.spec, self.target, r, self.run_id, check_body=False)
+                    _checked(
+                        self.spec, self.target, r, self.run_id, check_body=False, copy=self.copy
+                    )
                     for r in batch
                 ]
                 rows, stop = self._run_batch(ops)
@@ -307,8 +378,26 @@ class Importer:
                     return rows, True
                 continue
             status = "replayed" if result.replayed else "created"
-            rows.append({"line": op.line, "status": status, "id": result.record["id"]})
+            made = result.record
+            if op.then is not None:
+                try:
+                    self._apply(made, op.then)
+                except ConvriskError as exc:
+                    if stops_the_loop(exc):
+                        return rows, exc
+                    failure = Failure(op.line, _not_applied(made, exc), made["id"])
+                    rows.append(self.result(failure))
+                    if self.stop_on_error:
+                        return rows, True
+                    continue
+            rows.append({"line": op.line, "status": status, "id": made["id"]})
         return rows, False
+
+    def _apply(self, made: Mapping[str, Any], then: Mapping[str, Any]) -> None:
+        """--copy: update a created (or replayed) record with the settable fields it lacks."""
+        changes = {name: value for name, value in then.items() if made.get(name) != value}
+        if changes:
+            self.target.update(made["id"], changes)
 
     def _update(self, op: Operation) -> tuple[dict[str, Any] | None, Stop]:
         """Run one update; its result (none when an error stops the import)."""
@@ -337,7 +426,9 @@ class Importer:
                 rows: list[dict[str, Any]] = []
                 ops: list[Operation] = []
                 for record in batch:
-                    op = _checked(self.spec, self.target, record, self.run_id, check_body=True)
+                    op = _checked(
+                        self.spec, self.target, record, self.run_id, check_body=True, copy=self.copy
+                    )
                     if isinstance(op, Operation) and op.id is not None:
                         try:
                             self.target.retrieve(op.id)
@@ -364,6 +455,8 @@ class Importer:
                 cannot_tell = cannot_tell or replays is None
                 for op in ops:
                     row = planned(op.operation, op.id, op.body)
+                    if op.then:
+                        row["then_update"] = op.then
                     answer = replays.get(op.line) if replays else None
                     row["status"] = "planned" if answer is None else "would_replay"
                     if answer is not None:
@@ -380,11 +473,12 @@ class Importer:
                 "answer: every create is shown as planned; the import itself reports replayed."
             )
         total = sum(statuses.values()) + failed
+        creates = planned_ops["create"] - statuses["would_replay"]
         self.printer.notice(
-            f"Dry run: {counted(total, 'record')}: {statuses['planned']:,} planned, "
-            f"{statuses['would_replay']:,} would_replay, {failed:,} failed the checks "
-            f"({counted(planned_ops['create'], 'create')} and "
-            f"{counted(planned_ops['update'], 'update')} in all). Nothing was written."
+            f"Dry run: {counted(total, 'record')}: {statuses['planned']:,} planned "
+            f"({counted(creates, 'create')} and {counted(planned_ops['update'], 'update')}), "
+            f"{statuses['would_replay']:,} would_replay, {failed:,} failed the checks. "
+            "Nothing was written."
         )
         if first is not None:
             raise Failures(first, failed)
@@ -409,15 +503,56 @@ def import_file(
     dry_run: bool,
     stop_on_error: bool,
     output: str | None,
+    copy: bool = False,
 ) -> None:
     """`conv import` / `risk import`: read FILE (or - for stdin) and run or plan each record."""
     printer = run.printer(output)
     with Source(file) as source:
         if source.path is None and printer.stdin_is_terminal():
             printer.hint("Reading records from the terminal; end with Ctrl-D.")
-        _, records = read(source, given_format, spec.columns, spec.kind.plural)
-        importer = Importer(run, spec, printer, stop_on_error=stop_on_error)
+        # Under --copy an export's read-only columns are read too (and ignored).
+        columns: dict[str, CellType] = dict(spec.columns)
+        if copy:
+            columns.update(dict.fromkeys(spec.read_only, "text"))
+        _, records = read(source, given_format, columns, spec.kind.plural)
+        records = _first_checked(spec, records, copy)
+        if copy:
+            printer.hint(
+                f"--copy: each {spec.kind.noun} is created anew; id and the fields the service "
+                f"sets ({', '.join(spec.read_only)}) are not copied."
+            )
+        importer = Importer(run, spec, printer, stop_on_error=stop_on_error, copy=copy)
         if dry_run:
             importer.dry_run(records)
         else:
             importer.execute(records, source)
+
+
+def _not_applied(made: Mapping[str, Any], exc: ConvriskError) -> ConvriskError:
+    """The failure of a copy whose update after the create failed: the create stands, and the
+    message says so (the error keeps its type, so its exit code)."""
+    changed = shallow_copy(exc)
+    changed.message = (
+        f"created as {made['id']}, but its other fields could not be set: {exc.message} "
+        "(run the same command again to retry: the create is replayed)"
+    )
+    changed.args = (changed.message,)
+    return changed
+
+
+def _first_checked(spec: ImportSpec, records: Iterator[Record], copy: bool) -> Iterator[Record]:
+    """The records, once the first is known not to be an export given without --copy: that is
+    one error for the whole file (exit 2, nothing written), not one per line."""
+    first = next(records, None)
+    if first is None:
+        return records
+    if not copy and first.fields:
+        read_only = [name for name in first.fields if name in spec.read_only]
+        if read_only:
+            raise read_only_problem(spec, first.line, read_only)
+    return _prepend(first, records)
+
+
+def _prepend(first: Record, rest: Iterator[Record]) -> Iterator[Record]:
+    yield first
+    yield from rest

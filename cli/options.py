@@ -133,6 +133,14 @@ ImportFormat = Annotated[
         show_default=False,
     ),
 ]
+Copy = Annotated[
+    bool,
+    typer.Option(
+        "--copy",
+        help="Read what -o jsonl prints and create each record anew (id and read-only fields "
+        "ignored), then set its other fields; run again, it creates nothing twice.",
+    ),
+]
 StopOnError = Annotated[
     bool,
     typer.Option(

@@ -215,6 +215,7 @@ def import_(
     file_format: opt.ImportFormat = None,
     dry_run: opt.DryRun = False,
     stop_on_error: opt.StopOnError = False,
+    copy: opt.Copy = False,
     output: opt.Output = None,
     jq: opt.Jq = None,
 ) -> None:
@@ -231,6 +232,7 @@ def import_(
       convrisk risk import profiles.csv
       convrisk risk import profiles.jsonl --dry-run -o json
       convrisk risk import - --format csv --stop-on-error < profiles.csv
+      convrisk --db a.db risk list --all -o jsonl | convrisk --db b.db risk import - --copy
     """
     from .importer import RISK_PROFILE_IMPORT, import_file
 
@@ -243,4 +245,5 @@ def import_(
         dry_run=dry_run,
         stop_on_error=stop_on_error,
         output=output,
+        copy=copy,
     )

@@ -316,7 +316,7 @@ def test_dry_run_checks_every_record_and_id_and_writes_nothing(cli: Cli, tmp_pat
         },
     ]
     assert (
-        "2 records: 2 planned, 0 would_replay, 0 failed the checks (1 create and 1 update"
+        "2 records: 2 planned (1 create and 1 update), 0 would_replay, 0 failed the checks."
         in planned.stderr
     )
     readable = cli.run("risk", "import", str(good), "--dry-run")

@@ -74,13 +74,13 @@ def test_a_dry_run_says_would_replay_where_the_service_can_tell(cli: Cli, tmp_pa
         # The interface has no read-only way to ask: the service cannot tell ahead, and says so.
         assert [r["status"] for r in rows] == ["planned", "planned"]
         assert "cannot say before a create whether it would replay" in plan.stderr
-        assert "2 planned, 0 would_replay, 0 failed" in plan.stderr
+        assert "2 planned (2 creates and 0 updates), 0 would_replay, 0 failed" in plan.stderr
     else:
         assert [(r["status"], r["id"]) for r in rows] == [
             ("would_replay", made.stdout.strip()),
             ("planned", None),
         ]
-        assert "1 planned, 1 would_replay, 0 failed" in plan.stderr
+        assert "1 planned (1 create and 0 updates), 1 would_replay, 0 failed" in plan.stderr
         readable = cli.run("conv", "import", str(path), "--dry-run")
         assert readable.stdout.splitlines()[0].startswith(f"would replay {made.stdout.strip()}")
     assert cli.count("conversations") == 1

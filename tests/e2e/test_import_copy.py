@@ -1,0 +1,112 @@
+"""`import --copy` (issue 18, item 7; DESIGN 5.2): what `-o jsonl` prints is read back, each
+record created anew (id and read-only fields ignored, with one note) and its settable fields that
+a create does not take applied by an update; run again, it creates nothing twice. Without
+--copy an export is one error that says how to copy. Both resources, into the local database
+and into `convrisk serve`, from a local database."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .both_backends import Cli, cli, isolated_env  # noqa: F401
+from .console import run
+
+pytestmark = pytest.mark.e2e
+
+# What the service sets: never compared between the two data sets.
+STAMPS = {"id", "created_at", "updated_at"}
+
+
+def source(tmp_path: Path) -> dict[str, str]:
+    """The environment of a local database A, with conversations and risk profiles of every
+    shape an export can have."""
+    env = isolated_env(tmp_path / "a-home", CONVRISK_DB=str(tmp_path / "a.db"))
+
+    def made(*args: str) -> str:
+        result = run(env, *args, "-o", "id")
+        assert result.returncode == 0, result.stderr
+        return result.stdout.strip()
+
+    plain = made("conv", "create", "--contact-id", "c_1")
+    made("conv", "create", "--group-id", "g_1")
+    made("conv", "update", plain, "--mute", "--pin", "--pinned-message-id", "m_1")
+    archived = made("conv", "create", "--contact-id", "c_2")
+    made("conv", "update", archived, "--archived-at", "2024-05-01T12:00:00Z")
+    for n in range(3):
+        made(
+            "risk", "create", "--customer-id", f"cus_{n}", "--profile-type", "moderate",
+            "--score", str(n * 10), "--details", json.dumps({"n": n, "tags": ["a"]}),
+        )  # fmt: skip
+    return env
+
+
+def export(env: dict[str, str], group: str) -> tuple[str, list[dict[str, Any]]]:
+    """`GROUP list --all -o jsonl` of a backend: the text, and the records without stamps."""
+    result = run(env, group, "list", "--all", "-o", "jsonl")
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    shown = [{k: v for k, v in r.items() if k not in STAMPS} for r in records]
+    return result.stdout, sorted(shown, key=lambda r: json.dumps(r, sort_keys=True))
+
+
+@pytest.mark.parametrize(
+    ("group", "resource"), [("conv", "conversations"), ("risk", "risk_profiles")]
+)
+def test_an_export_copied_twice_is_the_same_data_set_created_once(
+    cli: Cli,  # noqa: F811
+    tmp_path: Path,
+    group: str,
+    resource: str,
+) -> None:
+    a = source(tmp_path)
+    text, wanted = export(a, group)
+    first = cli.run(group, "import", "-", "--copy", input=text)
+    assert first.returncode == 0, first.stderr
+    n = len(wanted)
+    assert (
+        first.stderr.splitlines()[-1]
+        == f"{n} records: {n} created, 0 updated, 0 replayed, 0 failed."
+    )
+    notes = [line for line in first.stderr.splitlines() if "--copy" in line]
+    assert len(notes) == 1 and "created_at" in notes[0] and "id" in notes[0]  # one note
+    assert export(cli.env, group)[1] == wanted
+    again = cli.run(group, "import", "-", "--copy", input=text)
+    assert again.returncode == 0, again.stderr
+    assert f"{n} records: 0 created, 0 updated, {n} replayed, 0 failed." in again.stderr
+    made = [json.loads(line) for line in first.stdout.splitlines()]
+    replayed = [json.loads(line) for line in again.stdout.splitlines()]
+    assert [r["id"] for r in replayed] == [r["id"] for r in made]
+    assert cli.count(resource) == n and export(cli.env, group)[1] == wanted
+
+
+def test_an_export_without_copy_is_one_error_that_says_how_to_copy(
+    cli: Cli,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    text, _ = export(source(tmp_path), "conv")
+    result = cli.run("conv", "import", "-", input=text)
+    assert result.returncode == 2
+    assert len(result.stderr.splitlines()) == 1 and result.stdout == ""
+    assert "last_active_at" in result.stderr and "add --copy" in result.stderr
+    assert cli.count("conversations") == 0
+
+
+def test_a_copy_whose_update_fails_keeps_the_create_and_a_rerun_finishes_it(
+    cli: Cli,  # noqa: F811
+) -> None:
+    line = {"id": "conv_x", "contact_id": "c_9", "is_muted": True, "archived_at": "soon"}
+    text = json.dumps(line) + "\n"
+    bad = cli.run("conv", "import", "-", "--copy", "-o", "jsonl", input=text)
+    assert bad.returncode == 1
+    (row,) = [json.loads(x) for x in bad.stdout.splitlines()]
+    assert row["status"] == "failed" and "archived_at" in row["error"]["message"]
+    fixed = {**line, "archived_at": 1714564800}
+    good = cli.run("conv", "import", "-", "--copy", "-o", "jsonl", input=json.dumps(fixed) + "\n")
+    assert good.returncode == 0, good.stderr
+    assert cli.count("conversations") == 1
+    (stored,) = cli.store.conversations.list()["data"]
+    assert (stored["is_muted"], stored["archived_at"]) == (True, 1714564800)
