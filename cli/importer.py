@@ -5,7 +5,11 @@ A record without `id` is a create with the create fields; with `id` an update of
 carries. Creates go to the backend in batches (`create_many`: one transaction locally, a few
 concurrent requests remotely), each with an idempotency key derived from the record and its line
 (see `idempotency_key` and docs/decisions.md, Import), so that a re-run after an interruption
-replays what was done instead of doing it again.
+replays what was done instead of doing it again. A result's status is the service's word:
+`replayed` when it answered an earlier identical request and wrote nothing (DESIGN 5.2).
+
+With `--copy` a record is an export (`-o jsonl`): created anew under a key derived from its
+exported id, then updated with the settable fields a create does not take (`plan_copy`).
 """
 
 from __future__ import annotations
@@ -156,7 +160,7 @@ def read_only_problem(spec: ImportSpec, line: int, names: list[str]) -> UsagePro
     """The error of a record that carries fields the service sets: an export, to copy."""
     return UsageProblem(
         f"line {line} has {', '.join(names)}, which the service sets (read-only): it looks like "
-        f"what `-o jsonl` prints. To copy such records, add --copy (it creates each "
+        f"an export (-o jsonl or -o csv). To copy such records, add --copy (it creates each "
         f"{spec.kind.noun} anew and ignores id and the read-only fields); to update them, keep "
         "only id and the fields to change.",
         param=names[0],
@@ -511,9 +515,9 @@ def import_file(
         if source.path is None and printer.stdin_is_terminal():
             printer.hint("Reading records from the terminal; end with Ctrl-D.")
         # Under --copy an export's read-only columns are read too (and ignored).
-        columns: dict[str, CellType] = dict(spec.columns)
-        if copy:
-            columns.update(dict.fromkeys(spec.read_only, "text"))
+        # An export's read-only columns are read too: --copy ignores them; without it the first
+        # record that has them is the one error that says to add --copy.
+        columns: dict[str, CellType] = {**spec.columns, **dict.fromkeys(spec.read_only, "text")}
         _, records = read(source, given_format, columns, spec.kind.plural)
         records = _first_checked(spec, records, copy)
         if copy:

@@ -22,3 +22,16 @@ def test_a_key_changes_with_the_record_the_run_and_the_resource_but_not_field_or
     assert idempotency_key("conversations", 7, RECORD, "") != key
     # A header value: printable ASCII, within the 255 characters the interface allows.
     assert key.isascii() and key.isprintable() and len(key) <= 255
+
+
+def test_a_copied_record_keeps_its_key_wherever_it_stands_in_a_newer_export() -> None:
+    from convrisk.cli.importer import CONVERSATION_IMPORT, plan
+    from convrisk.cli.records import Record
+
+    exported = {"id": "conv_01", "contact_id": "c_1", "group_id": None, "is_muted": True}
+    first = plan(CONVERSATION_IMPORT, Record(1, exported), "", copy=True)
+    later = plan(CONVERSATION_IMPORT, Record(40, {**exported, "last_active_at": 9}), "", copy=True)
+    assert first.key == later.key and first.key is not None
+    assert (first.body, first.then) == ({"contact_id": "c_1"}, {"is_muted": True})
+    other = plan(CONVERSATION_IMPORT, Record(1, {**exported, "id": "conv_02"}), "", copy=True)
+    assert other.key != first.key
