@@ -116,25 +116,35 @@ class ImportReport:
         """Report these results (in file order): failures on stderr, rows on stdout."""
         if not rows:
             return
+        # In file order on a shared terminal: the rows before a failure, then its error line.
+        pending: list[Row] = []
         for row in rows:
             self.counts[row["status"]] += 1
             self.last_line = row["line"]
-            if row["status"] == "failed":
-                error = dict(row.get("error") or {})
-                self.printer.error(
-                    ErrorInfo(
-                        str(error.get("type", "api_error")),
-                        str(error.get("message", "")),
-                        param=error.get("param"),
-                        status=error.get("status"),
-                        id=row.get("id"),
-                        line_number=row["line"],
-                    )
+            if row["status"] != "failed":
+                pending.append(row)
+                continue
+            if not self._terminal:
+                pending.append(row)
+            self._write(pending)
+            pending = []
+            error = dict(row.get("error") or {})
+            self.printer.error(
+                ErrorInfo(
+                    str(error.get("type", "api_error")),
+                    str(error.get("message", "")),
+                    param=error.get("param"),
+                    status=error.get("status"),
+                    id=row.get("id"),
+                    line_number=row["line"],
                 )
-        if self._terminal:
-            rows = [row for row in rows if row["status"] != "failed"]
-        self._sink.write(rows)
+            )
+        self._write(pending)
         self._draw()
+
+    def _write(self, rows: list[Row]) -> None:
+        if rows:
+            self._sink.write(rows)
 
     def _draw(self, force: bool = False) -> None:
         now = time.monotonic()
@@ -156,13 +166,13 @@ class ImportReport:
         summary = counts_text(self.counts)
         if self._terminal and finished:
             rate = f", {self.total / seconds:,.0f} records/s" if seconds > 0 and self.total else ""
-            summary = f"Imported {self.name} in {seconds:.1f} s{rate}: {summary}"
+            summary = f"{summary}; {seconds:.1f} s{rate}"
         self.printer.notice(summary + ".")
         if self.counts["replayed"]:
             self.printer.hint(
-                "Replayed: the service had already created these for an earlier import of the "
-                "same records (within 24 hours) and wrote nothing new; to create them again on "
-                "purpose, set CONVRISK_IMPORT_RUN to a new value."
+                "Replayed: created by an earlier import of the same records (within 24 hours); "
+                "nothing new was written. To create them again, set CONVRISK_IMPORT_RUN to a "
+                "new value."
             )
         if not finished:
             after = f" after line {self.last_line}" if self.last_line else ""
