@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .cells import CellKind, format_cell
+from .cells import CellKind, format_cell, shown
 
 Row = Mapping[str, Any]
 
@@ -95,7 +95,7 @@ def plan_kind(target: Kind, *, statuses: bool = False) -> Kind:
     def line(row: Row) -> str:
         body = format_cell(row.get("body") or {}, "json")
         if row.get("status") == "would_replay":
-            return f"would replay {row.get('id')} (created by an earlier run): {body}"
+            return f"would replay {shown(str(row.get('id')))} (created by an earlier run): {body}"
         if row.get("operation") == "create":
             return f"would create a {target.noun}: {body}"
         if row.get("operation") == "update":

@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from .both_backends import Cli, cli, local_cli  # noqa: F401
+from tests.loopback import JSONService, on_loopback, running, url_of
+
+from .both_backends import Cli, cli, isolated_env, local_cli  # noqa: F401
 from .screen import Terminal
 
 pytestmark = pytest.mark.e2e
@@ -104,3 +106,30 @@ def test_on_a_terminal_the_ids_are_shown_and_the_summary_once(tmp_path: Path) ->
     again = Terminal(local.env, ["conv", "import", str(path)], columns=100)
     assert again.finish() == 1
     assert f"line 1: replayed {ids[0]}" in again.text()
+
+
+class ForgedId(JSONService):
+    """A hostile service: every create answers an id that carries a line break and a forged
+    result line, and says it replayed."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        body = json.dumps({"id": "conv_1\nline 9: created conv_forged\x1b[2J"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Idempotent-Replayed", "true")
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_an_id_from_the_service_cannot_forge_a_result_line(tmp_path: Path) -> None:
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"contact_id":"c_1"}\n')
+    with running(on_loopback(ForgedId)) as server:
+        env = isolated_env(tmp_path, CONVRISK_BASE_URL=url_of(server), CONVRISK_TOKEN="t")
+        term = Terminal(env, ["conv", "import", str(path)], columns=120)
+        assert term.finish() == 0
+    shown = term.text()
+    assert shown[0] == "line 1: replayed conv_1\\nline 9: created conv_forged\\x1b[2J"
+    assert not any(line.startswith("line 9") for line in shown)
