@@ -377,6 +377,8 @@ class Importer:
             if isinstance(result, ConvriskError):
                 if stops_the_loop(result):
                     return rows, result
+                if self.copy and getattr(result, "param", None) == "idempotency_key":
+                    result = _changed_since_copied(result)
                 rows.append(self.result(Failure(op.line, result)))
                 if self.stop_on_error:
                     return rows, True
@@ -539,6 +541,19 @@ def _not_applied(made: Mapping[str, Any], exc: ConvriskError) -> ConvriskError:
     changed.message = (
         f"created as {made['id']}, but its other fields could not be set: {exc.message} "
         "(run the same command again to retry: the create is replayed)"
+    )
+    changed.args = (changed.message,)
+    return changed
+
+
+def _changed_since_copied(exc: ConvriskError) -> ConvriskError:
+    """The failure of a copy whose record was copied within 24 hours with other create values:
+    its key is its exported id's, so the service refuses to create it again."""
+    changed = shallow_copy(exc)
+    changed.message = (
+        "this record was already copied in the last 24 hours with other values (it changed "
+        "since), so it is not created again; its copy keeps the values it had then. To copy it "
+        "anew as another record, set CONVRISK_IMPORT_RUN to a new value."
     )
     changed.args = (changed.message,)
     return changed

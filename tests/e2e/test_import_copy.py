@@ -110,3 +110,15 @@ def test_a_copy_whose_update_fails_keeps_the_create_and_a_rerun_finishes_it(
     assert cli.count("conversations") == 1
     (stored,) = cli.store.conversations.list()["data"]
     assert (stored["is_muted"], stored["archived_at"]) == (True, 1714564800)
+
+
+def test_a_record_changed_since_it_was_copied_is_not_created_twice(cli: Cli) -> None:  # noqa: F811
+    line = {"id": "rp_src", "customer_id": "cus_1", "profile_type": "moderate", "score": 1}
+    first = cli.run("risk", "import", "-", "--copy", input=json.dumps(line) + "\n")
+    assert first.returncode == 0, first.stderr
+    changed = json.dumps({**line, "score": 2}) + "\n"
+    again = cli.run("risk", "import", "-", "--copy", "-o", "jsonl", input=changed)
+    assert again.returncode == 1
+    (row,) = [json.loads(x) for x in again.stdout.splitlines()]
+    assert "already copied in the last 24 hours with other values" in row["error"]["message"]
+    assert cli.count("risk_profiles") == 1
