@@ -103,6 +103,29 @@ def _query_value(value: object) -> str:
     return str(value)
 
 
+def _made_before(record: Mapping[str, Any], date: str | None, elapsed: float) -> bool:
+    """Whether a replayed object was created before this call's first attempt, on the
+    service's own clock: its `Date` now, less the seconds since that attempt was sent, against
+    the object's `created_at` (seconds or milliseconds).
+
+    Both are whole seconds, so an object created within about two seconds before the call
+    counts as this call's create (never the reverse); so does one from a service that sends
+    no Date or no created_at.
+    """
+    from email.utils import parsedate_to_datetime
+
+    created = record.get("created_at")
+    if date is None or isinstance(created, bool) or not isinstance(created, int | float):
+        return False
+    try:
+        now = parsedate_to_datetime(date).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return False
+    seconds = created / 1000 if created > 1e11 else created  # milliseconds (DESIGN 1.3)
+    # This call's own create has created_at > Date - elapsed - 1 (each is floored to a second).
+    return seconds <= now - elapsed - 1
+
+
 class HTTPResource(Generic[M, C, U, F]):
     """list / create / retrieve / update / delete of one resource over HTTP; records as sent."""
 
@@ -183,13 +206,18 @@ class HTTPResource(Generic[M, C, U, F]):
 
     def _create(self, params: C, idempotency_key: str | None) -> Created[M]:
         """Create an object; replayed when the service says so (`Idempotent-Replayed: true`)
-        of an answer that no earlier attempt of this call may have caused."""
+        of an object that this call did not create (see `_made_before`)."""
         checked = self._check_create(params)
         body = {k: v for k, v in checked.items() if v is not None}
+        started = time.monotonic()
         response = self._t.request("POST", self._path, body=body, idempotency_key=idempotency_key)
-        said = response.headers.get(REPLAYED_HEADER, "").strip().lower() == "true"
-        # A replay of an attempt whose answer was lost is this call's own create.
-        return Created(self._one(response), said and not response.earlier_attempt_may_have_landed)
+        record: M = self._one(response)
+        replayed = response.headers.get(REPLAYED_HEADER, "").strip().lower() == "true"
+        if replayed and response.earlier_attempt_may_have_landed:
+            # The replayed answer may be of this call's own first attempt, whose answer was lost.
+            elapsed = time.monotonic() - started
+            replayed = _made_before(record, response.headers.get("Date"), elapsed)
+        return Created(record, replayed)
 
     def create_many(
         self,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -52,6 +53,9 @@ class _Handler(BaseHTTPRequestHandler):
             )
         elif step == "replayed":
             extra = {"Idempotent-Replayed": "true"}
+        elif step == "replayed-now":  # the stored answer of an object created a moment ago
+            made = risk_profile("rp_made", created_at=int(time.time()))
+            payload, extra = json.dumps(made).encode(), {"Idempotent-Replayed": "true"}
         elif step == "gzip":
             payload, extra = gzip.compress(ANSWER), {"Content-Encoding": "gzip"}
         elif step == "big":
@@ -251,10 +255,12 @@ def test_create_many_over_the_default_transport_answers_in_order(server: _Server
     [
         (["ok"], False),
         (["replayed"], True),
-        # The first attempt's answer was lost: the service may have created it then, so the
-        # replay that answers the retry is this call's own create.
-        (["drop", "replayed"], False),
-        (["503", "replayed"], False),  # likewise after a 5xx, which may have been carried out
+        (["replayed-now"], True),  # the first attempt: the service's word stands
+        # The first attempt's answer was lost, so the replay that answers the retry may be of
+        # this call's own create: the object's created_at, against the service's Date, tells.
+        (["drop", "replayed-now"], False),
+        (["503", "replayed-now"], False),  # likewise after a 5xx, which may have been done
+        (["drop", "replayed"], True),  # created long before this call: an earlier call's
     ],
 )
 def test_a_create_is_replayed_only_when_the_service_says_so_of_an_earlier_call(

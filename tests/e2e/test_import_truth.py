@@ -6,14 +6,17 @@ Each test runs on the local database and against `convrisk serve`."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from convrisk.local_backend.store import LocalBackend
 from tests.loopback import JSONService, on_loopback, running, url_of
 
-from .both_backends import Cli, cli, isolated_env, local_cli  # noqa: F401
+from .both_backends import Cli, cli, isolated_env, local_cli, serving  # noqa: F401
+from .console import run
 from .screen import Terminal
 
 pytestmark = pytest.mark.e2e
@@ -133,3 +136,29 @@ def test_an_id_from_the_service_cannot_forge_a_result_line(tmp_path: Path) -> No
     shown = term.text()
     assert shown[0] == "line 1: replayed conv_1\\nline 9: created conv_forged\\x1b[2J"
     assert not any(line.startswith("line 9") for line in shown)
+
+
+def test_under_faults_a_first_run_says_created_and_a_rerun_says_replayed(tmp_path: Path) -> None:
+    """`serve --faults` drops connections before and after the write: a retry is then answered
+    from the stored answer of the call's own lost attempt, which is still this run's create."""
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps({"contact_id": f"c_{n}"}) + "\n" for n in range(40)))
+    with serving(tmp_path, "--faults", "0.3", "--seed", "7") as served:
+        env = isolated_env(
+            tmp_path,
+            CONVRISK_BASE_URL=served.url,
+            CONVRISK_TOKEN=served.token,
+            CONVRISK_MAX_RETRIES="10",
+        )
+        first = run(env, "conv", "import", str(path))
+        # Whole-second stamps leave two seconds of doubt, counted as this run's create (see
+        # api_client.http._made_before): a re-run comes later than that.
+        time.sleep(2.5)
+        again = run(env, "conv", "import", str(path))
+    _, log = served.stop()
+    assert " fault=drop-after" in log  # answers were lost after the write
+    assert first.returncode == again.returncode == 0, again.stderr
+    assert first.stderr == "40 records: 40 created, 0 updated, 0 replayed, 0 failed.\n"
+    assert again.stderr.startswith("40 records: 0 created, 0 updated, 40 replayed, 0 failed.\n")
+    with LocalBackend(served.db_path) as store:
+        assert len(store.conversations.list(limit=100)["data"]) == 40
