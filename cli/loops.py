@@ -153,7 +153,7 @@ def delete_each(
             noun = kind.noun if len(given) == 1 else f"{len(given)} {kind.plural}"
             answer = printer.confirm(f"Delete {noun} ({shown}) for good?", stdin_free=stdin_free)
             if not answer:
-                raise NotConfirmed("Nothing was deleted.")
+                raise NotConfirmed("Aborted: nothing was deleted.")
     target = resource(run.client())
 
     def delete(id: str) -> dict[str, Any]:
