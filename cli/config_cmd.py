@@ -146,6 +146,7 @@ def set_(
             help="The value, or - to read it from stdin. Without it, the token is asked for "
             "on the terminal, not shown as it is typed.",
             show_default=False,
+            autocompletion=complete.config_values,
         ),
     ] = None,
     profile: Profile = None,
@@ -353,7 +354,12 @@ def profile_row(name: str, table: dict[str, Any], active: bool) -> dict[str, Any
 @app.command("use")
 def use(
     ctx: typer.Context,
-    profile: Annotated[str, typer.Argument(metavar="P", help="The profile to make the default.")],
+    profile: Annotated[
+        str,
+        typer.Argument(
+            metavar="P", help="The profile to make the default.", autocompletion=complete.profiles
+        ),
+    ],
 ) -> None:
     """Make profile P the default: commands use it when neither --profile nor CONVRISK_PROFILE
     chooses one (the file's top-level key default_profile).

@@ -4,7 +4,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from . import bodies, values
+from convrisk.api_client.resources import RISK_PROFILES as RISK_PROFILE_RESOURCE
+
+from . import bodies, complete, values
 from . import options as opt
 from .context import app_context
 from .loops import delete_each, for_each_id, plan_create, plan_each_id, print_list
@@ -27,11 +29,10 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
+_TYPES = f"{', '.join(RISK_PROFILE_RESOURCE.field('profile_type').known)}, or another type."
 ProfileType = Annotated[
     str | None,
-    typer.Option(
-        "--profile-type", metavar="T", help="conservative, moderate, aggressive, or another type."
-    ),
+    typer.Option("--profile-type", metavar="T", help=_TYPES, autocompletion=complete.profile_types),
 ]
 
 
@@ -87,9 +88,7 @@ def create(
     profile_type: Annotated[
         str,
         typer.Option(
-            "--profile-type",
-            metavar="T",
-            help="conservative, moderate, aggressive, or another type.",
+            "--profile-type", metavar="T", help=_TYPES, autocompletion=complete.profile_types
         ),
     ],
     score: Annotated[

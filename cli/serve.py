@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from . import complete
 from .context import AppContext, app_context, database_path
 from .errors import UsageProblem
 from .values import whole_number
@@ -17,7 +18,7 @@ from .values import whole_number
 if TYPE_CHECKING:
     from convrisk.local_backend.faults import Chaos
 
-_LOG_FORMATS = ("text", "json")
+LOG_FORMATS = ("text", "json")
 
 
 def serve(
@@ -77,7 +78,10 @@ def serve(
     log_format: Annotated[
         str,
         typer.Option(
-            "--log-format", metavar="text|json", help="Access log on stderr: text or json."
+            "--log-format",
+            metavar="text|json",
+            help="Access log on stderr: text or json.",
+            autocompletion=complete.log_formats,
         ),
     ] = "text",
 ) -> None:
@@ -101,7 +105,7 @@ def serve(
 
     port_number = whole_number(port, "--port", 0, 65535)
     run = app_context(ctx)
-    if log_format not in _LOG_FORMATS:
+    if log_format not in LOG_FORMATS:
         raise UsageProblem(
             f"--log-format must be text or json, not {log_format!r}.", param="--log-format"
         )
