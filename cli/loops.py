@@ -65,6 +65,8 @@ def for_each_id(
     from convrisk.api_client.errors import ConvriskError
 
     printer = run.printer(output)
+    if ids.from_stdin and ids.read is None:
+        printer.reading_stdin("ids, one per line,")
     first: BaseException | None = None
     failed = 0
     with printer.records(kind, many=ids.many) as sink:
@@ -147,6 +149,8 @@ def delete_each(
                 "to ask on. Pass --yes to delete.",
                 param="--yes",
             )
+        if ids.from_stdin:
+            printer.reading_stdin("the ids to delete, one per line,")
         given = ids.read_all()  # ids from stdin are read first, to be shown in the question
         if given:
             shown = ", ".join(given[:5]) + (", ..." if len(given) > 5 else "")

@@ -112,6 +112,8 @@ def create(
       convrisk risk create --customer-id cus_1 --profile-type moderate --score 72 --dry-run
     """
     run = app_context(ctx)
+    if details == "-":
+        run.printer(output).reading_stdin("--details (a JSON object)")
     params = bodies.risk_profile_fields(customer_id, profile_type, score, details)
     if dry_run:
         return plan_create(run, RISK_PROFILES, params, lambda c: c.risk_profiles, output)
@@ -169,6 +171,8 @@ def update(
     run = app_context(ctx)
     id_list = values.id_list(ids)
     values.check_one_stdin(id_list, details)
+    if details == "-":
+        run.printer(output).reading_stdin("--details (a JSON object)")
     changes = bodies.risk_profile_changes(profile_type, score, details)
     if dry_run:
         resource = lambda c: c.risk_profiles  # noqa: E731

@@ -154,3 +154,39 @@ def test_serve_with_a_profile_serves_that_profiles_db(env: dict[str, str], tmp_p
         proc.stderr.close()
     assert f"convrisk serve: database {chosen}".encode() in seen, seen
     assert chosen.exists()
+
+
+# -- stdin on a terminal: say what is awaited ---------------------------------------------------
+
+
+def test_ids_read_from_the_terminal_are_asked_for(env: dict[str, str], store: Any) -> None:
+    conv_id = store.conversations.create({"contact_id": "c"})["id"]
+    term = Terminal(env, ["conv", "get", "-", "-o", "id"], columns=120)
+    term.read_until(b"Ctrl-D")
+    assert term.text() == [
+        "Reading ids, one per line, from the terminal; end with Ctrl-D (Ctrl-C cancels)."
+    ]
+    term.send(conv_id.encode() + b"\r")
+    term.send(b"\x04")
+    assert term.finish() == 0
+    assert term.text()[-1] == conv_id
+
+
+def test_details_read_from_the_terminal_are_asked_for(env: dict[str, str], store: Any) -> None:
+    args = ["risk", "create", "--customer-id", "c", "--profile-type", "t", "--score", "1"]
+    term = Terminal(env, [*args, "--details", "-", "-o", "id"], columns=120)
+    term.read_until(b"Ctrl-D")
+    assert term.text() == [
+        "Reading --details (a JSON object) from the terminal; end with Ctrl-D (Ctrl-C cancels)."
+    ]
+    term.send(b'{"reviewed": true}\r')
+    term.send(b"\x04")
+    assert term.finish() == 0
+    (made,) = store.risk_profiles.list()["data"]
+    assert made["details"] == {"reviewed": True}
+
+
+def test_ids_from_a_pipe_are_read_without_a_word(env: dict[str, str], store: Any) -> None:
+    conv_id = store.conversations.create({"contact_id": "c"})["id"]
+    result = run(env, "conv", "get", "-", "-o", "id", input=conv_id + "\n")
+    assert (result.returncode, result.stdout, result.stderr) == (0, conv_id + "\n", "")
