@@ -85,7 +85,7 @@ def _import_formats() -> Sequence[str]:
 
 
 def _log_formats() -> Sequence[str]:
-    from .serve import LOG_FORMATS
+    from convrisk.local_backend.access_log import LOG_FORMATS
 
     return LOG_FORMATS
 

@@ -18,8 +18,6 @@ from .values import whole_number
 if TYPE_CHECKING:
     from convrisk.local_backend.faults import Chaos
 
-LOG_FORMATS = ("text", "json")
-
 
 def serve(
     ctx: typer.Context,
@@ -100,6 +98,7 @@ def serve(
     """
     import secrets
 
+    from convrisk.local_backend.access_log import LOG_FORMATS
     from convrisk.local_backend.faults import Chaos
     from convrisk.local_backend.server import is_loopback, run_server
 
