@@ -16,6 +16,8 @@ import pytest
 
 from convrisk.api_client import __version__
 
+from .both_backends import Cli
+from .both_backends import cli as cli  # a fixture: each test on the local db and on serve
 from .console import CONVRISK, SAFETY_TIMEOUT, run
 from .screen import Terminal
 
@@ -190,3 +192,34 @@ def test_ids_from_a_pipe_are_read_without_a_word(env: dict[str, str], store: Any
     conv_id = store.conversations.create({"contact_id": "c"})["id"]
     result = run(env, "conv", "get", "-", "-o", "id", input=conv_id + "\n")
     assert (result.returncode, result.stdout, result.stderr) == (0, conv_id + "\n", "")
+
+
+# -- a bad body and a missing id: one order, one exit code, on both backends --------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (
+            [
+                "conv",
+                "update",
+                "conv_00000000000000000000000000",
+                "--pinned-message-id",
+                "a\udcffb",
+            ],
+            "pinned_message_id must be valid Unicode text",
+        ),
+        (
+            ["risk", "update", "rp_00000000000000000000000000", "--details", '{"a": "\\udc80"}'],
+            "details must hold valid Unicode text only",
+        ),
+    ],
+)
+def test_a_bad_body_for_a_missing_id_is_a_usage_error_on_both_backends(
+    cli: Cli, args: list[str], named: str
+) -> None:
+    for dry_run in ([], ["--dry-run"]):
+        result = cli.run(*args, *dry_run)
+        assert result.returncode == 2, (cli.name, dry_run, result.stderr)
+        assert named in result.stderr and "HTTP" not in result.stderr
