@@ -88,7 +88,7 @@ class Printer:
         """Say on stderr that `what` is now read from stdin, when stdin is a terminal (else the
         command would wait there without a word)."""
         if self.stdin_is_terminal():
-            self.hint(f"Reading {what} from the terminal; end with Ctrl-D (Ctrl-C cancels).")
+            self.hint(f"Reading {what} from the terminal; end with Ctrl-D.")
 
     def _color(self, code: str, text: str) -> str:
         """`text` in a colour (SGR `code`) on stderr, when colour is allowed there."""

@@ -165,9 +165,7 @@ def test_ids_read_from_the_terminal_are_asked_for(env: dict[str, str], store: An
     conv_id = store.conversations.create({"contact_id": "c"})["id"]
     term = Terminal(env, ["conv", "get", "-", "-o", "id"], columns=120)
     term.read_until(b"Ctrl-D")
-    assert term.text() == [
-        "Reading ids, one per line, from the terminal; end with Ctrl-D (Ctrl-C cancels)."
-    ]
+    assert term.text() == ["Reading ids, one per line, from the terminal; end with Ctrl-D."]
     term.send(conv_id.encode() + b"\r")
     term.send(b"\x04")
     assert term.finish() == 0
@@ -178,9 +176,7 @@ def test_details_read_from_the_terminal_are_asked_for(env: dict[str, str], store
     args = ["risk", "create", "--customer-id", "c", "--profile-type", "t", "--score", "1"]
     term = Terminal(env, [*args, "--details", "-", "-o", "id"], columns=120)
     term.read_until(b"Ctrl-D")
-    assert term.text() == [
-        "Reading --details (a JSON object) from the terminal; end with Ctrl-D (Ctrl-C cancels)."
-    ]
+    assert term.text() == ["Reading --details (a JSON object) from the terminal; end with Ctrl-D."]
     term.send(b'{"reviewed": true}\r')
     term.send(b"\x04")
     assert term.finish() == 0
@@ -223,3 +219,30 @@ def test_a_bad_body_for_a_missing_id_is_a_usage_error_on_both_backends(
         result = cli.run(*args, *dry_run)
         assert result.returncode == 2, (cli.name, dry_run, result.stderr)
         assert named in result.stderr and "HTTP" not in result.stderr
+
+
+def test_a_file_named_like_an_option_imports_after_double_dash(
+    env: dict[str, str], store: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "-new.jsonl").write_text('{"contact_id": "c_dash"}\n')
+    result = subprocess.run(
+        [str(CONVRISK), "conv", "import", "--", "-new.jsonl"],
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=SAFETY_TIMEOUT,
+    )
+    assert result.returncode == 0, result.stderr
+    assert [c["contact_id"] for c in store.conversations.list()["data"]] == ["c_dash"]
+
+
+def test_an_api_body_read_from_the_terminal_is_asked_for(env: dict[str, str], store: Any) -> None:
+    term = Terminal(env, ["api", "/v1/conversations", "-d", "-"], columns=120)
+    term.read_until(b"Ctrl-D")
+    assert term.text() == ["Reading the body of -d (JSON) from the terminal; end with Ctrl-D."]
+    term.send(b'{"contact_id": "c_typed"}\r')
+    term.send(b"\x04")
+    assert term.finish() == 0
+    assert [c["contact_id"] for c in store.conversations.list()["data"]] == ["c_typed"]
