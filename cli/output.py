@@ -41,6 +41,9 @@ R = TypeVar("R", bound="Record")
 # SGR codes of the one-line messages on stderr (drawn without rich: an error or a hint must not
 # cost rich's import).
 DIM, YELLOW, RED = "2", "33", "31"
+# Between two tracebacks of a chain, as Python says it.
+CAUSE = "The above exception was the direct cause of the following exception:"
+CONTEXT = "During handling of the above exception, another exception occurred:"
 
 
 class Printer:
@@ -162,8 +165,17 @@ class Printer:
             self._open_line = False
 
     def notice(self, text: str) -> None:
-        """A message on stderr; several lines stay lines (a traceback, a log line, a help)."""
+        """A one-line message on stderr (a summary, a serve notice or log line): a line break
+        in it is shown escaped, so data in it cannot print a line of its own."""
+        self._message(shown(text))
+
+    def block(self, text: str) -> None:
+        """Several lines of our own on stderr (a help text): each line made safe."""
         self._message(shown(text, keep_newlines=True))
+
+    def traceback(self, exc: BaseException) -> None:
+        """The traceback of `exc` on stderr (`--debug`): see `traceback_lines`."""
+        self._message("\n".join(traceback_lines(exc)))
 
     def hint(self, text: str) -> None:
         """A one-line hint on stderr (dim on a terminal), never on stdout."""
@@ -437,16 +449,59 @@ class Printer:
             self.hint(f"No {kind.plural}.")
 
 
+def traceback_lines(exc: BaseException) -> list[str]:
+    """The lines of a traceback, each safe for a terminal.
+
+    The frames keep their lines (file, line, code), each escaped; every exception's own text
+    (`Type: message`, with its notes), which may carry data such as a service's message, is
+    one line, its line breaks shown as `\\n`: a message cannot print a line that looks like
+    the traceback's, or like convrisk's.
+    """
+    import traceback
+
+    lines: list[str] = []
+    seen: set[int] = set()
+    chain: list[tuple[str | None, traceback.TracebackException]] = []
+    current: traceback.TracebackException | None = traceback.TracebackException.from_exception(exc)
+    label: str | None = None
+    while current is not None and id(current) not in seen and len(chain) < 100:
+        seen.add(id(current))
+        chain.append((label, current))
+        if current.__cause__ is not None:
+            label, current = CAUSE, current.__cause__
+        elif current.__context__ is not None and not current.__suppress_context__:
+            label, current = CONTEXT, current.__context__
+        else:
+            current = None
+    for label, part in reversed(chain):
+        if part.stack:
+            lines.append("Traceback (most recent call last):")
+            lines.extend(
+                shown(line, keep_newlines=True)
+                for frame in part.stack.format()
+                for line in frame.rstrip("\n").split("\n")
+            )
+        lines.append(shown("".join(part.format_exception_only()).rstrip("\n")))
+        if label is not None:
+            lines += ["", label, ""]
+    return lines
+
+
 def debug_handler() -> logging.Handler:
     """A stderr handler for `--debug` (the loggers never see the token); data shown escaped."""
     import logging
 
     class Printable(logging.Formatter):
-        """Escapes control characters in each line (paths, ids and messages carry data)."""
+        """Each record's message as one line (paths, ids and messages carry data); a traceback
+        attached to it as the lines of `traceback_lines`."""
 
         def format(self, record: logging.LogRecord) -> str:
             """The usual line, made safe for the terminal."""
-            return shown(super().format(record), keep_newlines=True)
+            record.message = record.getMessage()
+            line = shown(self.formatMessage(record))
+            if record.exc_info and record.exc_info[1] is not None:
+                return "\n".join([line, *traceback_lines(record.exc_info[1])])
+            return line
 
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(Printable("debug: %(name)s: %(message)s"))

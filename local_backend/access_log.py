@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from convrisk.api_client.endpoint import Scrubber
 from convrisk.api_client.text import printable
 
 Log = Callable[[str], None]
@@ -22,7 +23,7 @@ class AccessLog:
             raise ValueError(f"unknown log format {fmt!r}")
         self._sink = sink
         self._json = fmt == "json"
-        self._token = token
+        self._scrubber = Scrubber(token)
 
     def request(
         self,
@@ -84,8 +85,7 @@ class AccessLog:
         self._emit(line)
 
     def _emit(self, line: str) -> None:
-        if self._token and self._token in line:
-            line = line.replace(self._token, "***")
+        line = self._scrubber.text(line)
         assert self._sink is not None
         self._sink(line)
 

@@ -174,7 +174,8 @@ def test_every_message_shows_data_escaped_and_keeps_its_own_colour(
     printer.hint(f"hint {HOSTILE}\nforged line")
     printer.warning(f"warn {HOSTILE}")
     printer.error(ErrorInfo("api_error", f"failed {HOSTILE}", id=f"id{HOSTILE}"))
-    printer.notice(f"Traceback:\n  {HOSTILE}")
+    printer.notice(f"notice {HOSTILE}\nforged line")
+    printer.block(f"Usage:\n  {HOSTILE}")
     printer.line(f"value {HOSTILE}")
     out, err = capsys.readouterr()
     assert out == f"value {SHOWN}\n"
@@ -182,7 +183,8 @@ def test_every_message_shows_data_escaped_and_keeps_its_own_colour(
         f"\x1b[2mhint {SHOWN}\\nforged line\x1b[0m",  # a hint is one line
         f"\x1b[33mWarning:\x1b[0m warn {SHOWN}",
         f"\x1b[31mError:\x1b[0m id{SHOWN}: failed {SHOWN}",
-        "Traceback:",  # a notice keeps its lines
+        f"notice {SHOWN}\\nforged line",  # a notice is one line
+        "Usage:",  # a block of our own keeps its lines
         f"  {SHOWN}",
     ]
 
