@@ -49,6 +49,9 @@ class Kind:
     # function, instead of columns: each item is one screen line (data in it is escaped whole).
     line: Callable[[Row], Sequence[str]] | None = None
 
+    # The output formats these rows can be printed in (None: every one), in the order named.
+    formats: tuple[str, ...] | None = None
+
     # --fields: only these fields of each record, in this order (None: all of them).
     fields: tuple[str, ...] | None = None
 
@@ -177,4 +180,12 @@ _STATUS_COLUMNS = tuple(
         "error",
     )
 )
-STATUS = Kind("status", "statuses", _STATUS_COLUMNS, _STATUS_COLUMNS, line=_status_lines)
+# A status has no id: `-o id` would print nothing.
+STATUS = Kind(
+    "status",
+    "statuses",
+    _STATUS_COLUMNS,
+    _STATUS_COLUMNS,
+    line=_status_lines,
+    formats=("table", "json", "jsonl", "csv"),
+)

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeVar, cast
 
 from .cells import json_text, shown
-from .errors import ErrorInfo, JqFailed, OutputFailed, StdoutClosed
+from .errors import ErrorInfo, JqFailed, OutputFailed, StdoutClosed, UsageProblem
 from .iostreams import IOStreams, ask
 from .kinds import ANSWER, Kind, Row
 from .sinks import CsvSink, IdSink, JsonlSink, JsonSink, LineSink, Sink, TsvSink
@@ -58,8 +58,13 @@ class Printer:
         shape: Shape | None = None,
         json_errors: bool | None = None,
         streams: IOStreams | None = None,
+        chosen: bool = False,
     ) -> None:
         self.fmt = fmt
+        # Whether the format was asked for on this command line (-o): `-o table` draws the
+        # table even when piped, and a format the command cannot print is a usage error (a
+        # default from the settings gives way to `table` instead).
+        self.chosen = chosen
         # Errors as one JSON line on stderr (default: with -o json and jsonl).
         self.json_errors = fmt in ("json", "jsonl") if json_errors is None else json_errors
         self.remote = remote
@@ -281,8 +286,23 @@ class Printer:
             raise
         sink.close()
 
+    def format_for(self, kind: Kind) -> str:
+        """The format rows of `kind` are printed in: this printer's, or `table` when the
+        settings' default is one that `kind` cannot print; a usage error when -o asked for it.
+        """
+        if kind.formats is None or self.fmt in kind.formats:
+            return self.fmt
+        if self.chosen:
+            raise UsageProblem(
+                f"-o {self.fmt} cannot print {kind.plural}: use "
+                f"{', '.join(kind.formats[:-1])} or {kind.formats[-1]}.",
+                param="--output",
+            )
+        return "table"
+
     def sink(self, kind: Kind, many: bool) -> Sink:
         """The sink of this format for rows of `kind` (see `records`)."""
+        fmt = self.format_for(kind)
         # The --jq and terminal sinks are imported when chosen: a piped format loads neither.
         if self.shape is not None:
             if self.shape.fields is not None:
@@ -292,7 +312,7 @@ class Printer:
 
                 return JqSink(self, kind, many, self.shape.jq, terminal=self.stdout_is_terminal())
         terminal = self.stdout_is_terminal()
-        if self.fmt == "json":
+        if fmt == "json":
             if not terminal:
                 return JsonSink(self, kind, many, indent=None)
             if self.streams.colour("stdout"):
@@ -300,15 +320,15 @@ class Printer:
 
                 return HighlightedJsonSink(self, kind, many, self.streams)
             return JsonSink(self, kind, many, indent=2)
-        if self.fmt == "jsonl":
+        if fmt == "jsonl":
             return JsonlSink(self, kind, many)
-        if self.fmt == "csv":
+        if fmt == "csv":
             return CsvSink(self, kind, many)
-        if self.fmt == "id":
+        if fmt == "id":
             return IdSink(self, kind, many)
         if kind.line is not None:
             return LineSink(self, kind, many)
-        if not terminal:
+        if not terminal and not self.chosen:
             return TsvSink(self, kind, many)
         from .views import DetailSink, TerminalTableSink
 
