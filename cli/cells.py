@@ -52,14 +52,17 @@ def date_only(cell: str) -> str:
 
 
 def shown(text: str, *, escape_backslash: bool = False, keep_newlines: bool = False) -> str:
-    """`text` safe for a terminal line: api_client.text.printable(), with the same options."""
+    """`text` safe for a terminal: one line (api_client.text.safe_line), or with
+    `keep_newlines` several (safe_lines); `escape_backslash` as printable()'s."""
     # Plain ASCII has nothing to escape: the common case costs no call, and `config` and `--help`
     # import nothing of api_client.
     if text.isascii() and text.isprintable() and not (escape_backslash and "\\" in text):
         return text
-    from convrisk.api_client.text import printable
+    from convrisk.api_client import text as safe
 
-    return printable(text, escape_backslash=escape_backslash, keep_newlines=keep_newlines)
+    if escape_backslash:
+        return safe.printable(text, escape_backslash=True, keep_newlines=keep_newlines)
+    return safe.safe_lines(text) if keep_newlines else safe.safe_line(text)
 
 
 def shown_keeping_layout(text: str) -> str:

@@ -154,11 +154,14 @@ def describe(
     errors = _api_errors()
     if errors is not None and isinstance(exc, errors.AuthenticationError):
         info.message = f"{_token_origin(settings)}: {info.message}"
-    if errors is not None and isinstance(exc, errors.NotFoundError) and not remote:
-        text, http, status = info.message.rpartition(" (HTTP ")  # `convrisk api`'s answer
-        if not http:
-            text, status = info.message, ""
-        info.message = f"{text.rstrip('.')} in {_database(settings)}" + http + status
+    if (
+        errors is not None
+        and isinstance(exc, errors.NotFoundError)
+        and not (remote or exc.answered)
+    ):
+        # The local database said so (`convrisk api` answers as a service would, and a remote
+        # one is named by its answer's status).
+        info.message = f"{info.message.rstrip('.')} in {_database(settings)}"
     if debug_hint and info.type == "internal_error":
         info.message += " (run with --debug for the traceback)"
     return info

@@ -1,16 +1,18 @@
 """The printer, the only place that prints: every output format, errors, hints, progress and
 questions, written to the streams of its IOStreams (terminal facts, cli/iostreams.py).
 
-Formats: `table` (on a terminal a table of one line per row, or for one record a detail view
-with every field; tab-separated under a header line otherwise), `json` (an object, or an array
-for lists and several ids), `jsonl`, `csv` and `id`. Lists are written and flushed page by
-page, so `--all` starts printing at once in flat memory. The sinks (cli/sinks.py,
-cli/views.py, cli/jq_sink.py) make the text; what a person sees on a terminal is drawn by rich
-(cli/draw.py), loaded only then.
+Formats: `table` (on a terminal, or piped when `-o table` asks for it, a table of one line per
+row, or for one record a detail view with every field; tab-separated under a header line
+otherwise), `json` (an object, or an array for lists and several ids), `jsonl`, `csv` and `id`.
+Lists are written and flushed page by page, so `--all` starts printing at once in flat memory.
+The sinks (cli/sinks.py, cli/views.py, cli/jq_sink.py) make the text; what a person sees on a
+terminal is drawn by rich (cli/draw.py), loaded only then.
 
 Every line a person reads goes through `shown()` (api_client.text.printable) in the sinks and
 the message methods here, so that no command can let a control character from data reach the
-terminal (DESIGN 4.2). What an error means is decided in cli/errors.py; `error()` prints it.
+terminal (DESIGN 4.2); where one line is meant (errors, hints, warnings, notices, status lines,
+progress) a line break from data is escaped too, so that data cannot print a line of its own.
+What an error means is decided in cli/errors.py; `error()` prints it.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from convrisk.api_client.endpoint import Scrubber
-from convrisk.api_client.text import printable
+from convrisk.api_client.text import printable, safe_line
 
 Log = Callable[[str], None]
 
@@ -81,7 +81,7 @@ class AccessLog:
         if self._json:
             line = json.dumps({"time": _now(), "level": level, "message": message})
         else:
-            line = f"{_now()} convrisk serve: {level}: {printable(message)}"
+            line = f"{_now()} convrisk serve: {level}: {safe_line(message)}"
         self._emit(line)
 
     def _emit(self, line: str) -> None:
