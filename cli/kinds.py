@@ -91,8 +91,10 @@ def planned(operation: str, id: str | None, body: Mapping[str, Any]) -> dict[str
     return {"dry_run": True, "operation": operation, "id": id, "body": dict(body)}
 
 
-def plan_kind(target: Kind) -> Kind:
-    """The kind of the planned operations on `target`: readable lines in the table format."""
+def plan_kind(target: Kind, *, ids: bool = True) -> Kind:
+    """The kind of the planned operations on `target`: readable lines in the table format.
+
+    `ids` False: planned creates, which have no id yet, so `-o id` cannot print them."""
 
     def line(row: Row) -> list[str]:
         body = format_cell(row.get("body") or {}, "json")
@@ -108,6 +110,7 @@ def plan_kind(target: Kind) -> Kind:
         _PLAN_COLUMNS,
         _PLAN_COLUMNS,
         line=line,
+        formats=None if ids else ("table", "json", "jsonl", "csv"),
     )
 
 

@@ -123,12 +123,15 @@ def test_format_names_are_read_in_any_case_from_o_the_environment_and_the_config
     assert json.loads(run(env, "conv", "list").stdout)["id"] == conv["id"]
 
 
-def test_status_refuses_a_format_it_cannot_print_and_a_default_one_gives_way(
+def test_a_format_a_command_cannot_print_is_refused_and_a_default_one_gives_way(
     env: dict[str, str],
 ) -> None:
     refused = run(env, "status", "-o", "id")
     assert refused.returncode == 2 and refused.stdout == ""
     assert refused.stderr == "Error: -o id cannot print statuses: use table, json, jsonl or csv.\n"
+    planned = run(env, "conv", "create", "--contact-id", "c_1", "--dry-run", "-o", "id")
+    assert planned.returncode == 2 and planned.stdout == ""
+    assert "-o id cannot print planned conversation operations" in planned.stderr
     defaulted = run({**env, "CONVRISK_OUTPUT": "id"}, "status")
     assert defaulted.returncode == 0, defaulted.stderr
     assert defaulted.stdout.splitlines()[0].startswith("profile  default")
