@@ -6,13 +6,15 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
+import sys
 from collections.abc import Callable
 
 import pytest
 
 from convrisk.cli.cells import csv_cell, format_timestamp
 from convrisk.cli.errors import ErrorInfo
-from convrisk.cli.output import Printer
+from convrisk.cli.output import Printer, debug_handler, traceback_lines
 from tests.cli.conftest import Invoke
 
 Make = Callable[[int], list[str]]
@@ -229,3 +231,31 @@ def test_the_delete_question_shows_ids_escaped(invoke: Invoke, terminal: Termina
 )
 def test_csv_cells_defuse_formulas_but_leave_numbers(value: str, cell: str) -> None:
     assert csv_cell(value) == cell
+
+
+def test_a_debug_log_line_is_one_line_and_its_traceback_keeps_only_its_own_lines() -> None:
+    try:
+        raise ValueError(f"refused\nservice  ok {HOSTILE}")
+    except ValueError:
+        record = logging.LogRecord(
+            "convrisk.http", logging.DEBUG, "x", 1, "GET %s", ("/a\nb",), None
+        )
+        record.exc_info = sys.exc_info()
+    lines = debug_handler().format(record).split("\n")
+    assert lines[0] == "debug: convrisk.http: GET /a\\nb"
+    assert lines[1] == "Traceback (most recent call last):"
+    assert lines[-1] == f"ValueError: refused\\nservice  ok {SHOWN}"
+    assert not any(line.startswith("service") for line in lines)
+
+
+def test_a_chained_traceback_says_how_its_parts_are_linked() -> None:
+    try:
+        try:
+            raise KeyError("first\nforged")
+        except KeyError as exc:
+            raise RuntimeError("second") from exc
+    except RuntimeError as exc:
+        lines = traceback_lines(exc)
+    assert "KeyError: 'first\\nforged'" in lines
+    assert "The above exception was the direct cause of the following exception:" in lines
+    assert lines[-1] == "RuntimeError: second"
