@@ -7,7 +7,6 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
-from .cells import shown
 from .errors import ErrorInfo, StdoutClosed
 from .kinds import Column, Kind, Row
 from .output import Printer
@@ -31,9 +30,8 @@ IMPORT_RESULTS = Kind("import result", "import results", _RESULT_COLUMNS, _RESUL
 STATUSES = ("created", "updated", "replayed", "failed")
 
 
-def _result_line(row: Row) -> str:
-    # The id is the service's: a line break in it must not start a line of ours.
-    return f"line {row.get('line')}: {row.get('status')} {shown(str(row.get('id')))}"
+def _result_line(row: Row) -> list[str]:
+    return [f"line {row.get('line')}: {row.get('status')} {row.get('id')}"]
 
 
 # On a terminal: one readable line per record done (a failure is an `Error:` line on stderr).
