@@ -91,6 +91,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )
         """,
     ),
+    # 3: a contact's conversations (`conv list --contact-id`), in the id order.
+    ("CREATE INDEX conversations_by_contact ON conversations (contact_id, id)",),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
