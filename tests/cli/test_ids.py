@@ -32,22 +32,42 @@ def test_failures_are_reported_with_their_id_and_the_rest_goes_on(
     invoke: Invoke, conversations: Make
 ) -> None:
     a, b = conversations(2)
-    result = invoke("conv", "update", a, "conv_gone1", b, "conv_gone2", "--mute", "-o", "id")
+    result = invoke(
+        "conv",
+        "update",
+        a,
+        "conv_01ARZ3NDEKTSV4RRFFQ69G5FA1",
+        b,
+        "conv_01ARZ3NDEKTSV4RRFFQ69G5FA2",
+        "--mute",
+        "-o",
+        "id",
+    )
     assert result.code == 3
     assert result.lines() == [a, b]
     errors = result.stderr.splitlines()
     assert len(errors) == 2
-    assert "conv_gone1" in errors[0] and "conv_gone2" in errors[1]
+    assert (
+        "conv_01ARZ3NDEKTSV4RRFFQ69G5FA1" in errors[0]
+        and "conv_01ARZ3NDEKTSV4RRFFQ69G5FA2" in errors[1]
+    )
     muted = invoke("conv", "list", "--muted", "-o", "id").ok().lines()
     assert set(muted) == {a, b}
 
 
 def test_json_errors_per_id_are_json_lines(invoke: Invoke) -> None:
-    result = invoke("risk", "get", "rp_x", "rp_y", "-o", "json")
+    result = invoke(
+        "risk",
+        "get",
+        "rp_01ARZ3NDEKTSV4RRFFQ69G5FA1",
+        "rp_01ARZ3NDEKTSV4RRFFQ69G5FA2",
+        "-o",
+        "json",
+    )
     assert result.code == 3
     assert result.json() == []
     ids = [json.loads(line)["error"]["id"] for line in result.stderr.splitlines()]
-    assert ids == ["rp_x", "rp_y"]
+    assert ids == ["rp_01ARZ3NDEKTSV4RRFFQ69G5FA1", "rp_01ARZ3NDEKTSV4RRFFQ69G5FA2"]
 
 
 def test_dash_must_stand_alone(invoke: Invoke, conversations: Make) -> None:

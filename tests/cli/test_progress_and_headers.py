@@ -42,6 +42,8 @@ def test_progress_says_one_conversation(
 
 @pytest.mark.parametrize("fmt", ["table", "csv"])
 def test_get_of_only_failing_ids_prints_no_header(invoke: Invoke, fmt: str) -> None:
-    result = invoke("conv", "get", "a", "b", "c", "-o", fmt)
+    result = invoke(
+        "conv", "get", *(f"conv_01ARZ3NDEKTSV4RRFFQ69G5FA{n}" for n in range(3)), "-o", fmt
+    )
     assert result.code == 3 and result.stdout == ""
     assert invoke("conv", "list", "-o", fmt).ok().stdout != ""  # an empty list keeps its header

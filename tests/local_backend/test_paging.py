@@ -120,7 +120,7 @@ def test_a_cursor_beyond_either_end_gives_an_empty_page(
     backend: LocalBackend, clock: FakeClock
 ) -> None:
     make_conversations(backend, clock, 3)
-    assert backend.conversations.list(starting_after="conv_0")["data"] == []
+    assert backend.conversations.list(starting_after="conv_" + "0" * 26)["data"] == []
     page = backend.conversations.list(starting_after="conv_ZZZZZZZZZZZZZZZZZZZZZZZZZZ")
     assert len(page["data"]) == 3
     assert page["has_more"] is False
