@@ -318,7 +318,7 @@ def cut_id(text: str) -> str:
 def shown_id(text: str) -> str:
     """An id as a message shows it: quoted, cut (`cut_id`) and safe on a terminal, so that a
     giant or hostile id never makes a giant or forged line."""
-    return repr(printable(cut_id(text)))
+    return f"'{printable(cut_id(text))}'"
 
 
 def check_id(resource: ResourceName, value: object, name: str = "id") -> str:
@@ -345,7 +345,7 @@ def check_remote_id(resource: ResourceName, value: object, name: str = "id") -> 
     if bad is not None:
         noun = RESOURCES[resource].noun
         raise InvalidRequestError(
-            f"{_what(name)}{shown_id(text)} is not a {noun} id: it holds {printable(repr(bad))}; "
+            f"{_what(name)}{shown_id(text)} is not a {noun} id: it holds {shown_id(bad)}; "
             "ids are letters, digits and - . _ ~.",
             param=name,
         )

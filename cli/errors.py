@@ -93,7 +93,7 @@ class ErrorInfo:
         about_the_line = self.line_number is not None and text.startswith(
             f"line {self.line_number}"
         )
-        if self.id and self.id not in text and not about_the_line:
+        if self.id and not _names(text, self.id) and not about_the_line:
             text = f"{self.id}: {text}"
         if self.line_number is not None and not about_the_line:
             text = f"line {self.line_number}: {text}"
@@ -115,6 +115,15 @@ class ErrorInfo:
             if value is not None:
                 fields[key] = value
         return {"error": fields}
+
+
+def _names(text: str, id: str) -> bool:
+    """Whether a message already names the id, as it is or as a line shows it (escaped)."""
+    if id in text:
+        return True
+    from .cells import shown
+
+    return shown(id) in text
 
 
 class TokenFacts(Protocol):
