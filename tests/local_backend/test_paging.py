@@ -192,6 +192,7 @@ FILTER_CASES = [
     ("conversations", {"pinned": True}),
     ("conversations", {"pinned": False}),
     ("conversations", {"group_id": "grp_busy"}),
+    ("conversations", {"contact_id": "ct_00000001"}),
     ("risk_profiles", {}),
     ("risk_profiles", {"customer_id": "cus_00000001"}),
     ("risk_profiles", {"profile_type": "moderate"}),
