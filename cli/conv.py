@@ -6,7 +6,7 @@ import typer
 
 from convrisk.api_client.resources import CONVERSATIONS as CONVERSATION_RESOURCE
 
-from . import bodies, values
+from . import bodies, complete, values
 from . import options as opt
 from .context import app_context
 from .loops import delete_each, for_each_id, plan_create, plan_each_id, print_list
@@ -32,7 +32,13 @@ app = typer.Typer(
 GroupId = Annotated[str | None, typer.Option("--group-id", metavar="G", help="A group's id.")]
 _CONTACT_FILTER = next(f for f in CONVERSATION_RESOURCE.filters if f.name == "contact_id")
 ContactFilter = Annotated[
-    str | None, typer.Option(_CONTACT_FILTER.option, metavar="C", help=_CONTACT_FILTER.doc)
+    str | None,
+    typer.Option(
+        _CONTACT_FILTER.option,
+        metavar="C",
+        help=_CONTACT_FILTER.doc,
+        autocompletion=complete.filter_values("conversations", _CONTACT_FILTER.column),
+    ),
 ]
 
 
