@@ -184,10 +184,10 @@ class ResourceClient(Generic[M, C, U, F]):
         )
         return (item for page in pages for item in page["data"])
 
-    def scans(self, filters: F | None) -> bool:
-        """Whether a list with these filters reads every record to apply one of them (a filter
-        the service's interface lacks, on a remote service: `conv list --contact-id`)."""
-        return self._backend.scans(filters)
+    def scanned_filters(self, filters: F | None) -> tuple[str, ...]:
+        """The given filters a list applies by reading every record (filters the service's
+        interface lacks, on a remote service: `conv list --contact-id`); empty for a query."""
+        return self._backend.scanned_filters(filters)
 
     def watch_scan(self, report: Callable[[int, int], None] | None) -> None:
         """Have `report(scanned, matched)` called after each page such a list reads."""

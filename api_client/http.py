@@ -183,11 +183,10 @@ class HTTPResource(Generic[M, C, U, F]):
         )
         return found
 
-    def scans(self, filters: F | None) -> bool:
-        """Whether a list with these filters reads every record: a filter the interface lacks."""
-        return any(
-            name in self._scanned and value is not None for name, value in (filters or {}).items()
-        )
+    def scanned_filters(self, filters: F | None) -> tuple[str, ...]:
+        """The given filters the interface lacks: a list applies them on a scan."""
+        given = (filters or {}).items()
+        return tuple(name for name, value in given if name in self._scanned and value is not None)
 
     def watch_scan(self, report: Callable[[int, int], None] | None) -> None:
         """Have `report(scanned, matched)` called after each page a scan reads."""

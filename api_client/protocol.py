@@ -59,9 +59,9 @@ class ResourceBackend(Protocol[M, C_contra, U_contra, F_contra]):
         """The page `list` would return, as each record's `records.json_text()` and its id."""
         ...
 
-    def scans(self, filters: F_contra | None) -> bool:
-        """Whether a list with these filters reads every record to apply one of them (a filter
-        the service's interface lacks, on a remote service)."""
+    def scanned_filters(self, filters: F_contra | None) -> tuple[str, ...]:
+        """The given filters a list applies by reading every record (filters the service's
+        interface lacks, on a remote service); empty when the list is a plain query."""
         ...
 
     def watch_scan(self, report: Callable[[int, int], None] | None) -> None:

@@ -38,11 +38,12 @@ def print_list(
     printer = run.printer(output)
     target = resource(run.client())
     going_on = cursor_option(ending_before)
-    if target.scans(filters):
-        # A filter the service lacks (DESIGN 5.2): said once, and the scan's progress shown.
+    scanned = target.scanned_filters(filters)
+    if scanned:
+        # Filters the service lacks (DESIGN 5.2): said once, and the scan's progress shown.
         printer.hint(
-            f"The service has no such filter: convrisk reads every {kind.noun} and keeps the "
-            "ones that match (a scan; it can take a while)."
+            f"The service has no {' or '.join(scanned)} filter: convrisk reads every "
+            f"{kind.noun} and keeps the ones that match (a scan; it can take a while)."
         )
         target.watch_scan(
             lambda scanned, matched: printer.progress(

@@ -174,9 +174,9 @@ class TableResource(Generic[M, C, U, F]):
         args.append(size + 1)
         return sql, args
 
-    def scans(self, filters: F | None) -> bool:
-        """Never: every filter is a query of the table."""
-        return False
+    def scanned_filters(self, filters: F | None) -> tuple[str, ...]:
+        """None: every filter is a query of the table."""
+        return ()
 
     def watch_scan(self, report: Callable[[int, int], None] | None) -> None:
         """Nothing to watch: no list reads every record."""

@@ -63,8 +63,8 @@ def test_a_remote_list_by_contact_scans_pages_and_keeps_that_contacts(remote: Ma
     r = remote(*_steps(listing, 10))
     client = Client(r.backend, page_size=100)
     wanted = [rec["id"] for rec in listing.records if rec["contact_id"] == "c_1"]
-    assert client.conversations.scans({"contact_id": "c_1"})
-    assert not client.conversations.scans({"group_id": "g", "contact_id": None})
+    assert client.conversations.scanned_filters({"contact_id": "c_1"}) == ("contact_id",)
+    assert client.conversations.scanned_filters({"group_id": "g", "contact_id": None}) == ()
     got = [c["id"] for c in client.conversations.iterate({"contact_id": "c_1"})]
     assert got == wanted and len(got) == 5
     # Pages of the largest size, without the filter, until the end of the list.
