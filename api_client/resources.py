@@ -121,8 +121,8 @@ class Resource:
 
     @property
     def id_pattern(self) -> str:
-        """The regular expression of an id this tool mints: `^conv_[0-9A-HJKMNP-TV-Z]{26}$`."""
-        return f"^{self.prefix}[0-9A-HJKMNP-TV-Z]{{{ID_BODY_LENGTH}}}$"
+        """The regular expression of an id this tool mints: `^conv_[0123...XYZ]{26}$`."""
+        return f"^{self.prefix}[{ID_ALPHABET}]{{{ID_BODY_LENGTH}}}$"
 
     def is_minted_id(self, text: str) -> bool:
         """Whether `text` has the shape of an id this tool mints for this resource."""

@@ -46,8 +46,8 @@ def print_list(
             f"{kind.noun} and keeps the ones that match (a scan; it can take a while)."
         )
         target.watch_scan(
-            lambda scanned, matched: printer.progress(
-                f"scanned {scanned:,} {kind.plural}, {matched:,} matching..."
+            lambda read, matched: printer.progress(
+                f"scanned {read:,} {kind.plural}, {matched:,} matching..."
             )
         )
     if printer.takes_json_text() and ending_before is None:

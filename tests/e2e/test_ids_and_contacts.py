@@ -219,6 +219,7 @@ def test_a_remote_scan_shows_its_progress_on_a_terminal(remote: Cli) -> None:
     assert "c_1" in shown and "scanned" not in shown  # the progress line was wiped
 
 
-def test_the_contact_option_is_described_in_help() -> None:
-    result = run(dict(os.environ), "conv", "list", "--help")
-    assert "--contact-id" in result.stdout
+def test_the_contact_option_is_described_in_help(env: dict[str, str]) -> None:
+    result = run(env, "conv", "list", "--help")
+    assert result.returncode == 0
+    assert "--contact-id C" in result.stdout and "A contact's conversations" in result.stdout
