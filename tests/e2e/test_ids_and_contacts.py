@@ -4,9 +4,8 @@ convrisk on the local database and against a `convrisk serve` on loopback."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import threading
+import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,61 +90,43 @@ def test_a_local_id_with_a_bad_body_is_refused_before_the_database(tmp_path: Pat
         assert "26 characters" in _one_short_line(result.stderr)
 
 
-def _feed(proc: subprocess.Popen[bytes], chunks: list[bytes]) -> None:
-    assert proc.stdin is not None
-    try:
-        for chunk in chunks:
-            proc.stdin.write(chunk)
-        proc.stdin.close()
-    except BrokenPipeError:
-        pass
+# Runs a command and writes its peak RSS (KiB) to a file. Linux carries ru_maxrss across exec, so
+# a child started straight from this (large) test process would report the test's own peak; a
+# grandchild forked from this small interpreter reports its own.
+_PEAK_PROBE = """
+import os, subprocess, sys
+proc = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(proc.pid, 0)
+with open(sys.argv[1], "w") as out:
+    out.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
 
 
-def test_a_giant_id_on_stdin_is_refused_in_bounded_memory_and_the_others_go_on(cli: Cli) -> None:  # noqa: F811
+def test_a_giant_id_on_stdin_is_refused_in_bounded_memory_and_the_others_go_on(
+    cli: Cli,  # noqa: F811
+    tmp_path: Path,
+) -> None:
     first, second = _seed(cli, ["c_1", "c_2"])
     # 64 MiB on one line, between two real ids.
-    block = b"A" * (1024 * 1024)
-    chunks = [first.encode() + b"\n", b"conv_", *([block] * 64), b"\n", second.encode() + b"\n"]
-    proc = subprocess.Popen(
-        [str(CONVRISK), "conv", "get", "-", "-o", "id"],
+    data = first.encode() + b"\nconv_" + b"A" * (64 * 1024 * 1024) + b"\n" + second.encode() + b"\n"
+    peak_file = tmp_path / "peak"
+    command = [str(CONVRISK), "conv", "get", "-", "-o", "id"]
+    result = subprocess.run(
+        [sys.executable, "-c", _PEAK_PROBE, str(peak_file), *command],
         env=cli.env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        input=data,
+        capture_output=True,
+        timeout=SAFETY_TIMEOUT,
         start_new_session=True,
     )
-    feeder = threading.Thread(target=_feed, args=(proc, chunks), daemon=True)
-    feeder.start()
-    stdout, stderr, peak_kib = _communicate(proc)
-    feeder.join(SAFETY_TIMEOUT)
-    assert proc.returncode == 2, stderr[:500]
-    assert stdout.decode().split() == [first, second]
-    line = _one_short_line(stderr.decode())
+    assert result.returncode == 2, result.stderr[:500]
+    assert result.stdout.decode().split() == [first, second]
+    line = _one_short_line(result.stderr.decode())
     assert "longer than 255 characters" in line
     # The line is never held whole: a 64 MiB line read at once would take several times that.
+    peak_kib = int(peak_file.read_text())
     assert peak_kib < 110 * 1024, f"peak RSS {peak_kib} KiB"
-
-
-def _communicate(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes, int]:
-    """Read stdout and stderr to their end, then reap the child with os.wait4: both outputs and
-    its peak RSS in KiB."""
-    out: list[bytes] = []
-    err: list[bytes] = []
-
-    def drain(stream: object, into: list[bytes]) -> None:
-        into.append(stream.read())  # type: ignore[attr-defined]
-
-    readers = [
-        threading.Thread(target=drain, args=(proc.stdout, out), daemon=True),
-        threading.Thread(target=drain, args=(proc.stderr, err), daemon=True),
-    ]
-    for reader in readers:
-        reader.start()
-    for reader in readers:
-        reader.join(SAFETY_TIMEOUT)
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return b"".join(out), b"".join(err), usage.ru_maxrss
 
 
 # -- item 6: conv list --contact-id ----------------------------------------------------------------
