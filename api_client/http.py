@@ -8,7 +8,7 @@ import random as _random
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 from urllib.parse import quote
 
 import httpx
@@ -173,7 +173,7 @@ class HTTPResource(Generic[M, C, U, F]):
         def keep(record: M) -> bool:
             return all(record.get(column) == value for column, value in columns.items())
 
-        found: Page[M] = scan_page(  # type: ignore[assignment]
+        found = scan_page(
             fetch,
             keep,
             limit,
@@ -181,7 +181,7 @@ class HTTPResource(Generic[M, C, U, F]):
             start=cursors.get(walk),
             report=self._scan_report,
         )
-        return found
+        return cast("Page[M]", found)
 
     def scanned_filters(self, filters: F | None) -> tuple[str, ...]:
         """The given filters the interface lacks: a list applies them on a scan."""
