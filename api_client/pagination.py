@@ -137,12 +137,13 @@ def scan_page(
             report(scanned, len(matched))
         if not page["has_more"]:
             return _scanned(matched, False, backwards, None, scanned)
-        cursor = walk[-1]["id"]
-        if guard.repeated(cursor):
+        last: str = walk[-1]["id"]
+        if guard.repeated(last):
             raise ServiceError(
                 "The service sent a page that makes no progress: its last item "
-                f"{cursor} was already a cursor of this scan; stopped instead of looping."
+                f"{last} was already a cursor of this scan; stopped instead of looping."
             )
+        cursor = last
     raise ServiceError(
         f"Stopped scanning after {MAX_SCAN_PAGES:,} pages ({scanned:,} items) without reaching "
         "the end of the list."
