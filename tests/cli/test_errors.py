@@ -149,3 +149,16 @@ def test_exit_codes_tell_a_check_before_sending_from_an_answer() -> None:
     assert exit_code(AuthenticationError("Bad token.", status=401)) == 4
     assert exit_code(APIConnectionError("Could not reach it.")) == 5
     assert exit_code(ServiceError("Unexpected.")) == 1
+
+
+def test_an_error_line_names_an_id_longer_than_any_by_its_start_only() -> None:
+    from convrisk.api_client.resources import MAX_ID_LENGTH
+    from convrisk.cli.errors import ErrorInfo
+
+    giant = "conv_" + "x" * 100_000
+    line = ErrorInfo("invalid_request_error", "refused.", id=giant).line()
+    assert line.startswith("conv_xxx") and line.endswith("...: refused.") and len(line) < 80
+    longest = "c" * MAX_ID_LENGTH
+    assert ErrorInfo("not_found_error", "gone.", id=longest).line() == f"{longest}: gone."
+    over = ErrorInfo("not_found_error", "gone.", id=longest + "c").line()
+    assert over.endswith("...: gone.") and len(over) < 80
