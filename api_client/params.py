@@ -33,7 +33,7 @@ from .resources import ResourceName as ResourceName
 from .resources import RiskProfileCreateParams as RiskProfileCreateParams
 from .resources import RiskProfileFilters as RiskProfileFilters
 from .resources import RiskProfileUpdateParams as RiskProfileUpdateParams
-from .text import printable
+from .text import safe_line
 
 # Deepest `details` accepted, counting every object and array (the top object is level 1).
 # A bound keeps every record printable (Python's JSON encoder recurses; its indented form runs
@@ -339,7 +339,7 @@ def cut_id(text: str) -> str:
 def shown_id(text: str) -> str:
     """An id as a message shows it: quoted, cut (`cut_id`) and safe on a terminal, so that a
     giant or hostile id never makes a giant or forged line."""
-    return f"'{printable(cut_id(text))}'"
+    return f"'{safe_line(cut_id(text))}'"
 
 
 def check_id(resource: ResourceName, value: object, name: str = "id") -> str:
