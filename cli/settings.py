@@ -42,8 +42,8 @@ DEFAULT_PROFILE_KEY: Final = "default_profile"
 MAX_RETRIES: Final = 10
 # A config file is a few lines; more than this is the wrong file (and is not read whole).
 MAX_CONFIG_BYTES: Final = 1024 * 1024
-# How long a config write waits for another one to finish.
-LOCK_WAIT_SECONDS: Final = 10.0
+# How long a config write waits for others to finish (as long as the database's busy timeout).
+LOCK_WAIT_SECONDS: Final = 30.0
 _PROFILE_NAME = re.compile(r"[A-Za-z0-9_-]+")
 
 
@@ -416,23 +416,20 @@ def locked_config(path: Path, *, wait: float = LOCK_WAIT_SECONDS) -> Iterator[Co
     target = _write_target(path)
     lock = target.with_name(f".{target.name}.lock")
     deadline = time.monotonic() + wait
-    delay = 0.005
+    fd = _open_lock(path, lock)
     while True:
-        try:
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        except OSError as exc:
-            raise _lock_failed(path, lock, exc) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            os.close(fd)
             if time.monotonic() >= deadline:
+                os.close(fd)
                 raise ConfigLocked(
                     f"Config file {path} is being changed by another convrisk ({lock} stayed "
                     f"locked for {wait:g} seconds): nothing was written; try again."
                 ) from None
-            time.sleep(delay)
-            delay = min(delay * 2, 0.1)
+            # Short polls: a writer holds the lock for milliseconds, and a long sleep would
+            # let the others pass first every time.
+            time.sleep(0.005)
             continue
         except OSError as exc:
             os.close(fd)
@@ -446,6 +443,7 @@ def locked_config(path: Path, *, wait: float = LOCK_WAIT_SECONDS) -> Iterator[Co
         if same:
             break
         os.close(fd)
+        fd = _open_lock(path, lock)
     try:
         yield read_config(path)
     finally:
@@ -453,6 +451,13 @@ def locked_config(path: Path, *, wait: float = LOCK_WAIT_SECONDS) -> Iterator[Co
         with contextlib.suppress(OSError):
             os.unlink(lock)
         os.close(fd)
+
+
+def _open_lock(path: Path, lock: Path) -> int:
+    try:
+        return os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise _lock_failed(path, lock, exc) from None
 
 
 def _lock_failed(path: Path, lock: Path, exc: OSError) -> UsageProblem:
