@@ -180,9 +180,11 @@ def test_a_config_write_gives_up_on_a_lock_held_too_long_and_writes_nothing(
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         started = time.monotonic()
-        with pytest.raises(ConfigLocked, match="another convrisk") as caught:
-            with locked_config(config_file, wait=0.3):
-                save_config(config_file, {"default": {"page_size": 6}})
+        with (
+            pytest.raises(ConfigLocked, match="another convrisk") as caught,
+            locked_config(config_file, wait=0.3),
+        ):
+            save_config(config_file, {"default": {"page_size": 6}})
         assert 0.3 <= time.monotonic() - started < 5
     finally:
         os.close(fd)
