@@ -13,6 +13,7 @@ import os
 import secrets
 import shlex
 import stat
+import string
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,7 +47,7 @@ def load_or_create(db_path: Path) -> StoredToken:
     path = token_path(db_path)
     created = False
     if not os.path.lexists(path):
-        created = _create(path, secrets.token_urlsafe(32))
+        created = _create(path, new_token())
     text = _read_private(path)
     if token_problem(text) is not None:
         raise ConvriskError(
@@ -92,6 +93,12 @@ def _read_private(path: Path) -> str:
         return raw.decode("ascii").strip()
     except UnicodeDecodeError:
         raise ConvriskError(f"Cannot read the token file {path}: not ASCII text.") from None
+
+
+def new_token() -> str:
+    """A random token (256 bits) that starts with a letter or digit, never `-`: pasted as an
+    argument (`config set token T`), it must not read as an option."""
+    return secrets.choice(string.ascii_letters + string.digits) + secrets.token_urlsafe(32)
 
 
 def _create(path: Path, token: str) -> bool:
