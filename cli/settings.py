@@ -17,7 +17,6 @@ import os
 import re
 import stat
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -402,7 +401,7 @@ def _write_target(path: Path) -> Path:
     return target
 
 
-@contextmanager
+@contextlib.contextmanager
 def locked_config(path: Path, *, wait: float = LOCK_WAIT_SECONDS) -> Iterator[ConfigFile]:
     """The config file read under its lock, held until the block ends: change it and
     `save_config` it inside the block, and no other convrisk's change in between is lost.
