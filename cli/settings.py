@@ -396,8 +396,12 @@ def _write_target(path: Path) -> Path:
     try:
         target = path.resolve()
         target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        kind = os.stat(target).st_mode if target.exists() else stat.S_IFREG
     except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python 3.11, 3.12)
         raise UsageProblem(f"Cannot write config file {shown}: {_reason(exc)}.") from None
+    if not stat.S_ISREG(kind):
+        # CONVRISK_CONFIG=/dev/null reads as "no settings"; writing must not replace the device.
+        raise UsageProblem(f"Config file {shown} is not a regular file: nothing was written.")
     return target
 
 

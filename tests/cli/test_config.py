@@ -204,3 +204,17 @@ def test_a_config_write_locks_out_another_until_it_is_done(config_file: Path) ->
     with locked_config(config_file, wait=0.05) as current:
         assert current.profiles == {"default": {"page_size": 6}}
     assert sorted(p.name for p in config_file.parent.iterdir()) == ["config.toml"]
+
+
+def test_a_config_that_is_a_device_is_never_written_or_locked_beside(
+    invoke: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from convrisk.cli.errors import UsageProblem
+    from convrisk.cli.settings import locked_config
+
+    with pytest.raises(UsageProblem, match="not a regular file"), locked_config(Path(os.devnull)):
+        pytest.fail("the lock beside /dev/null was taken")
+    monkeypatch.setenv("CONVRISK_CONFIG", os.devnull)
+    result = invoke("config", "set", "timeout", "5")
+    assert result.code == 2 and "not a regular file" in result.stderr
+    assert Path(os.devnull).is_char_device()
