@@ -42,6 +42,12 @@ class NotSet(CliError):
     """`config get KEY` of a key the profile does not set (exit 1, nothing on stdout)."""
 
 
+class ConfigLocked(CliError):
+    """Another convrisk held the config file's lock past the wait: nothing was written (exit 1)."""
+
+    error_type = "config_locked"
+
+
 class JqFailed(CliError):
     """A --jq program failed on the data (a runtime error of jq): exit 1."""
 
@@ -257,7 +263,7 @@ def exit_code(exc: BaseException) -> int:
         return exit_code(exc.first)
     if isinstance(exc, UsageProblem | ClickException):
         return USAGE
-    if isinstance(exc, NotConfirmed | NotSet | JqFailed):
+    if isinstance(exc, NotConfirmed | NotSet | JqFailed | ConfigLocked):
         return FAILED
     if isinstance(exc, KeyboardInterrupt | Abort):
         return INTERRUPTED
