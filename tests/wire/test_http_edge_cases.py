@@ -9,6 +9,7 @@ import json
 import re
 import sqlite3
 import threading
+import time
 from typing import Any
 
 import httpx
@@ -240,3 +241,65 @@ def test_an_answer_head_and_body_go_out_in_one_write() -> None:
         assert recorder.writes[2] == b"HTTP/1.1 100 Continue\r\n\r\n" and recorder.closed
     finally:
         loop.close()
+
+
+def test_a_body_that_drips_gets_a_408_at_its_total_deadline_and_creates_nothing(
+    served: Served, http: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A byte now and then never stalls long enough for BODY_SECONDS; the total deadline
+    still ends it (the old server held such a connection for as long as the client liked)."""
+    monkeypatch.setattr(asgi_app, "BODY_TOTAL_SECONDS", 0.5)
+    body = b'{"contact_id": "ct_drip"}'
+    with connect(served) as sock:
+        sock.sendall(
+            f"POST {CONV} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        )
+        started = time.monotonic()
+        answer = b""
+        for byte in body[:-1]:  # at most 24 x 0.1 s
+            sock.sendall(bytes([byte]))
+            time.sleep(0.1)
+            sock.settimeout(0.001)
+            try:
+                answer = sock.recv(65536)
+            except TimeoutError:
+                continue
+            finally:
+                sock.settimeout(10)
+            break
+        answer += read_all(sock)
+        took = time.monotonic() - started
+    assert answer.startswith(b"HTTP/1.1 408 "), answer
+    assert b"within 0.5 seconds" in answer
+    assert took < 2.4
+    assert http.get(CONV).json()["data"] == []
+
+
+def test_a_failure_outside_the_wire_rules_is_a_500_in_the_error_shape(
+    served: Served, http: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("broken at /secret/place")
+
+    monkeypatch.setattr(served.server.wire, "start", broken)
+    response = http.get(CONV)
+    assert response.status_code == 500
+    assert response.headers["content-type"] == "application/json"
+    assert response.json()["error"]["type"] == "api_error"
+    assert "/secret/place" not in response.text
+    assert "/secret/place" in "\n".join(served.logs)
+
+
+def test_a_giant_head_with_a_method_h11_parses_is_a_431_too(served: Served) -> None:
+    with connect(served) as sock:
+        sock.sendall(f"FOO {CONV} HTTP/1.1\r\nHost: x\r\nX-Giant: ".encode())
+        try:
+            for _ in range(64):  # 4 MiB at most
+                sock.sendall(b"a" * 65536)
+        except OSError:
+            pass
+        answer = read_all(sock)
+    assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
+    error = json.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]
+    assert error["code"] == "request_header_fields_too_large"
