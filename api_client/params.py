@@ -35,6 +35,9 @@ MAX_IDEMPOTENCY_KEY_LENGTH = 255
 ID_PREFIXES: dict[ResourceName, str] = {name: r.prefix for name, r in RESOURCES.items()}
 # The largest request body the service takes (413 above it).
 MAX_BODY_BYTES = 1024 * 1024
+# The largest request head (request line and headers) serve takes (431 above it); nginx's
+# default large_client_header_buffers hold 32 KiB.
+MAX_HEAD_BYTES = 64 * 1024
 # A number in a body (a score), integer or float: within the integers a double holds exactly.
 # Bounded for floats too: JSON Schema counts 2.5e300 as an integer, and validators compare
 # a float with a bound near 2**63 each in their own way; at 2**53 they all agree with Python.

@@ -21,6 +21,7 @@ from convrisk.api_client.params import (
     DEFAULT_LIMIT,
     MAX_BODY_BYTES,
     MAX_DETAILS_DEPTH,
+    MAX_HEAD_BYTES,
     MAX_IDEMPOTENCY_KEY_LENGTH,
     MAX_LIMIT,
     MAX_NUMBER,
@@ -219,6 +220,7 @@ def _error_responses(*statuses: int) -> dict[str, Any]:
         404: "No such object.",
         408: "The body did not arrive in time.",
         411: "A body sent without Content-Length (chunked).",
+        431: f"The request head (request line and headers) is over {MAX_HEAD_BYTES} bytes.",
         413: f"The body is over {MAX_BODY_BYTES} bytes.",
         415: "The body is not sent as application/json.",
         429: "Injected by `serve --faults`; retry after Retry-After seconds.",
@@ -257,7 +259,7 @@ def _body(model: str, *, required: bool) -> dict[str, Any]:
     }
 
 
-_COMMON = (401, 429, 500, 503)
+_COMMON = (401, 429, 431, 500, 503)
 _WITH_BODY = (408, 411, 413, 415)
 
 

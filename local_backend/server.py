@@ -23,12 +23,13 @@ import uvicorn
 
 from convrisk.api_client import __version__
 from convrisk.api_client.errors import ConvriskError
+from convrisk.api_client.params import MAX_HEAD_BYTES
 from convrisk.api_client.protocol import Backend
 
 from .access_log import AccessLog, Log, UvicornNotices
 from .asgi_app import ServeApp
 from .faults import Chaos, Connections
-from .uvicorn_protocols import MAX_HEAD_BYTES, http_protocol
+from .uvicorn_protocols import http_protocol
 from .wire import Wire
 
 # Idle keep-alive connections are closed after this; above httpx's 5 s pool expiry, so that

@@ -31,17 +31,15 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from convrisk.api_client.errors import APIError, InvalidRequestError
-from convrisk.api_client.params import MAX_BODY_BYTES
+from convrisk.api_client.params import MAX_BODY_BYTES, MAX_HEAD_BYTES
 
 from .faults import Connections
 
 # The head of a request (request line and headers) must arrive within this many seconds of the
 # connection opening or of its first byte.
 HEAD_SECONDS = 10.0
-# The largest request head taken (nginx's large_client_header_buffers: 4 x 8 KiB by default,
-# 32 KiB): a larger one is answered 431 and the connection closed. Counted per piece fed to the
-# parser, so a head a piece shorter than this always passes.
-MAX_HEAD_BYTES = 64 * 1024
+# A head over MAX_HEAD_BYTES (api_client.params) is answered 431 and the connection closed. It
+# is counted per piece fed to the parser, so a head a piece shorter than the cap always passes.
 _PIECE = 4096
 # A lingering close: after the answer, what the client still sends is read and dropped for at
 # most this long and this much, so that it can read the answer (a close with unread data would
