@@ -38,10 +38,10 @@ MAX_BODY_BYTES = 1024 * 1024
 # The largest request head (request line and headers) serve takes (431 above it); nginx's
 # default large_client_header_buffers hold 32 KiB.
 MAX_HEAD_BYTES = 64 * 1024
-# A number in a body (a score), integer or float: within the integers a double holds exactly.
-# Bounded for floats too: JSON Schema counts 2.5e300 as an integer, and validators compare
-# a float with a bound near 2**63 each in their own way; at 2**53 they all agree with Python.
-MIN_NUMBER, MAX_NUMBER = -(2**53), 2**53
+# A number in a body (a score), integer or float: within the store's 64-bit integers, kept
+# symmetric. Floats are bounded too (JSON Schema counts 2.5e300 as an integer), and at -2**63
+# validators judge a float each in their own way; at +-(2**63 - 1) they all agree with Python.
+MIN_NUMBER, MAX_NUMBER = -(2**63 - 1), 2**63 - 1
 # A timestamp in a body: Unix seconds from 1970 to the end of 9999 (what a date can show).
 MAX_TIMESTAMP = 253402300799  # 9999-12-31T23:59:59Z
 # What a required string must hold more than: the characters Python's str.isspace() calls
