@@ -107,7 +107,7 @@ def fill_varied(path: Path) -> None:
         # Scores past today's rule (rows from before it, or written by hand) go in by SQL below.
         beyond: list[tuple[str, int | float]] = []
         for index, score in enumerate(SCORES):
-            made = profiles.create(
+            profile = profiles.create(
                 {
                     "customer_id": f"cus_{TEXTS[index % len(TEXTS)]}",
                     "profile_type": TEXTS[(index + 1) % len(TEXTS)],
@@ -116,7 +116,7 @@ def fill_varied(path: Path) -> None:
                 }
             )
             if not MIN_NUMBER <= score <= MAX_NUMBER:
-                beyond.append((made["id"], score))
+                beyond.append((profile["id"], score))
         for details in [*DETAILS, nested(64), nested(20)]:
             profiles.create(
                 {
