@@ -43,9 +43,12 @@ HEAD_SECONDS = 10.0
 _PIECE = 4096
 # A lingering close: after the answer, what the client still sends is read and dropped for at
 # most this long and this much, so that it can read the answer (a close with unread data would
-# send a reset, and the client would lose the answer it has not read yet).
+# send a reset, and the client would lose the answer it has not read yet). A body refused is
+# read to its end up to LINGER_BYTES (the CLI sends JSON arguments of up to 64 MiB); a refused
+# head, whose sender is no HTTP client, a little.
 LINGER_SECONDS = 5.0
-LINGER_BYTES = 4 * MAX_BODY_BYTES
+LINGER_BYTES = 64 * MAX_BODY_BYTES
+LINGER_HEAD_BYTES = 16 * MAX_HEAD_BYTES
 # The methods of the interface; a request with any other method is parsed by h11 (below).
 _FAST_METHODS = (b"GET", b"POST", b"PUT", b"DELETE")
 # A request line, for finding where a pipelined request with another method starts.
@@ -150,7 +153,7 @@ class _Timed:
 
     def data_received(self, data: bytes) -> None:
         """The first byte of a request starts its deadline; a complete head ends it. After a
-        lingering close, what arrives is dropped (up to LINGER_BYTES)."""
+        lingering close, what arrives is dropped (up to its bound)."""
         if self._lingering is not None:
             self._linger_left -= len(data)
             if self._linger_left < 0:
@@ -205,7 +208,7 @@ class _Timed:
             return False
         self._disarm()
         raw = self._raw()
-        self._linger_left = LINGER_BYTES
+        self._linger_left = LINGER_HEAD_BYTES if self._refusing else LINGER_BYTES
         self._lingering = self.loop.call_later(LINGER_SECONDS, raw.close)
         if raw.can_write_eof():
             raw.write_eof()
