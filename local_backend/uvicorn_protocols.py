@@ -313,7 +313,7 @@ class _FastProtocol(_Timed, HttpToolsProtocol):
         cuts = _foreign_starts(data)
         position = 0
         while position < len(data):
-            if not self._in_message and _foreign_method(data[position:]):
+            if not self._in_message and _foreign_method(data[position : position + 64]):
                 rest = data[position:]
                 if self._between_requests() and not self.pipeline:
                     self._hand_over(rest)
