@@ -303,3 +303,44 @@ def test_a_giant_head_with_a_method_h11_parses_is_a_431_too(served: Served) -> N
     assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
     error = json.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]
     assert error["code"] == "request_header_fields_too_large"
+
+
+def _pipelined(served: Served, *requests: bytes) -> list[bytes]:
+    """Send `requests` in one write on one connection (the last closes it); the statuses."""
+    with connect(served) as sock:
+        sock.sendall(b"".join(requests))
+        data = read_all(sock)
+    return re.findall(rb"HTTP/1\.1 (\d{3}) ", data)
+
+
+def _request(method: str, path: str, body: bytes = b"", *, last: bool = False) -> bytes:
+    head = f"{method} {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+    if body:
+        head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+    if last:
+        head += "Connection: close\r\n"
+    return head.encode() + b"\r\n" + body
+
+
+def test_a_foreign_method_right_after_a_body_is_answered_in_its_turn(
+    served: Served, http: httpx.Client
+) -> None:
+    statuses = _pipelined(
+        served,
+        _request("POST", CONV, b'{"contact_id": "ct_first"}'),
+        _request("BREW", CONV),
+        _request("GET", CONV, last=True),
+    )
+    assert statuses == [b"200", b"405", b"200"]
+    assert [c["contact_id"] for c in http.get(CONV).json()["data"]] == ["ct_first"]
+
+
+def test_a_request_line_inside_a_body_is_only_text(served: Served, http: httpx.Client) -> None:
+    text = "a FOO /v1/conversations HTTP/1.1 b"
+    statuses = _pipelined(
+        served,
+        _request("POST", CONV, json.dumps({"contact_id": text}).encode()),
+        _request("GET", CONV, last=True),
+    )
+    assert statuses == [b"200", b"200"]
+    assert [c["contact_id"] for c in http.get(CONV).json()["data"]] == [text]
