@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 from collections.abc import Callable
 from typing import Any, ClassVar, cast
@@ -187,6 +188,12 @@ class _Timed:
         self.transport.close()
 
     def _too_large_head(self) -> None:
+        who = "{}:{}".format(*self.client) if self.client else "a client"
+        logging.getLogger("uvicorn.error").warning(
+            "%s sent a request head over %d bytes: answered 431, connection closed.",
+            who,
+            MAX_HEAD_BYTES,
+        )
         self._refuse(
             InvalidRequestError(
                 f"The request head (request line and headers) is too large: over "

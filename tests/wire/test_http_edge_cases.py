@@ -303,6 +303,7 @@ def test_a_giant_head_with_a_method_h11_parses_is_a_431_too(served: Served) -> N
     assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
     error = json.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]
     assert error["code"] == "request_header_fields_too_large"
+    assert any("over 65536 bytes: answered 431" in line for line in served.logs), served.logs
 
 
 def _pipelined(served: Served, *requests: bytes) -> list[bytes]:
