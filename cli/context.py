@@ -117,7 +117,12 @@ class AppContext:
                 explicit = output or self.output_flag
                 shape = make_shape(self.fields, self.jq, output_flag=explicit, fmt=fmt)
             self._printer = Printer(
-                fmt, env=self.env, remote=settings.is_remote, shape=shape, json_errors=json_errors
+                fmt,
+                env=self.env,
+                remote=settings.is_remote,
+                shape=shape,
+                json_errors=json_errors,
+                chosen=bool(output or self.output_flag),
             )
         return self._printer
 
@@ -134,7 +139,7 @@ class AppContext:
         """
         if self._printer is not None:
             return self._printer
-        fmt = self.output_flag or self.env.get("CONVRISK_OUTPUT", "")
+        fmt = (self.output_flag or self.env.get("CONVRISK_OUTPUT", "")).lower()
         if not fmt and not self._settings_failed:
             try:
                 fmt = self.settings().output

@@ -118,10 +118,13 @@ class ErrorInfo:
 
 
 class TokenFacts(Protocol):
-    """What the settings say of the token (cli.settings.Settings is one)."""
+    """What the settings say of the token and the database (cli.settings.Settings is one)."""
 
     @property
     def token(self) -> str | None: ...
+
+    @property
+    def db(self) -> Path: ...
 
     @property
     def sources(self) -> Mapping[str, str]: ...
@@ -151,6 +154,14 @@ def describe(
     errors = _api_errors()
     if errors is not None and isinstance(exc, errors.AuthenticationError):
         info.message = f"{_token_origin(settings)}: {info.message}"
+    if (
+        errors is not None
+        and isinstance(exc, errors.NotFoundError)
+        and not (remote or exc.answered)
+    ):
+        # The local database said so (`convrisk api` answers as a service would, and a remote
+        # one is named by its answer's status).
+        info.message = f"{info.message.rstrip('.')} in {_database(settings)}"
     if debug_hint and info.type == "internal_error":
         info.message += " (run with --debug for the traceback)"
     return info
@@ -204,6 +215,15 @@ def _token_origin(settings: Callable[[], TokenFacts] | None) -> str:
     if source.startswith("profile "):
         return f"The service refused the token of {source} in {facts.config_path}"
     return f"The service refused the token from {source}"
+
+
+def _database(settings: Callable[[], TokenFacts] | None) -> str:
+    """Where a local command looked, as a phrase: `the local database PATH`."""
+    try:
+        facts = settings() if settings is not None else None
+    except UsageProblem:
+        facts = None
+    return "the local database" if facts is None else f"the local database {facts.db}"
 
 
 def exit_code(exc: BaseException) -> int:

@@ -158,7 +158,7 @@ def serve(
         db_path=db_path,
         token=secret,
         on_ready=ready,
-        log=printer.notice,
+        log=printer.block,  # lines escaped by the log itself; a 5xx's reason spans lines
         log_format=log_format,
         chaos=chaos,
     )

@@ -207,12 +207,12 @@ def _db(value: str, where: str) -> str:
 
 
 def _output(value: str, where: str) -> str:
-    if value not in OUTPUT_FORMATS:
+    if value.lower() not in OUTPUT_FORMATS:
         raise UsageProblem(
             f"{where}output must be one of {', '.join(OUTPUT_FORMATS)}, not {value!r}.",
             param="output",
         )
-    return value
+    return value.lower()  # `JSON` is `json`, as with -o
 
 
 _STRING_CHECKS = {"base_url": _base_url, "token": _token, "db": _db, "output": _output}
