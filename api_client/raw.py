@@ -18,6 +18,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 from . import resources
 from .errors import APIError, InvalidRequestError, ServiceError, error_from_response
 from .pagination import AnyPage, paginate
+from .params import shown_id
 
 # Every PATH is under the interface's prefix (the resources' description has it).
 API_PREFIX = f"{resources.API_PREFIX}/"
@@ -86,7 +87,7 @@ def api_target(path: str) -> str:
     """
     if not path.startswith(API_PREFIX):
         raise InvalidRequestError(
-            f"PATH must start with {API_PREFIX} (as in /v1/conversations), not {path!r}.",
+            f"PATH must start with {API_PREFIX} (as in /v1/conversations), not {shown_id(path)}.",
             param="PATH",
         )
     if "#" in path:
@@ -102,8 +103,8 @@ def api_target(path: str) -> str:
         decoded = unquote(segment).replace("\\", "/").split("/")
         if any(part in (".", "..") for part in decoded):
             raise InvalidRequestError(
-                f"PATH cannot contain . or .. segments ({segment!r} is or holds one): it must "
-                f"stay under {API_PREFIX}.",
+                f"PATH cannot contain . or .. segments ({shown_id(segment)} is or holds one): "
+                f"it must stay under {API_PREFIX}.",
                 param="PATH",
             )
     target = quote(where, safe=_PATH_SAFE)
