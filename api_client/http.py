@@ -14,7 +14,14 @@ from urllib.parse import quote
 import httpx
 
 from .defaults import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
-from .errors import ConvriskError, InvalidRequestError, NotFoundError, ServiceError
+from .errors import (
+    ConvriskError,
+    InvalidRequestError,
+    NotFoundError,
+    NotSent,
+    ServiceError,
+    stops_every_request,
+)
 from .params import (
     DEFAULT_LIMIT,
     ConversationCreateParams,
@@ -192,51 +199,79 @@ class HTTPResource(Generic[M, C, U, F]):
 
         Up to CREATE_MANY_CONCURRENCY requests are in flight at once (so the objects may be
         created in a slightly different order); with `stop_on_error` one at a time, and nothing
-        after the first error is sent. Each request has its retries and its own key.
+        after the first error is sent. Each request has its retries and its own key. An error
+        that every request would meet (a refused token, an unreachable service) stops the batch:
+        the other requests give up their retries and the items not yet sent are `NotSent`.
         """
         if stop_on_error or len(items) < 2:
             results: builtins.list[M | ConvriskError] = []
             for params, key in items:
-                result = self._create_or_error(params, key)
+                result = self._create_or_error(params, key, None)
                 results.append(result)
                 if stop_on_error and isinstance(result, ConvriskError):
                     break
             return results
-        # A few workers each take the next item until none is left: one Future per worker, not
-        # per item (a Future's lock and wake-up cost about as much CPU as the request itself).
+        return self._create_concurrently(items)
+
+    def _create_concurrently(
+        self, items: Sequence[tuple[C, str | None]]
+    ) -> builtins.list[M | ConvriskError]:
+        """create_many on a few daemon threads sharing one stop signal.
+
+        A worker takes the next item until none is left or the signal is set (a stopping error,
+        or the caller interrupted). The threads are daemons and an interruption (Ctrl-C) does
+        not wait for them: a request still in flight is abandoned, and the process can exit at
+        once (its Idempotency-Key makes a re-run replay it if it landed).
+        """
         slots: builtins.list[M | ConvriskError | None] = [None] * len(items)
         pending = iter(enumerate(items))
         taking = threading.Lock()
-        stopped = threading.Event()
+        stop = threading.Event()
+        crashed: builtins.list[BaseException] = []
 
         def work() -> None:
-            while not stopped.is_set():
-                with taking:
-                    step = next(pending, None)
-                if step is None:
-                    return
-                index, (params, key) = step
-                slots[index] = self._create_or_error(params, key)
+            try:
+                while not stop.is_set():
+                    with taking:
+                        step = next(pending, None)
+                    if step is None:
+                        return
+                    index, (params, key) = step
+                    result = self._create_or_error(params, key, stop)
+                    slots[index] = result
+                    if isinstance(result, ConvriskError) and stops_every_request(result):
+                        stop.set()
+            except BaseException as exc:  # handed to the caller's thread, raised there
+                if not stop.is_set():
+                    crashed.append(exc)
+                stop.set()
 
-        executor = self._t.executor()
-        workers = [executor.submit(work) for _ in range(min(CREATE_MANY_CONCURRENCY, len(items)))]
+        workers = [
+            threading.Thread(target=work, name=f"convrisk-http-{n}", daemon=True)
+            for n in range(min(CREATE_MANY_CONCURRENCY, len(items)))
+        ]
         try:
             for worker in workers:
-                worker.result()
+                worker.start()
+            for worker in workers:
+                worker.join()
         finally:
-            # Interrupted (Ctrl-C) or failed: what has not started yet is not sent.
-            stopped.set()
-            for worker in workers:
-                worker.cancel()
-        done: builtins.list[M | ConvriskError] = []
-        for slot in slots:
-            assert slot is not None
-            done.append(slot)
-        return done
+            # Interrupted (Ctrl-C) or failed: nothing more is sent, no retry waits on.
+            stop.set()
+        if crashed:
+            raise crashed[0]
+        return [NotSent() if slot is None else slot for slot in slots]
 
-    def _create_or_error(self, params: C, key: str | None) -> M | ConvriskError:
+    def _create_or_error(
+        self, params: C, key: str | None, stop: threading.Event | None
+    ) -> M | ConvriskError:
         try:
-            return self.create(params, idempotency_key=key)
+            checked = self._check_create(params)
+            body = {k: v for k, v in checked.items() if v is not None}
+            response = self._t.request(
+                "POST", self._path, body=body, idempotency_key=key, stop=stop
+            )
+            return self._one(response)
         except ConvriskError as exc:
             return exc
 

@@ -42,7 +42,7 @@ from .retries import (
 )
 
 if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
+    import threading
 
 logger = logging.getLogger("convrisk.http")
 
@@ -127,23 +127,9 @@ class Session:
             transport = DeadlineTransport(https=url.scheme == "https", proxy=environment_proxy(url))
         self._transport = transport
         self._closed = False
-        self._executor: ThreadPoolExecutor | None = None
-
-    def executor(self) -> ThreadPoolExecutor:
-        """The threads that send concurrent requests (create_many), made on first use."""
-        if self._executor is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._executor = ThreadPoolExecutor(
-                max_workers=CREATE_MANY_CONCURRENCY, thread_name_prefix="convrisk-http"
-            )
-        return self._executor
 
     def close(self) -> None:
-        """Stop the request threads (requests not yet started are dropped), close connections."""
-        if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
-            self._executor = None
+        """Close the connections (a request still in flight on another thread fails)."""
         if not self._closed:
             self._closed = True
             self._transport.close()
@@ -168,6 +154,7 @@ class Session:
         gone_is_done: bool = False,
         any_status: bool = False,
         retries: int | None = None,
+        stop: threading.Event | None = None,
     ) -> Answer:
         """Send one logical request, retrying per DESIGN 1.2; returns a 2xx answer or raises.
 
@@ -175,7 +162,8 @@ class Session:
         delete), a 404 to a retry is the answer too when an earlier attempt may have been
         carried out (its answer was lost or was a 5xx): the object is gone. With `any_status`
         the last answer is returned whatever its status (`convrisk api`); only a failure to get
-        one is raised. `retries` overrides max_retries for this request.
+        one is raised. `retries` overrides max_retries for this request. Once `stop` is set (a
+        batch stopped), no retry is made and no retry wait goes on.
         """
         max_retries = self._max_retries if retries is None else retries
         if self._closed:
@@ -206,13 +194,28 @@ class Session:
                 asked = None if answer is None else _retry_after(answer.headers)
                 wait = retry_wait(retry, asked, self._random())
                 note = None if wait is not None else _too_long(asked)
+            if stop is not None and stop.is_set():
+                wait, note = None, None
             self._log(method, shown, _status_text(status, error), elapsed_ms, retry, wait)
+            if wait is not None and self._pause(wait, stop):
+                wait, note = None, None
             if wait is None:
                 if any_status and answer is not None:
                     return answer
                 raise with_note(error, note)
-            self._sleep(wait)
             retry += 1
+
+    def _pause(self, seconds: float, stop: threading.Event | None) -> bool:
+        """Wait `seconds` before a retry; True (at once) if `stop` is or gets set meanwhile."""
+        if stop is None:
+            self._sleep(seconds)
+            return False
+        if stop.is_set():
+            return True
+        if self._sleep is time.sleep:
+            return stop.wait(seconds)
+        self._sleep(seconds)  # a test's clock
+        return stop.is_set()
 
     def _build(
         self,

@@ -296,22 +296,27 @@ class Importer:
 
     def _create(self, creates: list[Operation]) -> tuple[list[dict[str, Any]], Stop]:
         """Run consecutive creates together (create_many); their results in order."""
-        from convrisk.api_client.errors import ConvriskError
+        from convrisk.api_client.errors import ConvriskError, NotSent
 
         results = self.target.create_many(
             [(op.body, op.key) for op in creates], stop_on_error=self.stop_on_error
         )
         rows: list[dict[str, Any]] = []
+        stopped: Stop = False
         for op, result in zip(creates, results, strict=False):
             if isinstance(result, ConvriskError):
-                if stops_the_loop(result):
-                    return rows, result
+                # After a stopping error only what was done is reported (sent alongside it);
+                # the rest failed alike or was never sent, and the error is raised once.
+                if stopped is False and stops_the_loop(result):
+                    stopped = result
+                if stopped is not False or isinstance(result, NotSent):
+                    continue
                 rows.append(self.result(Failure(op.line, result)))
                 if self.stop_on_error:
                     return rows, True
                 continue
             rows.append({"line": op.line, "status": "created", "id": result["id"]})
-        return rows, False
+        return rows, stopped
 
     def _update(self, op: Operation) -> tuple[dict[str, Any] | None, Stop]:
         """Run one update; its result (none when an error stops the import)."""
