@@ -4,6 +4,7 @@ request on one Session (api_client.session), each answer checked for what the cl
 from __future__ import annotations
 
 import builtins
+import json
 import random as _random
 import threading
 import time
@@ -100,6 +101,49 @@ def _validate(check: Callable[[object], Any], data: object, status: int, what: s
             f"The service answered HTTP {status} with {what} that does not fit: {exc}.",
             status=status,
         ) from None
+
+
+def deleted_answer(status: int, content: bytes, id: str, *, gone: bool = False) -> Deleted:
+    """The result of a delete of `id` from the service's 2xx answer, or ServiceError.
+
+    The interface does not show the answer (DESIGN 1.3): no body at all (204) is taken as done;
+    a body must be the delete shape, `{"id": id, "deleted": true}` (extra fields kept out), and
+    one that says otherwise or is something else is a broken answer. `gone`: a retry found the
+    object gone after an attempt that may have deleted it (its answer was lost).
+    """
+    if gone or (not content.strip() and status != 202):
+        return Deleted(id=id, deleted=True)
+    what = f"HTTP {status} to the delete of {id!r}"
+    try:
+        data = load_json(content) if content.strip() else None
+    except (ValueError, RecursionError):
+        data = None
+    if not isinstance(data, dict):
+        shown = "no body" if not content.strip() else "a body that is not a JSON object"
+        raise ServiceError(
+            f'The service answered {what} with {shown}, not {{"id": ..., "deleted": true}}: '
+            "it cannot be told that the object was deleted.",
+            status=status,
+        )
+    if data.get("deleted") is not True:
+        said = _shown(data["deleted"]) if "deleted" in data else "absent"
+        raise ServiceError(
+            f"The service answered {what}, but its answer does not say it was deleted "
+            f"(deleted: {said}).",
+            status=status,
+        )
+    if "id" in data and data["id"] != id:
+        raise ServiceError(
+            f"The service answered {what} with the id of another object ({_shown(data['id'])}).",
+            status=status,
+        )
+    return Deleted(id=id, deleted=True)
+
+
+def _shown(value: object) -> str:
+    """A value from an answer as a short JSON text for a message."""
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def _query_value(value: object) -> str:
@@ -286,9 +330,9 @@ class HTTPResource(Generic[M, C, U, F]):
         return self._one(self._t.request("PUT", path, body=checked))
 
     def delete(self, id: str) -> Deleted:
-        """Remove the object; whatever the service's 2xx body, the answer is this id deleted."""
-        self._t.request("DELETE", self._item_path(id), gone_is_done=True)
-        return Deleted(id=id, deleted=True)
+        """Remove the object; the answer says so (`deleted_answer`), or ServiceError."""
+        response = self._t.request("DELETE", self._item_path(id), gone_is_done=True)
+        return deleted_answer(response.status_code, response.content, id, gone=response.gone)
 
 
 class HTTPBackend:
@@ -349,13 +393,22 @@ class HTTPBackend:
         # A method outside the interface (PATCH, ...) may not be idempotent and carries no
         # Idempotency-Key: sent once, never retried, so it cannot take effect twice.
         retries = None if method in _RETRIED_AS_SENT else 0
-        answer = transport.request(method, target, content=body, any_status=True, retries=retries)
+        # A DELETE whose retry finds the object gone after a lost answer is done, as for `delete`.
+        answer = transport.request(
+            method,
+            target,
+            content=body,
+            any_status=True,
+            retries=retries,
+            gone_is_done=method == "DELETE",
+        )
         # The token never reaches output (DESIGN 3), even from a service that echoes it back.
         return RawAnswer(
             answer.status_code,
             transport.scrub_bytes(answer.content),
             transport.scrub(answer.reason_phrase),
             transport.scrub(answer.headers.get("Location", "")),
+            gone=answer.gone,
         )
 
     @property

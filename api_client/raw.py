@@ -32,18 +32,21 @@ MAX_TARGET = 32 * 1024
 
 @dataclass(frozen=True)
 class RawAnswer:
-    """What the service answered: status, reason phrase and body, as sent, and where a
-    redirect pointed (its Location header)."""
+    """What the service answered: status, reason phrase and body, as sent, where a redirect
+    pointed (its Location header), and whether a retried DELETE found its object gone."""
 
     status: int
     body: bytes
     reason: str = ""
     location: str = ""
+    # A 404 to a retried DELETE after an attempt whose answer was lost: that attempt deleted it.
+    gone: bool = False
 
     @property
     def ok(self) -> bool:
-        """Whether the status is below 300 (the command succeeds): redirects are not followed."""
-        return self.status < 300
+        """Whether the command succeeds: a status below 300 (redirects are not followed), or a
+        DELETE found done by a retry (`gone`)."""
+        return self.status < 300 or self.gone
 
     def json(self) -> Any:
         """The body parsed as JSON (ValueError when it is not JSON)."""

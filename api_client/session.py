@@ -9,7 +9,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -67,6 +67,9 @@ class Answer:
     reason_phrase: str
     headers: httpx.Headers
     content: bytes
+    # A 404 to a retried DELETE after an attempt that may have been carried out (`gone_is_done`):
+    # the object is gone, by that earlier attempt.
+    gone: bool = False
 
     @property
     def is_success(self) -> bool:
@@ -178,9 +181,10 @@ class Session:
             elapsed_ms = (time.monotonic() - started) * 1000
             if isinstance(outcome, Answer):
                 status: int | None = outcome.status_code
-                if outcome.is_success or (gone_is_done and maybe_done and status == 404):
+                gone = gone_is_done and maybe_done and status == 404
+                if outcome.is_success or gone:
                     self._log(method, shown, str(status), elapsed_ms, retry, None)
-                    return outcome
+                    return replace(outcome, gone=True) if gone else outcome
                 error = self._error_for(outcome)
                 answer: Answer | None = outcome
                 reached = True
