@@ -54,6 +54,25 @@ def connection_error(
     return APIConnectionError(f"Could not reach {host}: {_describe(exc, scheme, scrub)}.")
 
 
+def malformed_answer(exc: httpx.RemoteProtocolError) -> bool:
+    """Whether the service sent an answer that is not HTTP (a bad status line, an illegal
+    header such as a Location holding a NUL), rather than closing the connection before the
+    answer was complete (a broken connection, worth a retry). httpcore tells the two apart
+    only in its words: the closings say "disconnected" or "closed connection"."""
+    text = str(exc).lower()
+    return not any(word in text for word in ("disconnected", "closed connection", "peer state"))
+
+
+def malformed_error(
+    host: str, method: str, path: str, exc: Exception, scrub: Scrub
+) -> ServiceError:
+    """The error of an answer that breaks HTTP: a bad answer from the service, not retried."""
+    text = str(exc).strip()
+    return ServiceError(
+        scrub(f"The answer from {host} to {method} {path} is not valid HTTP ({text}).")
+    )
+
+
 def undecodable_error(host: str, method: str, path: str) -> ServiceError:
     """The error of an answer whose Content-Encoding could not be undone."""
     return ServiceError(f"The answer from {host} to {method} {path} could not be decoded.")

@@ -25,6 +25,8 @@ from .failures import (
     answer_error,
     connection_error,
     failure_text,
+    malformed_answer,
+    malformed_error,
     timeout_error,
     too_large_error,
     undecodable_error,
@@ -278,6 +280,12 @@ class Session:
         except TooLarge as exc:
             too_large = too_large_error(self.host, method, path, self._max_bytes, exc)
             return _Failure(too_large, reached=True)
+        except httpx.RemoteProtocolError as exc:
+            if malformed_answer(exc):
+                bad = malformed_error(self.host, method, path, exc, self.scrub)
+                return _Failure(bad, reached=True)
+            broken = connection_error(self.host, exc, self._scheme, self.scrub)
+            return _Failure(broken, reached_service(exc))
         except httpx.RequestError as exc:
             broken = connection_error(self.host, exc, self._scheme, self.scrub)
             return _Failure(broken, reached_service(exc))
