@@ -340,7 +340,9 @@ class HTTPBackend:
 
     `timeout` bounds each attempt from connect to last byte; `max_response_bytes` bounds each
     answer once decoded. With a `transport` of your own, the deadline is checked only between
-    chunks of the body (the whole-attempt deadline lives in the default transport).
+    chunks of the body (the whole-attempt deadline lives in the default transport). A token
+    goes over plain http:// only to a loopback host unless `allow_insecure_http`: otherwise the
+    backend is refused (InvalidRequestError) before any connection.
     """
 
     def __init__(
@@ -354,6 +356,7 @@ class HTTPBackend:
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
         random: Callable[[], float] = _random.random,
+        allow_insecure_http: bool = False,
     ) -> None:
         self._transport = Session(
             base_url,
@@ -364,6 +367,7 @@ class HTTPBackend:
             transport=transport,
             sleep=sleep,
             random=random,
+            allow_insecure_http=allow_insecure_http,
         )
         self._conversations: HTTPResource[
             Conversation, ConversationCreateParams, ConversationUpdateParams, ConversationFilters

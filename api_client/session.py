@@ -17,7 +17,13 @@ import httpx
 from . import __version__
 from .deadline import DeadlineTransport, deadline
 from .defaults import DEFAULT_MAX_RESPONSE_MB
-from .endpoint import Scrubber, base_url_problem, shown_url, token_problem
+from .endpoint import (
+    Scrubber,
+    base_url_problem,
+    insecure_token_problem,
+    shown_url,
+    token_problem,
+)
 from .errors import ConvriskError, InvalidRequestError, ServiceError
 from .failures import (
     AnswerTooSlow,
@@ -101,10 +107,14 @@ class Session:
         transport: httpx.BaseTransport | None,
         sleep: Callable[[float], None],
         random: Callable[[], float],
+        allow_insecure_http: bool = False,
     ) -> None:
         _check_options(timeout, max_retries, max_response_bytes)
         url = _service_url(base_url)
         self._token = _checked_token(token)
+        insecure = insecure_token_problem(base_url, self._token, allowed=allow_insecure_http)
+        if insecure is not None:
+            raise InvalidRequestError(insecure, param="base_url")
         self._scrubber = Scrubber(self._token)
         self._max_retries = max_retries
         self._max_bytes = max_response_bytes

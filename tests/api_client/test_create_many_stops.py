@@ -95,6 +95,7 @@ def test_a_stop_ends_a_retry_wait_at_once_and_nothing_more_is_sent() -> None:
         transport=httpx.MockTransport(answer),
         sleep=time.sleep,
         random=lambda: 0.5,
+        allow_insecure_http=True,  # a MockTransport: nothing leaves the process
     )
     stop = threading.Event()
     timer = threading.Timer(0.2, stop.set)

@@ -310,7 +310,8 @@ def test_a_short_token_does_not_mangle_error_messages() -> None:
         body = {"error": {"type": "not_found_error", "message": "No such thing; token T refused"}}
         return httpx.Response(404, json=body)
 
-    backend = HTTPBackend("http://svc.test", "T", transport=httpx.MockTransport(answer))
+    mock = httpx.MockTransport(answer)
+    backend = HTTPBackend("http://svc.test", "T", transport=mock, allow_insecure_http=True)
     try:
         backend.conversations.retrieve("conv_1")
     except NotFoundError as exc:
