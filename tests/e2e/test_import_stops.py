@@ -146,7 +146,7 @@ def test_ctrl_c_stops_a_remote_import_at_once_and_more_ctrl_c_print_no_traceback
                 time.sleep(ACCEPT_POLL)  # every worker waits on its answer
             for _ in range(3):
                 child.send_signal(signal.SIGINT)  # no-op once it has exited
-                time.sleep(0.02)
+                time.sleep(0.001)  # the next ones arrive while it winds down
             # The requests in flight wait up to 30 s for their answers: Ctrl-C does not.
             out, err = child.communicate(timeout=10)
         finally:
