@@ -228,9 +228,13 @@ class HTTPResource(Generic[M, C, U, F]):
 
     def create(self, params: C, *, idempotency_key: str | None = None) -> M:
         """Create an object; the same Idempotency-Key is sent on each retry."""
+        return self._create(params, idempotency_key, None)
+
+    def _create(self, params: C, key: str | None, stop: threading.Event | None) -> M:
+        """A create whose retries end once `stop` is set (create_many's shared signal)."""
         checked = self._check_create(params)
         body = {k: v for k, v in checked.items() if v is not None}
-        response = self._t.request("POST", self._path, body=body, idempotency_key=idempotency_key)
+        response = self._t.request("POST", self._path, body=body, idempotency_key=key, stop=stop)
         return self._one(response)
 
     def create_many(
@@ -310,12 +314,7 @@ class HTTPResource(Generic[M, C, U, F]):
         self, params: C, key: str | None, stop: threading.Event | None
     ) -> M | ConvriskError:
         try:
-            checked = self._check_create(params)
-            body = {k: v for k, v in checked.items() if v is not None}
-            response = self._t.request(
-                "POST", self._path, body=body, idempotency_key=key, stop=stop
-            )
-            return self._one(response)
+            return self._create(params, key, stop)
         except ConvriskError as exc:
             return exc
 
