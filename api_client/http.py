@@ -106,8 +106,9 @@ def _validate(check: Callable[[object], Any], data: object, status: int, what: s
 def deleted_answer(status: int, content: bytes, id: str, *, gone: bool = False) -> Deleted:
     """The result of a delete of `id` from the service's 2xx answer, or ServiceError.
 
-    The interface does not show the answer (DESIGN 1.3): no body at all (204) is taken as done;
-    a body must be the delete shape, `{"id": id, "deleted": true}` (extra fields kept out), and
+    The interface does not show the answer (DESIGN 1.3): no body at all (204) is taken as done,
+    but for a 202, which says only that the delete was accepted for later; a body must be the
+    delete shape, `{"id": id, "deleted": true}` (extra fields are left out of the result), and
     one that says otherwise or is something else is a broken answer. `gone`: a retry found the
     object gone after an attempt that may have deleted it (its answer was lost).
     """
