@@ -24,6 +24,9 @@ MIB = 1024 * 1024
 # Where a user raises the limit (cli/settings.py); named in the error.
 _SIZE_SETTING = "max_response_mb (CONVRISK_MAX_RESPONSE_MB)"
 
+# The code of a ServiceError for an answer that breaks HTTP.
+_MALFORMED = "malformed_answer"
+
 E = TypeVar("E", bound=ConvriskError)
 Scrub = Callable[[str], str]
 
@@ -69,7 +72,8 @@ def malformed_error(
     """The error of an answer that breaks HTTP: a bad answer from the service, not retried."""
     text = str(exc).strip()
     return ServiceError(
-        scrub(f"The answer from {host} to {method} {path} is not valid HTTP ({text}).")
+        scrub(f"The answer from {host} to {method} {path} is not valid HTTP ({text})."),
+        code=_MALFORMED,
     )
 
 
@@ -127,6 +131,8 @@ def failure_text(error: ConvriskError) -> str:
         return "timeout"
     if isinstance(error, APIConnectionError):
         return "connection error"
+    if isinstance(error, APIError) and error.code == _MALFORMED:
+        return "answer not valid HTTP"
     return "undecodable answer"
 
 
