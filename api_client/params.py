@@ -157,6 +157,8 @@ def _value(field: Field, body: Mapping[str, Any]) -> Any:
     if field.nullable and value is None:
         return None
     if field.type == "string":
+        # Text that cannot be UTF-8 cannot be sent or stored: refused here, before any request.
+        check_text(value, key)
         if field.nullable:
             if not isinstance(value, str) or not value:
                 raise InvalidRequestError(
@@ -185,7 +187,26 @@ def _object(body: Mapping[str, Any], key: str) -> dict[str, Any]:
             f"{key} nests objects and arrays more than {MAX_DETAILS_DEPTH} levels deep.",
             param=key,
         )
+    if not _all_text_encodable(value):
+        raise InvalidRequestError(f"{key} must hold valid Unicode text only.", param=key)
     return value
+
+
+def _all_text_encodable(value: object) -> bool:
+    """Whether every string in `value` (keys too) is valid Unicode (no recursion; the depth
+    is bounded by the caller)."""
+    stack: list[object] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if not is_encodable(item):
+                return False
+        elif isinstance(item, Mapping):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return True
 
 
 def check_create(resource: Resource, body: object) -> dict[str, Any]:

@@ -49,6 +49,8 @@ class Field:
     doc: str = ""
     null_means: str = "clear it"
     client_default: Any = None
+    # The values the interface names (others may be accepted): shell completion offers them.
+    known: tuple[str, ...] = ()
 
     @property
     def heading(self) -> str:
@@ -184,6 +186,8 @@ CONVERSATIONS = Resource(
     ),
 )
 
+_PROFILE_TYPES = ("conservative", "moderate", "aggressive")
+
 RISK_PROFILES = Resource(
     name="risk_profiles",
     noun="risk profile",
@@ -200,7 +204,9 @@ RISK_PROFILES = Resource(
             required=True,
             update=True,
             title="TYPE",
-            doc="Any type; conservative, moderate and aggressive are the known ones.",
+            doc=f"Any type; {', '.join(_PROFILE_TYPES[:-1])} and {_PROFILE_TYPES[-1]} are the "
+            "known ones.",
+            known=_PROFILE_TYPES,
         ),
         Field("score", "number", create=True, required=True, update=True),
         Field(

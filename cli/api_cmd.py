@@ -76,6 +76,8 @@ def api(
     printer = run.printer("jsonl" if paginate else "json", json_errors=False)
     target = api_target(path)
     verb = _verb(method, data)
+    if data == "-" and verb not in _NO_BODY:
+        printer.reading_stdin("the body of -d (JSON)")
     body = None if data is None else _body(data, verb)
     if paginate:
         check_paginate(verb, target)

@@ -15,12 +15,14 @@ from typer.core import TyperGroup
 from typer.models import CommandInfo, TyperInfo
 
 from . import complete
+from .commands import OneSuggestion
 from .context import AppContext, app_context
 from .errors import (
     INTERRUPTED,
     OK,
     USAGE,
     Failures,
+    NotConfirmed,
     OutputFailed,
     StdoutClosed,
     describe,
@@ -63,7 +65,7 @@ class LazyCommands(MutableMapping[str, Command]):
         return len(self._builders)
 
 
-class LazyGroup(TyperGroup):
+class LazyGroup(OneSuggestion, TyperGroup):
     """The root group: its sub-apps and `serve` are imported and built when first looked up."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -260,6 +262,8 @@ def main(args: Sequence[str] | None = None) -> int:
             printer.notice("".join(traceback.format_exception(shown)).rstrip())
         if isinstance(exc, KeyboardInterrupt | typer.Abort):
             printer.notice("Interrupted.")
+        elif isinstance(exc, NotConfirmed):
+            printer.notice(exc.message)  # the user's own answer: not an error to report
         elif not isinstance(exc, Failures):
             hint = not run.flags.debug
             printer.error(

@@ -86,9 +86,13 @@ def conversation_changes(
     if mute is not None:
         changes["is_muted"] = mute
     if archived_at is not None:
-        if archive is False:
+        if archive is not None:
+            # One rule both ways: --archive means now, --unarchive never: neither goes with a TIME.
+            given = "--archive" if archive else "--unarchive"
             raise UsageProblem(
-                "Give --unarchive or --archived-at, not both.", param="--archived-at"
+                f"Give one of --archive (now), --unarchive or --archived-at TIME, not {given} "
+                "and --archived-at.",
+                param="--archived-at",
             )
         changes["archived_at"] = parse_time(archived_at)
     elif archive is not None:

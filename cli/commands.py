@@ -2,9 +2,10 @@
 help written in convrisk's words (`ID...`, `KEY`, a "Global options" section).
 
 `convrisk conv list --debug` is `convrisk --debug conv list`: each command and sub-group also
-takes copies of the root's global options (`--profile`, `--base-url`, `--db`, `--debug`),
-except where it has an option of that name itself (`config ... --profile`, `serve --db`). A
-copy sets the same flag on the run's AppContext; the last one given wins.
+takes copies of the root's global options (`--profile`, `--base-url`, `--db`, `--debug`,
+`--version`), except where it has an option of that name itself (`config ... --profile`,
+`serve --db`). A copy sets the same flag on the run's AppContext; the last one given wins.
+`--version` anywhere prints the version and exits, as gh's does.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import dataclasses
 from typing import Any
 
 import typer
+from click.exceptions import UsageError
 from typer.core import TyperCommand, TyperGroup
 
 from .context import AppContext
@@ -42,11 +44,12 @@ def global_options(ctx: Any) -> list[Any]:
     if made is None:
         made = []
         for param in root.params:
-            if param.name in GLOBAL_OPTIONS:
+            if param.name in GLOBAL_OPTIONS or param.name == "version":
                 twin = copy.copy(param)
                 twin.expose_value = False  # the command's function does not take it
-                twin.callback = _set_flag
-                twin.is_eager = False
+                if param.name != "version":  # --version keeps its eager callback: print, exit
+                    twin.callback = _set_flag
+                    twin.is_eager = False
                 made.append(twin)
         _copies[id(root)] = made
     return made
@@ -113,7 +116,32 @@ class Command(GlobalOptions, TyperCommand):
         return pieces
 
 
-class Group(GlobalOptions, TyperGroup):
+class OneSuggestion:
+    """A group (mixin) whose "No such command" suggests the closest names once.
+
+    typer adds a suggestion to click's error and click (8.4 on) adds its own: the error is
+    made here instead, the same whatever their versions.
+    """
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """The command named by args[0], or a usage error naming the closest commands."""
+        try:
+            return super().resolve_command(ctx, args)  # type: ignore[misc]
+        except UsageError:
+            name = args[0] if args else ""
+            names = list(self.list_commands(ctx))  # type: ignore[attr-defined]
+            if not name or name.startswith("-") or name in names:
+                raise  # an option's error, or a command's own
+            from difflib import get_close_matches
+
+            message = f"No such command {name!r}."
+            matches = get_close_matches(name, names)
+            if matches:
+                message += f" Did you mean {', '.join(repr(m) for m in matches)}?"
+            raise UsageError(message, ctx) from None
+
+
+class Group(OneSuggestion, GlobalOptions, TyperGroup):
     """A sub-group (`conv`, `risk`, `config`) with the global options."""
 
 

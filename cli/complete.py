@@ -1,12 +1,25 @@
-"""Shell completion of values: output formats, profile names, config keys, and ids from the
-local database. Each answers from what is at hand, quickly, and never fails (no candidates)."""
+"""Shell completion of values: output formats, profile names, config keys and values, the
+choices of options (--profile-type, --format, --log-format, --fields), and ids from the local
+database. Each answers from the source that defines it (the resources' description, the
+settings' keys, the option's own list), quickly, and never fails (no candidates)."""
 
 import dataclasses
+from collections.abc import Callable, Sequence
 
 import typer
 
 from .context import AppContext
-from .settings import KEYS, OUTPUT_FORMATS, Flags, config_path, read_config, resolve
+from .settings import (
+    DEFAULT_PROFILE,
+    KEYS,
+    OUTPUT_FORMATS,
+    Flags,
+    config_path,
+    read_config,
+    resolve,
+)
+
+Completer = Callable[[typer.Context, list[str], str], list[str]]
 
 
 def formats(ctx: typer.Context, args: list[str], incomplete: str) -> list[str]:
@@ -19,14 +32,67 @@ def config_keys(ctx: typer.Context, args: list[str], incomplete: str) -> list[st
     return [key for key in KEYS if key.startswith(incomplete)]
 
 
+def config_values(ctx: typer.Context, args: list[str], incomplete: str) -> list[str]:
+    """The values of a config key that has a list of them (`config set output <TAB>`)."""
+    choices = {"output": OUTPUT_FORMATS}.get(str(ctx.params.get("key")), ())
+    return [value for value in choices if value.startswith(incomplete)]
+
+
 def profiles(ctx: typer.Context, args: list[str], incomplete: str) -> list[str]:
-    """The profiles of the config file (`--profile <TAB>`)."""
+    """The profiles of the config file, and `default`, which needs no table
+    (`--profile <TAB>`, `config use <TAB>`)."""
     env = _run(ctx).env
     try:
         names = list(read_config(config_path(env)).profiles)
-    except Exception:  # an unreadable config file: nothing to offer
-        return []
+    except Exception:  # an unreadable config file: only the profile that always exists
+        names = []
+    if DEFAULT_PROFILE not in names:
+        names.append(DEFAULT_PROFILE)
     return [name for name in names if name.startswith(incomplete)]
+
+
+def one_of(choices: Callable[[], Sequence[str]]) -> Completer:
+    """A completer of the values `choices()` gives (read at TAB, not at start-up)."""
+
+    def complete(ctx: typer.Context, args: list[str], incomplete: str) -> list[str]:
+        return [choice for choice in choices() if choice.startswith(incomplete)]
+
+    return complete
+
+
+def field_list(names: Sequence[str]) -> Completer:
+    """A completer of F1,F2,...: the last name after the commas, names not yet given."""
+
+    def complete(ctx: typer.Context, args: list[str], incomplete: str) -> list[str]:
+        done, _, last = incomplete.rpartition(",")
+        given = set(done.split(",")) if done else set()
+        head = f"{done}," if done else ""
+        return [head + name for name in names if name.startswith(last) and name not in given]
+
+    return complete
+
+
+def _profile_types() -> Sequence[str]:
+    from convrisk.api_client.resources import RISK_PROFILES
+
+    return RISK_PROFILES.field("profile_type").known
+
+
+def _import_formats() -> Sequence[str]:
+    from .records import FORMATS
+
+    return FORMATS
+
+
+def _log_formats() -> Sequence[str]:
+    from convrisk.local_backend.access_log import LOG_FORMATS
+
+    return LOG_FORMATS
+
+
+profile_types = one_of(_profile_types)
+import_formats = one_of(_import_formats)
+log_formats = one_of(_log_formats)
 
 
 def ids(ctx: typer.Context, args: list[str], incomplete: str) -> list[str]:

@@ -5,10 +5,12 @@ import re
 from pathlib import Path
 from typing import Annotated, Any
 
+import click
 import typer
 
 from . import complete
 from . import options as opt
+from .commands import Command
 from .context import AppContext, app_context
 from .errors import NotSet, UsageProblem
 from .kinds import PROFILES
@@ -106,7 +108,37 @@ def _shown(key: str, value: Any) -> str:
     return mask_token(text) if key == "token" else text
 
 
-@app.command("set", context_settings={"ignore_unknown_options": True})
+# ctx.meta key: the arguments given after `--` (none: no `--`).
+_LITERAL = "convrisk.after_double_dash"
+
+
+class SetCommand(Command):
+    """`config set`: a VALUE after `--` is taken as it is, even when it starts with `-`.
+
+    Unknown options reach the function as values (so that `-1` gets the message of its key,
+    not "no such option"); click drops the `--` itself, so it is looked for here first.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Remember what follows the first `--` that is not an option's value, then parse."""
+        takes_value = {
+            opt
+            for param in self.get_params(ctx)
+            if isinstance(param, click.Option) and not param.is_flag and not param.count
+            for opt in param.opts
+        }
+        literal: list[str] = []
+        index = 0
+        while index < len(args):
+            if args[index] == "--":
+                literal = args[index + 1 :]
+                break
+            index += 2 if args[index] in takes_value else 1
+        ctx.meta[_LITERAL] = literal
+        return super().parse_args(ctx, args)
+
+
+@app.command("set", cls=SetCommand, context_settings={"ignore_unknown_options": True})
 def set_(
     ctx: typer.Context,
     key: Key,
@@ -117,6 +149,7 @@ def set_(
             help="The value, or - to read it from stdin. Without it, the token is asked for "
             "on the terminal, not shown as it is typed.",
             show_default=False,
+            autocompletion=complete.config_values,
         ),
     ] = None,
     profile: Profile = None,
@@ -129,11 +162,16 @@ def set_(
       convrisk config set --profile staging page_size 50
       convrisk config set token                # asks for it, not shown as typed
       printf '%s' "$TOKEN" | convrisk config set token -
+      convrisk config set token -- -sq0P...    # a value that starts with -
     """
     run, name, path = _target(ctx, profile, warn=False)
     check_key(key)
     printer = run.plain_printer()
-    text = _value(printer, key, value)
+    # After `--` a value is taken as it is; `-` still means stdin there (as `cat -- -`).
+    if value is not None and value != "-" and value in ctx.meta.get(_LITERAL, []):
+        text = value
+    else:
+        text = _value(printer, key, value)
     parsed = parse_value(key, text, key)
     if key == "db":
         parsed = str(Path(parsed).expanduser().resolve())
@@ -156,9 +194,11 @@ def _value(printer: Printer, key: str, value: str | None) -> str:
     if value is not None and value != "-":
         if value.startswith("-") and _NUMBER.fullmatch(value) is None:
             # Unknown options reach here as values (so that -1 can be one): not these.
+            shown = mask_token(value) if key == "token" else value  # a token is never shown
             raise UsageProblem(
-                f"No such option: {value} (see 'convrisk config set --help'). A "
-                "value that starts with - other than a number: give it through stdin with -.",
+                f"No such option: {shown} (see 'convrisk config set --help'). A VALUE that "
+                f"starts with - goes after --: convrisk config set {key} -- VALUE (or give it "
+                "through stdin with -).",
                 param="VALUE",
             )
         return value
@@ -318,7 +358,12 @@ def profile_row(name: str, table: dict[str, Any], active: bool) -> dict[str, Any
 @app.command("use")
 def use(
     ctx: typer.Context,
-    profile: Annotated[str, typer.Argument(metavar="P", help="The profile to make the default.")],
+    profile: Annotated[
+        str,
+        typer.Argument(
+            metavar="P", help="The profile to make the default.", autocompletion=complete.profiles
+        ),
+    ],
 ) -> None:
     """Make profile P the default: commands use it when neither --profile nor CONVRISK_PROFILE
     chooses one (the file's top-level key default_profile).

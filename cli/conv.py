@@ -155,7 +155,7 @@ def update(
             help="Archive at TIME: ISO 8601 (2024-05-01, 2024-05-01T12:00:00+02:00, "
             "20240501T120000Z; no zone means UTC), Unix seconds (1714564800, or @SECONDS "
             "for any number), or now. A bare 4, 8, 12 or 14 digit number is refused as "
-            "ambiguous.",
+            "ambiguous. Not with --archive or --unarchive.",
         ),
     ] = None,
     pinned_message_id: Annotated[

@@ -65,6 +65,8 @@ def for_each_id(
     from convrisk.api_client.errors import ConvriskError
 
     printer = run.printer(output)
+    if ids.from_stdin and ids.read is None:
+        printer.reading_stdin("ids, one per line,")
     first: BaseException | None = None
     failed = 0
     with printer.records(kind, many=ids.many) as sink:
@@ -147,13 +149,15 @@ def delete_each(
                 "to ask on. Pass --yes to delete.",
                 param="--yes",
             )
+        if ids.from_stdin:
+            printer.reading_stdin("the ids to delete, one per line,")
         given = ids.read_all()  # ids from stdin are read first, to be shown in the question
         if given:
             shown = ", ".join(given[:5]) + (", ..." if len(given) > 5 else "")
             noun = kind.noun if len(given) == 1 else f"{len(given)} {kind.plural}"
             answer = printer.confirm(f"Delete {noun} ({shown}) for good?", stdin_free=stdin_free)
             if not answer:
-                raise NotConfirmed("Nothing was deleted.")
+                raise NotConfirmed("Aborted: nothing was deleted.")
     target = resource(run.client())
 
     def delete(id: str) -> dict[str, Any]:

@@ -56,6 +56,7 @@ def fields_option(kind: Kind) -> Any:
         help=f"Only these fields, in this order, in any format but id: {', '.join(known)}.",
         callback=remember,
         show_default=False,
+        autocompletion=complete.field_list(known),
     )
 
 
@@ -131,6 +132,7 @@ ImportFormat = Annotated[
         help="The file's format (default: by its extension, else JSON lines when it starts "
         "with {, else CSV).",
         show_default=False,
+        autocompletion=complete.import_formats,
     ),
 ]
 StopOnError = Annotated[

@@ -84,6 +84,12 @@ class Printer:
         """Whether stdin is a terminal (someone can answer a question)."""
         return self.streams.is_terminal("stdin")
 
+    def reading_stdin(self, what: str) -> None:
+        """Say on stderr that `what` is now read from stdin, when stdin is a terminal (else the
+        command would wait there without a word)."""
+        if self.stdin_is_terminal():
+            self.hint(f"Reading {what} from the terminal; end with Ctrl-D.")
+
     def _color(self, code: str, text: str) -> str:
         """`text` in a colour (SGR `code`) on stderr, when colour is allowed there."""
         if not self.streams.colour("stderr"):

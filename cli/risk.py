@@ -4,7 +4,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from . import bodies, values
+from convrisk.api_client.resources import RISK_PROFILES as RISK_PROFILE_RESOURCE
+
+from . import bodies, complete, values
 from . import options as opt
 from .context import app_context
 from .loops import delete_each, for_each_id, plan_create, plan_each_id, print_list
@@ -27,11 +29,10 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
+_TYPES = f"{', '.join(RISK_PROFILE_RESOURCE.field('profile_type').known)}, or another type."
 ProfileType = Annotated[
     str | None,
-    typer.Option(
-        "--profile-type", metavar="T", help="conservative, moderate, aggressive, or another type."
-    ),
+    typer.Option("--profile-type", metavar="T", help=_TYPES, autocompletion=complete.profile_types),
 ]
 
 
@@ -87,9 +88,7 @@ def create(
     profile_type: Annotated[
         str,
         typer.Option(
-            "--profile-type",
-            metavar="T",
-            help="conservative, moderate, aggressive, or another type.",
+            "--profile-type", metavar="T", help=_TYPES, autocompletion=complete.profile_types
         ),
     ],
     score: Annotated[
@@ -113,6 +112,8 @@ def create(
       convrisk risk create --customer-id cus_1 --profile-type moderate --score 72 --dry-run
     """
     run = app_context(ctx)
+    if details == "-":
+        run.printer(output).reading_stdin("--details (a JSON object)")
     params = bodies.risk_profile_fields(customer_id, profile_type, score, details)
     if dry_run:
         return plan_create(run, RISK_PROFILES, params, lambda c: c.risk_profiles, output)
@@ -170,6 +171,8 @@ def update(
     run = app_context(ctx)
     id_list = values.id_list(ids)
     values.check_one_stdin(id_list, details)
+    if details == "-":
+        run.printer(output).reading_stdin("--details (a JSON object)")
     changes = bodies.risk_profile_changes(profile_type, score, details)
     if dry_run:
         resource = lambda c: c.risk_profiles  # noqa: E731

@@ -10,14 +10,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .context import app_context, database_path
+from . import complete
+from .context import AppContext, app_context, database_path
 from .errors import UsageProblem
 from .values import whole_number
 
 if TYPE_CHECKING:
     from convrisk.local_backend.faults import Chaos
-
-_LOG_FORMATS = ("text", "json")
 
 
 def serve(
@@ -77,14 +76,18 @@ def serve(
     log_format: Annotated[
         str,
         typer.Option(
-            "--log-format", metavar="text|json", help="Access log on stderr: text or json."
+            "--log-format",
+            metavar="text|json",
+            help="Access log on stderr: text or json.",
+            autocompletion=complete.log_formats,
         ),
     ] = "text",
 ) -> None:
     """Serve the conversations and risk-profiles service over HTTP on a local database.
 
     Prints a ready-to-paste `export CONVRISK_BASE_URL=... CONVRISK_TOKEN=...` line, then one
-    log line per request on stderr. GET /openapi.json describes the interface. Stops cleanly on
+    log line per request on stderr. It serves a local database: --profile P serves P's db;
+    --base-url is refused. GET /openapi.json describes the interface. Stops cleanly on
     Ctrl-C (SIGINT) or SIGTERM.
 
     \b
@@ -95,12 +98,13 @@ def serve(
     """
     import secrets
 
+    from convrisk.local_backend.access_log import LOG_FORMATS
     from convrisk.local_backend.faults import Chaos
     from convrisk.local_backend.server import is_loopback, run_server
 
     port_number = whole_number(port, "--port", 0, 65535)
     run = app_context(ctx)
-    if log_format not in _LOG_FORMATS:
+    if log_format not in LOG_FORMATS:
         raise UsageProblem(
             f"--log-format must be text or json, not {log_format!r}.", param="--log-format"
         )
@@ -116,9 +120,7 @@ def serve(
         problem = _token_problem(given)
         if problem is not None:
             raise UsageProblem(f"{source}: {problem}", param="--token")
-    env = {k: v for k, v in run.env.items() if k != "CONVRISK_BASE_URL"}
-    flags = dataclasses.replace(run.flags, base_url=None, db=db or run.flags.db)
-    db_path = Path(database_path(run.resolve(flags, env)))
+    db_path = _served_database(run, db)
     printer = run.plain_printer()
     stored = None
     if given is None:
@@ -160,6 +162,30 @@ def serve(
         log_format=log_format,
         chaos=chaos,
     )
+
+
+def _served_database(run: AppContext, db: str | None) -> Path:
+    """The file to serve: --db, else CONVRISK_DB or the db of the profile, else the default.
+
+    serve always serves a local database: --base-url is refused, and so is a --profile that
+    is remote without a db of its own (its base_url cannot be served). CONVRISK_BASE_URL, as
+    `serve` itself prints it for clients, is ignored here.
+    """
+    if run.flags.base_url is not None:
+        raise UsageProblem(
+            "serve serves a local database: --base-url does not apply (give --db PATH).",
+            param="--base-url",
+        )
+    env = {k: v for k, v in run.env.items() if k != "CONVRISK_BASE_URL"}
+    flags = dataclasses.replace(run.flags, db=db or run.flags.db)
+    settings = run.resolve(flags, env)
+    if run.flags.profile and settings.is_remote:
+        raise UsageProblem(
+            f"Profile {settings.profile!r} is remote (base_url) and sets no db: serve serves a "
+            "local database. Give --db PATH, or a profile with a db.",
+            param="--profile",
+        )
+    return Path(database_path(settings))
 
 
 def _token_problem(token: str) -> str | None:

@@ -12,13 +12,15 @@ from typing import Any
 from convrisk.api_client.text import printable
 
 Log = Callable[[str], None]
+# The formats of the log (`serve --log-format`).
+LOG_FORMATS = ("text", "json")
 
 
 class AccessLog:
     """One line per request (text or JSON), never a token or a body; data is escaped."""
 
     def __init__(self, sink: Log | None, fmt: str, token: str) -> None:
-        if fmt not in ("text", "json"):
+        if fmt not in LOG_FORMATS:
             raise ValueError(f"unknown log format {fmt!r}")
         self._sink = sink
         self._json = fmt == "json"

@@ -273,8 +273,10 @@ class TableResource(Generic[M, C, U, F]):
     def update(self, id: str, params: U) -> M:
         """Change the supplied attributes; an empty params returns the object unchanged."""
         spec = self._spec
-        object_id = self._check_id(id)
+        # The body first, as the remote client checks it before it sends anything: a bad body
+        # is the same error on both backends, whatever the id (DESIGN 5.2, docs/decisions.md).
         values = spec.update_values(params)
+        object_id = self._check_id(id)
         if not values:
             return self.retrieve(object_id)
 

@@ -10,6 +10,7 @@ import contextlib
 import os
 import secrets
 import stat
+import string
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +38,7 @@ def load_or_create(db_path: Path) -> StoredToken:
     path = token_path(db_path)
     created = False
     if not path.exists():
-        created = _create(path, secrets.token_urlsafe(32))
+        created = _create(path, new_token())
     try:
         text = path.read_text(encoding="ascii").strip()
         mode = path.stat().st_mode
@@ -50,6 +51,12 @@ def load_or_create(db_path: Path) -> StoredToken:
             "or give one with --token."
         )
     return StoredToken(text, path, created, bool(mode & (stat.S_IRWXG | stat.S_IRWXO)))
+
+
+def new_token() -> str:
+    """A random token (256 bits) that starts with a letter or digit, never `-`: pasted as an
+    argument (`config set token T`), it must not read as an option."""
+    return secrets.choice(string.ascii_letters + string.digits) + secrets.token_urlsafe(32)
 
 
 def _create(path: Path, token: str) -> bool:

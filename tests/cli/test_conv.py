@@ -161,7 +161,8 @@ def test_update_input_problems_exit_2_and_change_nothing(
         ("--archived-at", "yesterday"): "--archived-at",
         ("--archived-at", "-5"): "--archived-at",
         ("--archived-at", "2024-13-01"): "--archived-at",
-        ("--unarchive", "--archived-at", "now"): "not both",
+        ("--unarchive", "--archived-at", "now"): "not --unarchive and --archived-at",
+        ("--archive", "--archived-at", "now"): "not --archive and --archived-at",
         ("--pinned-message-id", "m", "--clear-pinned-message"): "not both",
         ("--pinned-message-id", ""): "--pinned-message-id",
     }

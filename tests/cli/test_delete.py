@@ -37,7 +37,7 @@ def test_on_a_terminal_yes_deletes(invoke: Invoke, conversations: Make, terminal
     assert invoke("conv", "get", a).code == 3 and invoke("conv", "get", b).code == 3
 
 
-def test_on_a_terminal_no_keeps_everything(
+def test_on_a_terminal_no_keeps_everything_and_is_no_error(
     invoke: Invoke, conversations: Make, terminal: Terminal
 ) -> None:
     (a,) = conversations(1)
@@ -45,7 +45,8 @@ def test_on_a_terminal_no_keeps_everything(
     for answer in ("n\n", "\n"):  # the default is no
         result = invoke("conv", "delete", a, input=answer)
         assert result.code == 1
-        assert "Nothing was deleted" in result.stderr
+        assert result.stderr.endswith("Aborted: nothing was deleted.\n")
+        assert "Error" not in result.stderr
     assert invoke("conv", "get", a).code == 0
 
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from convrisk.api_client import APIError, Client, ConvriskError
+from convrisk.api_client import APIError, Client, ConvriskError, InvalidRequestError
+from convrisk.cli.errors import USAGE, exit_code
 
 from .conftest import Leg
 
@@ -131,3 +132,41 @@ def test_the_same_bad_call_raises_the_same_error(
     for leg in both:
         assert leg.client.conversations.list()["data"] == []
         assert leg.client.risk_profiles.list()["data"] == []
+
+
+MISSING_CONV = "conv_00000000000000000000000000"
+MISSING_RISK = "rp_00000000000000000000000000"
+# A bad body and an id that is not there: the body is refused first on both backends (it is
+# known before any lookup; the remote client refuses it before it sends anything).
+BAD_BODY_MISSING_ID: list[tuple[str, Callable[[Any], object]]] = [
+    ("unknown attribute, missing id", lambda c: c.conversations.update(MISSING_CONV, {"n": 1})),
+    ("unknown attribute, foreign id", lambda c: c.conversations.update("rp_x", {"n": 1})),
+    ("bad score, foreign id", lambda c: c.risk_profiles.update("conv_x", {"score": "high"})),
+    (
+        "lone surrogate, missing id",
+        lambda c: c.conversations.update(MISSING_CONV, {"pinned_message_id": "\udc80"}),
+    ),
+    (
+        "lone surrogate in details, missing id",
+        lambda c: c.risk_profiles.update(MISSING_RISK, {"details": {"k": ["\udc80"]}}),
+    ),
+    (
+        "lone surrogate in a details key, missing id",
+        lambda c: c.risk_profiles.update(MISSING_RISK, {"details": {"\udc80": 1}}),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "call"), BAD_BODY_MISSING_ID, ids=[name for name, _ in BAD_BODY_MISSING_ID]
+)
+def test_a_bad_body_is_refused_before_the_id_is_looked_up_with_one_exit_code(
+    both: tuple[Leg, Leg], name: str, call: Callable[[Any], object]
+) -> None:
+    seen = []
+    for leg in both:
+        with pytest.raises(InvalidRequestError) as caught:
+            call(leg.client)
+        seen.append((caught.value.param, exit_code(caught.value)))
+    assert seen[0] == seen[1]
+    assert seen[0][1] == USAGE  # refused before any request, on either backend

@@ -10,6 +10,9 @@ from typing import Any
 
 import pytest
 
+from convrisk.api_client.resources import RISK_PROFILES
+from convrisk.cli.resource_kinds import CONVERSATIONS
+
 from .console import CONVRISK, SAFETY_TIMEOUT, db_of, run
 
 pytestmark = pytest.mark.e2e
@@ -45,9 +48,50 @@ def test_output_formats_complete(env: dict[str, str]) -> None:
 def test_profile_names_complete_from_the_config_file(env: dict[str, str]) -> None:
     for profile in ("staging", "ops", "prod"):
         assert run(env, "config", "set", "--profile", profile, "timeout", "5").returncode == 0
-    assert complete(env, "convrisk --profile ") == ["staging", "ops", "prod"]
+    # `default` needs no table in the file: it is offered too.
+    assert complete(env, "convrisk --profile ") == ["staging", "ops", "prod", "default"]
     assert complete(env, "convrisk conv list --profile p") == ["prod"]  # after the command too
     assert complete(env, "convrisk config show --profile o") == ["ops"]
+    assert complete(env, "convrisk config use ") == ["staging", "ops", "prod", "default"]
+    assert complete(env, "convrisk config use d") == ["default"]
+
+
+def test_default_is_offered_without_a_config_file(env: dict[str, str]) -> None:
+    assert complete(env, "convrisk --profile ") == ["default"]
+    assert complete(env, "convrisk config use ") == ["default"]
+
+
+def test_the_known_profile_types_complete(env: dict[str, str]) -> None:
+    known = list(RISK_PROFILES.field("profile_type").known)
+    assert known == ["conservative", "moderate", "aggressive"]
+    assert complete(env, "convrisk risk list --profile-type ") == known
+    assert complete(env, "convrisk risk create --customer-id c --profile-type m") == ["moderate"]
+    assert complete(env, "convrisk risk update rp_1 --profile-type a") == ["aggressive"]
+
+
+def test_option_choices_complete(env: dict[str, str]) -> None:
+    assert complete(env, "convrisk conv import f.csv --format ") == ["jsonl", "csv"]
+    assert complete(env, "convrisk risk import - --format c") == ["csv"]
+    assert complete(env, "convrisk serve --log-format ") == ["text", "json"]
+
+
+def test_a_config_value_completes_when_the_key_has_choices(env: dict[str, str]) -> None:
+    assert complete(env, "convrisk config set output ") == ["table", "json", "jsonl", "csv", "id"]
+    assert complete(env, "convrisk config set output js") == ["json", "jsonl"]
+    assert complete(env, "convrisk config set timeout ") == []
+
+
+def test_fields_complete_name_by_name_after_the_commas(env: dict[str, str]) -> None:
+    conv_fields = [column.key for column in CONVERSATIONS.columns]
+    assert complete(env, "convrisk conv list --fields ") == conv_fields
+    assert complete(env, "convrisk conv get conv_1 --fields id,c") == [
+        "id,contact_id",
+        "id,created_at",
+    ]
+    # a name already given is not offered again
+    assert "id,contact_id,id" not in complete(env, "convrisk conv list --fields id,contact_id,")
+    assert complete(env, "convrisk risk list --fields sc") == ["score"]
+    assert complete(env, "convrisk conv delete conv_1 --fields ") == ["id", "deleted"]
 
 
 def test_config_keys_complete(env: dict[str, str]) -> None:
