@@ -111,28 +111,55 @@ def shown_url(url: str) -> str:
     return f"***@{tail}" if at else head + tail
 
 
+def _hex_pattern(value: int, digits: int) -> str:
+    """`value` in hex of `digits` digits, either case of each letter (`6[fF]`)."""
+    return "".join(f"[{d.lower()}{d.upper()}]" if d.isalpha() else d for d in f"{value:0{digits}x}")
+
+
+def _token_pattern(token: str) -> str:
+    """A pattern of `token` in every form a service may echo it in: each character as it is,
+    JSON-escaped (`\\u0053`, any case of the hex, `\\/` for a slash) or percent-encoded (`%53`),
+    every character on its own (a partly escaped echo is found too)."""
+    parts = []
+    for char in token:
+        code = ord(char)
+        forms = [re.escape(char), r"\\u" + _hex_pattern(code, 4), "%" + _hex_pattern(code, 2)]
+        if char == "/":
+            forms.append(r"\\/")
+        parts.append("(?:" + "|".join(forms) + ")")
+    return "".join(parts)
+
+
 class Scrubber:
-    """Replaces a token by `***` in text and bytes that are about to be shown."""
+    """Replaces a token by `***` in text and bytes that are about to be shown, in each form it
+    can come back in: as it is, JSON-escaped (`\\u0053...`, either case, even partly) and
+    percent-encoded. A token encoded whole otherwise (base64, ...) is not looked for: such an
+    echo no longer holds the token's text."""
 
     def __init__(self, token: str | None) -> None:
         self._token = token or None
-        self._short: re.Pattern[str] | None = None
-        if self._token is not None and len(self._token) < _WHOLE_ONLY_BELOW:
-            # A short token ("T") is hidden only where it stands whole, so "HTTP" stays readable.
-            escaped = re.escape(self._token)
-            self._short = re.compile(rf"(?<![{_TOKEN_CHARS}]){escaped}(?![{_TOKEN_CHARS}])")
+        self._pattern: re.Pattern[str] | None = None
+        if self._token is not None:
+            pattern = _token_pattern(self._token)
+            if len(self._token) < _WHOLE_ONLY_BELOW:
+                # A short token ("T") is hidden only where it stands whole, so "HTTP" stays
+                # readable.
+                pattern = rf"(?<![{_TOKEN_CHARS}]){pattern}(?![{_TOKEN_CHARS}])"
+            self._pattern = re.compile(pattern)
 
     def text(self, text: str) -> str:
         """`text` with the token replaced by `***`."""
-        if self._token is None:
+        if self._pattern is None or self._token is None:
             return text
-        if self._short is None:
-            return text.replace(self._token, "***")
-        return self._short.sub("***", text)
+        if self._token not in text and "\\" not in text and "%" not in text:
+            return text  # no form of the token can be in it
+        return self._pattern.sub("***", text)
 
     def bytes(self, data: bytes) -> bytes:
         """`data` (a body, in any encoding) with the token's ASCII bytes replaced by `***`."""
-        if self._token is None or self._token.encode() not in data:
+        if self._token is None:
+            return data
+        if self._token.encode() not in data and b"\\" not in data and b"%" not in data:
             return data
         # latin-1 maps every byte to one character and back, so the rest stays byte for byte.
         return self.text(data.decode("latin-1")).encode("latin-1")

@@ -82,9 +82,6 @@ class Resource:
     one_of: tuple[str, ...] = ()
     # What the OpenAPI document says of an update body.
     update_doc: str = ""
-    # The order of the columns of TSV and CSV (and of --fields names): these first, then every
-    # other field in the record's order.
-    columns: tuple[str, ...] = ()
     # The columns of a table on a terminal: fields, or views the CLI makes of a row.
     table: tuple[str, ...] = ()
     # When the terminal is too narrow, in this order: show a time as its date, or drop a column.
@@ -108,11 +105,6 @@ class Resource:
     def names(self) -> tuple[str, ...]:
         """Every field of a record, in the record's order."""
         return tuple(field.name for field in self.fields)
-
-    def column_fields(self) -> tuple[Field, ...]:
-        """Every field, in the order of the columns of TSV and CSV."""
-        first = tuple(self.field(name) for name in self.columns)
-        return first + tuple(field for field in self.fields if field.name not in self.columns)
 
     def creatable(self) -> tuple[Field, ...]:
         """The fields a create takes."""
@@ -175,7 +167,6 @@ CONVERSATIONS = Resource(
     ),
     one_of=("contact_id", "group_id"),
     update_doc="Only the attributes given change; an empty object changes nothing.",
-    columns=("id", "contact_id", "group_id", "is_pinned", "is_muted", "pinned_message_id"),
     table=("id", "with", "flags", "last_active_at", "created_at"),
     narrowing=(
         ("date", "created_at"),

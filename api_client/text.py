@@ -47,6 +47,18 @@ def printable(text: str, *, escape_backslash: bool = False, keep_newlines: bool 
     return pattern.sub(_escape, text)
 
 
+def safe_line(text: str) -> str:
+    """`text` as ONE terminal line: every control character escaped, line breaks included
+    (`\\n`, `\\r`, `\\x85`, `\\u2028`), so data cannot start a line of its own."""
+    return printable(text)
+
+
+def safe_lines(text: str) -> str:
+    """`text` as several terminal lines (a help text, a traceback's frames): only `\\n` stays
+    a line break; everything else, CR and U+2028/U+2029/U+0085 included, is escaped."""
+    return printable(text, keep_newlines=True)
+
+
 def printable_json(text: str) -> str:
     """JSON text (from `json.dumps(..., ensure_ascii=False)`) with what printable() escapes and
     JSON may carry raw (DEL, C1, U+2028/9, bidi controls, lone surrogates) as `\\uXXXX` escapes.

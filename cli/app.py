@@ -247,7 +247,7 @@ def main(args: Sequence[str] | None = None) -> int:
         _silence_stdout()
         return OK
     except NoArgsIsHelpError as exc:
-        run.plain_printer().notice(exc.format_message())
+        run.plain_printer().block(exc.format_message())
         return USAGE
     except (Exception, KeyboardInterrupt) as exc:
         if run.env.get("CONVRISK_RAISE_ERRORS") == "1":
@@ -256,10 +256,7 @@ def main(args: Sequence[str] | None = None) -> int:
             raise
         printer = run.error_printer()
         if run.flags.debug:
-            import traceback
-
-            shown = exc.first if isinstance(exc, Failures) else exc
-            printer.notice("".join(traceback.format_exception(shown)).rstrip())
+            printer.traceback(exc.first if isinstance(exc, Failures) else exc)
         if isinstance(exc, KeyboardInterrupt | typer.Abort):
             printer.notice("Interrupted.")
         elif isinstance(exc, NotConfirmed):

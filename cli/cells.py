@@ -16,17 +16,19 @@ CellKind = Literal["text", "bool", "time", "json", "number"]
 
 # A timestamp above this is taken to be in milliseconds (10**11 seconds is the year 5138).
 MILLISECONDS_ABOVE = 10**11
-DATE_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}")
+# A time as tables, TSV and CSV show it: UTC, said with `Z` (RFC 3339, which allows the space;
+# `--archived-at` and Python's fromisoformat read it back).
+DATE_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 DATE_WIDTH = len("2024-05-01")
 
 
 def format_timestamp(value: object) -> str:
-    """`YYYY-MM-DD HH:MM:SS` UTC from Unix seconds or milliseconds; other values as text."""
+    """`YYYY-MM-DD HH:MM:SSZ` (UTC) from Unix seconds or milliseconds; other values as text."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return "" if value is None else str(value)
     seconds = value / 1000 if abs(value) > MILLISECONDS_ABOVE else value
     try:
-        return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S")
+        return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
     except (OverflowError, OSError, ValueError):
         return str(value)
 
@@ -45,19 +47,22 @@ def format_cell(value: object, kind: CellKind) -> str:
 
 
 def date_only(cell: str) -> str:
-    """A `YYYY-MM-DD HH:MM:SS` cell as its date; any other cell as it is."""
+    """A `YYYY-MM-DD HH:MM:SSZ` cell as its date; any other cell as it is."""
     return cell[:DATE_WIDTH] if DATE_TIME.fullmatch(cell) else cell
 
 
 def shown(text: str, *, escape_backslash: bool = False, keep_newlines: bool = False) -> str:
-    """`text` safe for a terminal line: api_client.text.printable(), with the same options."""
+    """`text` safe for a terminal: one line (api_client.text.safe_line), or with
+    `keep_newlines` several (safe_lines); `escape_backslash` as printable()'s."""
     # Plain ASCII has nothing to escape: the common case costs no call, and `config` and `--help`
     # import nothing of api_client.
     if text.isascii() and text.isprintable() and not (escape_backslash and "\\" in text):
         return text
-    from convrisk.api_client.text import printable
+    from convrisk.api_client import text as safe
 
-    return printable(text, escape_backslash=escape_backslash, keep_newlines=keep_newlines)
+    if escape_backslash:
+        return safe.printable(text, escape_backslash=True, keep_newlines=keep_newlines)
+    return safe.safe_lines(text) if keep_newlines else safe.safe_line(text)
 
 
 def shown_keeping_layout(text: str) -> str:

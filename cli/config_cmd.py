@@ -19,11 +19,13 @@ from .settings import (
     DEFAULT_PROFILE,
     KEYS,
     Config,
+    ConfigFile,
     active_profile,
     check_key,
     check_profile_name,
     config_path,
     env_name,
+    locked_config,
     mask_token,
     parse_value,
     save_config,
@@ -79,11 +81,6 @@ def _target(
     return run, active_profile(run.flags, run.env, run.config_file(path, warn=warn))[0], path
 
 
-def _save(run: AppContext, path: Path, config: Config) -> None:
-    """Write the profiles back, keeping the file's default_profile."""
-    save_config(path, config, run.config_file(path, warn=False).default_profile)
-
-
 def _existing(config: Config, name: str, path: Path) -> dict[str, Any]:
     """The table of a profile that must exist (`default` may be absent: it is then empty)."""
     if name not in config and name != DEFAULT_PROFILE:
@@ -91,11 +88,9 @@ def _existing(config: Config, name: str, path: Path) -> dict[str, Any]:
     return config.get(name, {})
 
 
-def _editable(run: AppContext, path: Path) -> Config:
-    """A copy of the config file's profiles to change and save (no warning: saving makes the
-    file 0600)."""
-    profiles = run.config_file(path, warn=False).profiles
-    return {name: dict(table) for name, table in profiles.items()}
+def _editable(current: ConfigFile) -> Config:
+    """A copy of the config file's profiles (as read under its lock) to change and save."""
+    return {name: dict(table) for name, table in current.profiles.items()}
 
 
 def _shown(key: str, value: Any) -> str:
@@ -175,9 +170,10 @@ def set_(
     parsed = parse_value(key, text, key)
     if key == "db":
         parsed = str(Path(parsed).expanduser().resolve())
-    config = _editable(run, path)
-    config.setdefault(name, {})[key] = parsed
-    _save(run, path, config)
+    with locked_config(path) as current:
+        config = _editable(current)
+        config.setdefault(name, {})[key] = parsed
+        save_config(path, config, current.default_profile)
     printer.hint(f"Set {key} = {_shown(key, parsed)} in profile {name!r} ({path}).")
     if key == "token" and value not in (None, "-"):
         printer.hint(
@@ -247,13 +243,14 @@ def unset(ctx: typer.Context, key: Key, profile: Profile = None) -> None:
     """
     run, name, path = _target(ctx, profile, warn=False)
     check_key(key)
-    config = _editable(run, path)
     printer = run.plain_printer()
-    if key not in _existing(config, name, path):
-        printer.hint(f"{key} was not set in profile {name!r} ({path}).")
-        return
-    del config[name][key]
-    _save(run, path, config)
+    with locked_config(path) as current:
+        config = _editable(current)
+        if key not in _existing(config, name, path):
+            printer.hint(f"{key} was not set in profile {name!r} ({path}).")
+            return
+        del config[name][key]
+        save_config(path, config, current.default_profile)
     printer.hint(f"Unset {key} in profile {name!r} ({path}).")
 
 
@@ -376,16 +373,17 @@ def use(
     run = app_context(ctx)
     name = check_profile_name(profile)
     path = config_path(run.env)
-    config = _editable(run, path)
-    if name not in config and name != DEFAULT_PROFILE:
-        known = ", ".join(config) or "none"
-        raise UsageProblem(
-            f"No profile {name!r} in {path} (profiles: {known}). Create it first: "
-            f"convrisk config set --profile {name} KEY VALUE",
-            param="P",
-        )
-    # `default` is what applies without the key, so choosing it removes the key.
-    save_config(path, config, None if name == DEFAULT_PROFILE else name)
+    with locked_config(path) as current:
+        config = _editable(current)
+        if name not in config and name != DEFAULT_PROFILE:
+            known = ", ".join(config) or "none"
+            raise UsageProblem(
+                f"No profile {name!r} in {path} (profiles: {known}). Create it first: "
+                f"convrisk config set --profile {name} KEY VALUE",
+                param="P",
+            )
+        # `default` is what applies without the key, so choosing it removes the key.
+        save_config(path, config, None if name == DEFAULT_PROFILE else name)
     printer = run.plain_printer()
     printer.hint(f"Profile {name!r} is now the default ({path}).")
     overrides = run.flags.profile or run.env.get("CONVRISK_PROFILE")

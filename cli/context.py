@@ -117,7 +117,12 @@ class AppContext:
                 explicit = output or self.output_flag
                 shape = make_shape(self.fields, self.jq, output_flag=explicit, fmt=fmt)
             self._printer = Printer(
-                fmt, env=self.env, remote=settings.is_remote, shape=shape, json_errors=json_errors
+                fmt,
+                env=self.env,
+                remote=settings.is_remote,
+                shape=shape,
+                json_errors=json_errors,
+                chosen=bool(output or self.output_flag),
             )
         return self._printer
 
@@ -134,7 +139,7 @@ class AppContext:
         """
         if self._printer is not None:
             return self._printer
-        fmt = self.output_flag or self.env.get("CONVRISK_OUTPUT", "")
+        fmt = (self.output_flag or self.env.get("CONVRISK_OUTPUT", "")).lower()
         if not fmt and not self._settings_failed:
             try:
                 fmt = self.settings().output
@@ -215,7 +220,7 @@ def build_client(settings: Settings) -> Client:
 
 def database_path(settings: Settings) -> Path:
     """The local database file; only the default data folder is created (mode 0700, as are its
-    missing parents), a chosen one must exist."""
+    missing parents), a chosen one must exist. A file convrisk must not use is refused here."""
     if settings.sources.get("db") == "default":
         from convrisk.local_backend.database import make_private_folder
 
@@ -232,6 +237,11 @@ def database_path(settings: Settings) -> Path:
             f"The folder of the database {settings.db} does not exist.",
             param="--db",
         )
+    from convrisk.local_backend.database import unsafe_file_problem
+
+    problem = unsafe_file_problem(settings.db)
+    if problem is not None:
+        raise UsageProblem(problem, param="--db")
     return settings.db
 
 

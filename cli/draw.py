@@ -81,8 +81,13 @@ def table(
     # Wide enough for the table: our policy has decided what fits (an id wider than the screen
     # stays whole), so rich must not shrink a column.
     needed = sum(widths) + 2 * (len(widths) - 1)
-    with console.capture() as capture:
-        console.print(grid, width=max(needed, console.width))
+    screen = console.width
+    console.width = max(needed, screen)  # print(width=) alone is capped at the console's
+    try:
+        with console.capture() as capture:
+            console.print(grid)
+    finally:
+        console.width = screen
     return _TRAILING.sub(r"\1", capture.get())
 
 

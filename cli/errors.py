@@ -42,6 +42,12 @@ class NotSet(CliError):
     """`config get KEY` of a key the profile does not set (exit 1, nothing on stdout)."""
 
 
+class ConfigLocked(CliError):
+    """Another convrisk held the config file's lock past the wait: nothing was written (exit 1)."""
+
+    error_type = "config_locked"
+
+
 class JqFailed(CliError):
     """A --jq program failed on the data (a runtime error of jq): exit 1."""
 
@@ -118,10 +124,13 @@ class ErrorInfo:
 
 
 class TokenFacts(Protocol):
-    """What the settings say of the token (cli.settings.Settings is one)."""
+    """What the settings say of the token and the database (cli.settings.Settings is one)."""
 
     @property
     def token(self) -> str | None: ...
+
+    @property
+    def db(self) -> Path: ...
 
     @property
     def sources(self) -> Mapping[str, str]: ...
@@ -151,6 +160,14 @@ def describe(
     errors = _api_errors()
     if errors is not None and isinstance(exc, errors.AuthenticationError):
         info.message = f"{_token_origin(settings)}: {info.message}"
+    if (
+        errors is not None
+        and isinstance(exc, errors.NotFoundError)
+        and not (remote or exc.answered)
+    ):
+        # The local database said so (`convrisk api` answers as a service would, and a remote
+        # one is named by its answer's status).
+        info.message = f"{info.message.rstrip('.')} in {_database(settings)}"
     if debug_hint and info.type == "internal_error":
         info.message += " (run with --debug for the traceback)"
     return info
@@ -206,6 +223,15 @@ def _token_origin(settings: Callable[[], TokenFacts] | None) -> str:
     return f"The service refused the token from {source}"
 
 
+def _database(settings: Callable[[], TokenFacts] | None) -> str:
+    """Where a local command looked, as a phrase: `the local database PATH`."""
+    try:
+        facts = settings() if settings is not None else None
+    except UsageProblem:
+        facts = None
+    return "the local database" if facts is None else f"the local database {facts.db}"
+
+
 def exit_code(exc: BaseException) -> int:
     """The exit code of an exception (DESIGN section 3)."""
     if isinstance(exc, RecordsFailed):
@@ -214,7 +240,7 @@ def exit_code(exc: BaseException) -> int:
         return exit_code(exc.first)
     if isinstance(exc, UsageProblem | ClickException):
         return USAGE
-    if isinstance(exc, NotConfirmed | NotSet | JqFailed):
+    if isinstance(exc, NotConfirmed | NotSet | JqFailed | ConfigLocked):
         return FAILED
     if isinstance(exc, KeyboardInterrupt | Abort):
         return INTERRUPTED

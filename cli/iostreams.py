@@ -154,17 +154,21 @@ class IOStreams:
         return same_file(self.stdout, self.stderr)
 
     def width(self, name: str = "stdout") -> int:
-        """The screen's width in cells: fixed, else COLUMNS, else the terminal's, else 80."""
+        """The screen's width in cells: fixed, else COLUMNS, else the terminal's (stderr's when
+        `name` is piped: `-o table | less` is read on that terminal), else 80."""
         if self._width is not None:
             return self._width
         columns = self.env.get("COLUMNS", "")
         if columns.isdigit() and int(columns) > 0:
             return int(columns)
-        try:
-            width = os.get_terminal_size(getattr(self, name).fileno()).columns
-        except (AttributeError, ValueError, OSError):
-            width = 0
-        return width if width > 0 else DEFAULT_WIDTH
+        for stream in dict.fromkeys((name, "stderr")):
+            try:
+                width = os.get_terminal_size(getattr(self, stream).fileno()).columns
+            except (AttributeError, ValueError, OSError):
+                width = 0
+            if width > 0:
+                return width
+        return DEFAULT_WIDTH
 
     def colour(self, name: str) -> bool:
         """Whether what is written to the stream `name` may be coloured (rich's switches)."""

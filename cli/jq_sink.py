@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from .cells import printable_json, shown_keeping_layout
+from .errors import JqFailed
 from .kinds import Kind, Row
 from .sinks import Out, Sink
 
@@ -15,6 +18,16 @@ if TYPE_CHECKING:
 # A --jq program's results are written in pieces of about this many characters (a program may
 # print far more than it reads).
 JQ_CHUNK = 64 * 1024
+# libjq's message when a program indexes an array with a name (`.id` on a list's array).
+_INDEXES_AN_ARRAY = "Cannot index array with string"
+
+
+def _for_each(program: str) -> str:
+    """The program run on each item of an array: `.[].id` for a plain path, else `.[] | P`."""
+    text = program.strip()
+    if re.fullmatch(r"(?:\.[A-Za-z_][A-Za-z0-9_]*)+", text):
+        return ".[]" + text
+    return f".[] | {text}" if len(text) <= 40 else ".[] | PROGRAM"
 
 
 class JqSink(Sink):
@@ -84,6 +97,22 @@ class JqSink(Sink):
         """Print the program's results over this JSON text (the body of `convrisk api`)."""
         self._print(json_text)
 
+    @contextmanager
+    def _hinted(self) -> Iterator[None]:
+        """A program that indexes the array of a list as if it were one record (`.id`) fails
+        saying how to run it on each record."""
+        try:
+            yield
+        except JqFailed as exc:
+            if not (self.many and not self.program.each and _INDEXES_AN_ARRAY in exc.message):
+                raise
+            raise JqFailed(
+                f"{exc.message.rstrip('.')}. With a list, --jq runs once over the array of the "
+                f"{self.kind.plural}: write {_for_each(self.program.text)} for each of them, "
+                "or add -o jsonl to run the program once per record.",
+                param=exc.param,
+            ) from None
+
     def _print(self, json_text: str) -> None:
         """The program's results over this text, written in chunks (also those before an
         error of the program, as jq does)."""
@@ -92,7 +121,7 @@ class JqSink(Sink):
         lines: list[str] = []
         size = 0
         terminal = self.terminal
-        with ctrl_c_ends_at_once():
+        with ctrl_c_ends_at_once(), self._hinted():
             try:
                 for result in self.program.run(json_text):
                     if type(result) is str:

@@ -45,9 +45,12 @@ class Kind:
     narrowing: tuple[Narrowing, ...] = ()
     # The field printed by `-o id` (a row without it is left out).
     id_key: str = "id"
-    # When set, the table format (on a terminal and piped alike) is one readable line per row
-    # made by this function, instead of columns.
-    line: Callable[[Row], str] | None = None
+    # When set, the table format (on a terminal and piped alike) is readable lines made by this
+    # function, instead of columns: each item is one screen line (data in it is escaped whole).
+    line: Callable[[Row], Sequence[str]] | None = None
+
+    # The output formats these rows can be printed in (None: every one), in the order named.
+    formats: tuple[str, ...] | None = None
 
     # --fields: only these fields of each record, in this order (None: all of them).
     fields: tuple[str, ...] | None = None
@@ -88,16 +91,18 @@ def planned(operation: str, id: str | None, body: Mapping[str, Any]) -> dict[str
     return {"dry_run": True, "operation": operation, "id": id, "body": dict(body)}
 
 
-def plan_kind(target: Kind) -> Kind:
-    """The kind of the planned operations on `target`: readable lines in the table format."""
+def plan_kind(target: Kind, *, ids: bool = True) -> Kind:
+    """The kind of the planned operations on `target`: readable lines in the table format.
 
-    def line(row: Row) -> str:
+    `ids` False: planned creates, which have no id yet, so `-o id` cannot print them."""
+
+    def line(row: Row) -> list[str]:
         body = format_cell(row.get("body") or {}, "json")
         if row.get("operation") == "create":
-            return f"would create a {target.noun}: {body}"
+            return [f"would create a {target.noun}: {body}"]
         if row.get("operation") == "update":
-            return f"would update {row.get('id')}: {body}"
-        return f"would {row.get('operation')} {row.get('id')}"
+            return [f"would update {row.get('id')}: {body}"]
+        return [f"would {row.get('operation')} {row.get('id')}"]
 
     return Kind(
         f"planned {target.noun} operation",
@@ -105,6 +110,7 @@ def plan_kind(target: Kind) -> Kind:
         _PLAN_COLUMNS,
         _PLAN_COLUMNS,
         line=line,
+        formats=None if ids else ("table", "json", "jsonl", "csv"),
     )
 
 
@@ -137,8 +143,9 @@ PROFILES = Kind(
 ANSWER = Kind("item", "items", (), ())
 
 
-def _status_lines(row: Row) -> str:
-    """The status of `convrisk status` as aligned lines (joined by the sink)."""
+def _status_lines(row: Row) -> list[str]:
+    """The status of `convrisk status` as aligned lines, one per fact (a line break in a value,
+    such as a service's error message, is escaped by the sink: it cannot forge a line)."""
     if row.get("backend") == "remote":
         backend = f"remote {row.get('base_url')}"
         token = f"from {row['token_source']}" if row.get("token_source") else "not set"
@@ -158,7 +165,7 @@ def _status_lines(row: Row) -> str:
         ("token", token),
         ("service", service),
     ]
-    return "\n".join(f"{key:<8} {value}" for key, value in lines)
+    return [f"{key:<8} {value}" for key, value in lines]
 
 
 _STATUS_COLUMNS = tuple(
@@ -176,4 +183,12 @@ _STATUS_COLUMNS = tuple(
         "error",
     )
 )
-STATUS = Kind("status", "statuses", _STATUS_COLUMNS, _STATUS_COLUMNS, line=_status_lines)
+# A status has no id: `-o id` would print nothing.
+STATUS = Kind(
+    "status",
+    "statuses",
+    _STATUS_COLUMNS,
+    _STATUS_COLUMNS,
+    line=_status_lines,
+    formats=("table", "json", "jsonl", "csv"),
+)

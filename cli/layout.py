@@ -40,13 +40,24 @@ def table_layout(
     `kind.narrowing` names first show their date only; then, while the columns cut to their
     minimum (a text column to TEXT_MIN or its title) still do not fit, the rest of
     `kind.narrowing` applies in order (dropping columns), and at last columns are dropped from
-    the right (one text column beside the id may shrink to SQUEEZE_MIN). The cells left over
-    share the spare width. `measure` is the width of a text in screen cells (the drawing's).
+    the right (one text column beside the id may shrink to SQUEEZE_MIN).
+
+    Columns asked for with --fields (`kind.fields`) never go: they are cut instead, as far as
+    needed (to one cell each; only a screen narrower than the id and a cell per column
+    overflows).
+
+    The cells left over are shared out, then a column that is still cut takes them from the
+    less important ones (those the narrowing drops earlier; with --fields, those asked for
+    later), and a less important column that is cut too goes when that makes it whole:
+    DETAILS gives way before TYPE is cut. `measure` is the width of a text in screen cells
+    (the drawing's).
     """
     columns = kind.terminal_columns
     index = {column.key: i for i, column in enumerate(columns)}
     shown = list(range(len(columns)))
     dates: set[int] = set()
+    asked = kind.fields is not None
+    floors: dict[int, int] = {}  # with --fields: cut below the usual minimum
 
     def natural(i: int) -> int:
         cells = (date_only(row[i]) if i in dates else row[i] for row in rows)
@@ -54,9 +65,14 @@ def table_layout(
 
     widths = {i: natural(i) for i in shown}
 
+    def is_id(i: int) -> bool:
+        return columns[i].key == "id"
+
     def minimum(i: int) -> int:
+        if i in floors:
+            return floors[i]
         column = columns[i]
-        if column.key == "id" or column.kind == "time":
+        if is_id(i) or column.kind == "time":
             return widths[i]
         return min(widths[i], max(TEXT_MIN, measure(column.title)))
 
@@ -74,29 +90,79 @@ def table_layout(
             shown.remove(i)
 
     steps = list(kind.narrowing)
-    empty = [i for i in shown if columns[i].key != "id" and not any(row[i] for row in rows)]
-    while empty and total(widths.__getitem__) > width:
+    empty = [i for i in shown if not is_id(i) and not any(row[i] for row in rows)]
+    while empty and not asked and total(widths.__getitem__) > width:
         shown.remove(empty.pop())
     while steps and steps[0][0] == "date" and total(widths.__getitem__) > width:
         apply(*steps.pop(0))
-    while steps and total(minimum) > width:
-        apply(*steps.pop(0))
-    while len(shown) > 1 and total(minimum) > width:
-        last = next(i for i in reversed(shown) if columns[i].key != "id")
-        left = width - (total(minimum) - minimum(last))
-        if len(shown) == 2 and left >= SQUEEZE_MIN and columns[last].kind == "text":
-            widths[last] = left  # the one column beside the id gets what is left
-            break
-        shown.remove(last)
-    size = {i: minimum(i) for i in shown}
-    spare = width - total(size.__getitem__)
-    growing = [i for i in shown if size[i] < widths[i]]
-    while spare > 0 and growing:
-        share = max(1, spare // len(growing))
-        for i in list(growing):
-            step = min(share, widths[i] - size[i], spare)
-            size[i] += step
-            spare -= step
-            if size[i] >= widths[i]:
-                growing.remove(i)
+    if asked:
+        others = [i for i in shown if not is_id(i)]
+        if others and total(minimum) > width:
+            room = width - total(lambda i: widths[i] if is_id(i) else 0)
+            share = max(1, room // len(others))
+            floors.update({i: min(minimum(i), share) for i in others})
+    else:
+        while steps and total(minimum) > width:
+            apply(*steps.pop(0))
+        while len(shown) > 1 and total(minimum) > width:
+            last = next(i for i in reversed(shown) if not is_id(i))
+            left = width - (total(minimum) - minimum(last))
+            if len(shown) == 2 and left >= SQUEEZE_MIN and columns[last].kind == "text":
+                widths[last] = left  # the one column beside the id gets what is left
+                break
+            shown.remove(last)
+
+    def sizes() -> dict[int, int]:
+        """Each shown column's width: its minimum, then the spare cells shared out evenly, then
+        moved from less important columns (down to their minimum) to a more important one
+        that is still cut."""
+        size = {i: minimum(i) for i in shown}
+        spare = width - total(size.__getitem__)
+        growing = [i for i in shown if size[i] < widths[i]]
+        while spare > 0 and growing:
+            share = max(1, spare // len(growing))
+            for i in list(growing):
+                step = min(share, widths[i] - size[i], spare)
+                size[i] += step
+                spare -= step
+                if size[i] >= widths[i]:
+                    growing.remove(i)
+        order = _priority(kind, shown)
+        for n, high in enumerate(order):
+            for low in reversed(order[n + 1 :]):
+                step = max(0, min(widths[high] - size[high], size[low] - minimum(low)))
+                size[high] += step
+                size[low] -= step
+        return size
+
+    size = sizes()
+    # While a column is cut, less important ones that are cut too go, in the narrowing's order,
+    # if their room makes it whole: DETAILS gives way before TYPE is cut. Else they stay.
+    drops = [key for action, key in steps if action == "drop"] if not asked else []
+    pending: list[int] = []
+    for key in drops:
+        i, order = index[key], _priority(kind, shown)
+        cut = [j for j in order if size[j] < widths[j]]
+        if i not in cut or order.index(i) <= order.index(cut[0]):
+            continue
+        shown.remove(i)
+        pending.append(i)
+        fewer = sizes()
+        if fewer[cut[0]] >= widths[cut[0]]:
+            size, pending = fewer, []
+    if pending:
+        shown = sorted([*shown, *pending])
+        size = sizes()
     return [Placed(i, size[i], i in dates) for i in shown]
+
+
+def _priority(kind: Kind, shown: Sequence[int]) -> list[int]:
+    """The shown columns, the one to keep whole first: the columns the narrowing never drops
+    (in their order), then those it drops, the last dropped first; with --fields, the order
+    they were asked in."""
+    if kind.fields is not None:
+        return list(shown)
+    columns = kind.terminal_columns
+    dropped = [key for action, key in kind.narrowing if action == "drop"]
+    rank = {key: len(dropped) - n for n, key in enumerate(dropped)}
+    return sorted(shown, key=lambda i: rank.get(columns[i].key, 0))

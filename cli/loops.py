@@ -95,7 +95,7 @@ def plan_create(
     """--dry-run of a create: the body checked by the interface's rules, printed, not sent."""
     checked = resource(run.client()).check_create(body)
     sent = {key: value for key, value in checked.items() if value is not None}
-    run.printer(output).one(plan_kind(kind), planned("create", None, sent))
+    run.printer(output).one(plan_kind(kind, ids=False), planned("create", None, sent))
 
 
 def plan_each_id(

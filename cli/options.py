@@ -17,8 +17,9 @@ def _remember_output(ctx: typer.Context, value: str | None) -> str | None:
     """Check -o early (it is eager) so that even usage errors are reported in that format."""
     if value is None:
         return None
-    if value not in OUTPUT_FORMATS:
+    if value.lower() not in OUTPUT_FORMATS:
         raise typer.BadParameter(f"{value!r} is not one of {', '.join(OUTPUT_FORMATS)}.")
+    value = value.lower()  # `-o JSON` is `-o json`
     ctx.ensure_object(AppContext).output_flag = value
     return value
 

@@ -1,16 +1,18 @@
 """The printer, the only place that prints: every output format, errors, hints, progress and
 questions, written to the streams of its IOStreams (terminal facts, cli/iostreams.py).
 
-Formats: `table` (on a terminal a table of one line per row, or for one record a detail view
-with every field; tab-separated under a header line otherwise), `json` (an object, or an array
-for lists and several ids), `jsonl`, `csv` and `id`. Lists are written and flushed page by
-page, so `--all` starts printing at once in flat memory. The sinks (cli/sinks.py,
-cli/views.py, cli/jq_sink.py) make the text; what a person sees on a terminal is drawn by rich
-(cli/draw.py), loaded only then.
+Formats: `table` (on a terminal, or piped when `-o table` asks for it, a table of one line per
+row, or for one record a detail view with every field; tab-separated under a header line
+otherwise), `json` (an object, or an array for lists and several ids), `jsonl`, `csv` and `id`.
+Lists are written and flushed page by page, so `--all` starts printing at once in flat memory.
+The sinks (cli/sinks.py, cli/views.py, cli/jq_sink.py) make the text; what a person sees on a
+terminal is drawn by rich (cli/draw.py), loaded only then.
 
 Every line a person reads goes through `shown()` (api_client.text.printable) in the sinks and
 the message methods here, so that no command can let a control character from data reach the
-terminal (DESIGN 4.2). What an error means is decided in cli/errors.py; `error()` prints it.
+terminal (DESIGN 4.2); where one line is meant (errors, hints, warnings, notices, status lines,
+progress) a line break from data is escaped too, so that data cannot print a line of its own.
+What an error means is decided in cli/errors.py; `error()` prints it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeVar, cast
 
 from .cells import json_text, shown
-from .errors import ErrorInfo, JqFailed, OutputFailed, StdoutClosed
+from .errors import ErrorInfo, JqFailed, OutputFailed, StdoutClosed, UsageProblem
 from .iostreams import IOStreams, ask
 from .kinds import ANSWER, Kind, Row
 from .sinks import CsvSink, IdSink, JsonlSink, JsonSink, LineSink, Sink, TsvSink
@@ -41,6 +43,9 @@ R = TypeVar("R", bound="Record")
 # SGR codes of the one-line messages on stderr (drawn without rich: an error or a hint must not
 # cost rich's import).
 DIM, YELLOW, RED = "2", "33", "31"
+# Between two tracebacks of a chain, as Python says it.
+CAUSE = "The above exception was the direct cause of the following exception:"
+CONTEXT = "During handling of the above exception, another exception occurred:"
 
 
 class Printer:
@@ -55,8 +60,13 @@ class Printer:
         shape: Shape | None = None,
         json_errors: bool | None = None,
         streams: IOStreams | None = None,
+        chosen: bool = False,
     ) -> None:
         self.fmt = fmt
+        # Whether the format was asked for on this command line (-o): `-o table` draws the
+        # table even when piped, and a format the command cannot print is a usage error (a
+        # default from the settings gives way to `table` instead).
+        self.chosen = chosen
         # Errors as one JSON line on stderr (default: with -o json and jsonl).
         self.json_errors = fmt in ("json", "jsonl") if json_errors is None else json_errors
         self.remote = remote
@@ -168,8 +178,17 @@ class Printer:
             self._open_line = False
 
     def notice(self, text: str) -> None:
-        """A message on stderr; several lines stay lines (a traceback, a log line, a help)."""
+        """A one-line message on stderr (a summary, a serve notice or log line): a line break
+        in it is shown escaped, so data in it cannot print a line of its own."""
+        self._message(shown(text))
+
+    def block(self, text: str) -> None:
+        """Several lines of our own on stderr (a help text): each line made safe."""
         self._message(shown(text, keep_newlines=True))
+
+    def traceback(self, exc: BaseException) -> None:
+        """The traceback of `exc` on stderr (`--debug`): see `traceback_lines`."""
+        self._message("\n".join(traceback_lines(exc)))
 
     def hint(self, text: str) -> None:
         """A one-line hint on stderr (dim on a terminal), never on stdout."""
@@ -275,8 +294,23 @@ class Printer:
             raise
         sink.close()
 
+    def format_for(self, kind: Kind) -> str:
+        """The format rows of `kind` are printed in: this printer's, or `table` when the
+        settings' default is one that `kind` cannot print; a usage error when -o asked for it.
+        """
+        if kind.formats is None or self.fmt in kind.formats:
+            return self.fmt
+        if self.chosen:
+            raise UsageProblem(
+                f"-o {self.fmt} cannot print {kind.plural}: use "
+                f"{', '.join(kind.formats[:-1])} or {kind.formats[-1]}.",
+                param="--output",
+            )
+        return "table"
+
     def sink(self, kind: Kind, many: bool) -> Sink:
         """The sink of this format for rows of `kind` (see `records`)."""
+        fmt = self.format_for(kind)
         # The --jq and terminal sinks are imported when chosen: a piped format loads neither.
         if self.shape is not None:
             if self.shape.fields is not None:
@@ -286,7 +320,7 @@ class Printer:
 
                 return JqSink(self, kind, many, self.shape.jq, terminal=self.stdout_is_terminal())
         terminal = self.stdout_is_terminal()
-        if self.fmt == "json":
+        if fmt == "json":
             if not terminal:
                 return JsonSink(self, kind, many, indent=None)
             if self.streams.colour("stdout"):
@@ -294,15 +328,15 @@ class Printer:
 
                 return HighlightedJsonSink(self, kind, many, self.streams)
             return JsonSink(self, kind, many, indent=2)
-        if self.fmt == "jsonl":
+        if fmt == "jsonl":
             return JsonlSink(self, kind, many)
-        if self.fmt == "csv":
+        if fmt == "csv":
             return CsvSink(self, kind, many)
-        if self.fmt == "id":
+        if fmt == "id":
             return IdSink(self, kind, many)
         if kind.line is not None:
             return LineSink(self, kind, many)
-        if not terminal:
+        if not terminal and not self.chosen:
             return TsvSink(self, kind, many)
         from .views import DetailSink, TerminalTableSink
 
@@ -443,16 +477,59 @@ class Printer:
             self.hint(f"No {kind.plural}.")
 
 
+def traceback_lines(exc: BaseException) -> list[str]:
+    """The lines of a traceback, each safe for a terminal.
+
+    The frames keep their lines (file, line, code), each escaped; every exception's own text
+    (`Type: message`, with its notes), which may carry data such as a service's message, is
+    one line, its line breaks shown as `\\n`: a message cannot print a line that looks like
+    the traceback's, or like convrisk's.
+    """
+    import traceback
+
+    lines: list[str] = []
+    seen: set[int] = set()
+    chain: list[tuple[str | None, traceback.TracebackException]] = []
+    current: traceback.TracebackException | None = traceback.TracebackException.from_exception(exc)
+    label: str | None = None
+    while current is not None and id(current) not in seen and len(chain) < 100:
+        seen.add(id(current))
+        chain.append((label, current))
+        if current.__cause__ is not None:
+            label, current = CAUSE, current.__cause__
+        elif current.__context__ is not None and not current.__suppress_context__:
+            label, current = CONTEXT, current.__context__
+        else:
+            current = None
+    for label, part in reversed(chain):
+        if part.stack:
+            lines.append("Traceback (most recent call last):")
+            lines.extend(
+                shown(line, keep_newlines=True)
+                for frame in part.stack.format()
+                for line in frame.rstrip("\n").split("\n")
+            )
+        lines.append(shown("".join(part.format_exception_only()).rstrip("\n")))
+        if label is not None:
+            lines += ["", label, ""]
+    return lines
+
+
 def debug_handler() -> logging.Handler:
     """A stderr handler for `--debug` (the loggers never see the token); data shown escaped."""
     import logging
 
     class Printable(logging.Formatter):
-        """Escapes control characters in each line (paths, ids and messages carry data)."""
+        """Each record's message as one line (paths, ids and messages carry data); a traceback
+        attached to it as the lines of `traceback_lines`."""
 
         def format(self, record: logging.LogRecord) -> str:
             """The usual line, made safe for the terminal."""
-            return shown(super().format(record), keep_newlines=True)
+            record.message = record.getMessage()
+            line = shown(self.formatMessage(record))
+            if record.exc_info and record.exc_info[1] is not None:
+                return "\n".join([line, *traceback_lines(record.exc_info[1])])
+            return line
 
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(Printable("debug: %(name)s: %(message)s"))

@@ -39,9 +39,10 @@ _VIEWS = {"with": _party, "flags": _flags}
 
 
 def kind_of(resource: Resource) -> Kind:
-    """The kind of a resource's records: a column per field, and the terminal's table."""
+    """The kind of a resource's records: a column per field in the description's order (the
+    order of JSON's keys too), and the terminal's table."""
     columns = tuple(
-        Column(field.name, field.heading, _CELLS[field.type]) for field in resource.column_fields()
+        Column(field.name, field.heading, _CELLS[field.type]) for field in resource.fields
     )
     by_key = {column.key: column for column in columns}
     table = tuple(

@@ -124,9 +124,12 @@ def serve(
     printer = run.plain_printer()
     stored = None
     if given is None:
-        from convrisk.local_backend.serve_token import load_or_create
+        from convrisk.local_backend.serve_token import UnsafeTokenFile, load_or_create
 
-        stored = load_or_create(db_path)
+        try:
+            stored = load_or_create(db_path)
+        except UnsafeTokenFile as exc:
+            raise UsageProblem(exc.message, param="--token") from None
     secret = given if given is not None else stored.token if stored is not None else ""
 
     def ready(url: str) -> None:
@@ -144,8 +147,6 @@ def serve(
         if stored is not None:
             state = "made now" if stored.created else "kept from an earlier start"
             printer.notice(f"convrisk serve: token in {stored.path} ({state})")
-            if stored.readable_by_others:
-                printer.warning(f"{stored.path} can be read by other users; chmod 600 it.")
             printer.notice(f"{base} CONVRISK_TOKEN={shlex.quote(stored.token)}")
         elif source == "CONVRISK_SERVE_TOKEN":
             printer.notice(f'{base} CONVRISK_TOKEN="$CONVRISK_SERVE_TOKEN"')
@@ -158,7 +159,7 @@ def serve(
         db_path=db_path,
         token=secret,
         on_ready=ready,
-        log=printer.notice,
+        log=printer.block,  # lines escaped by the log itself; a 5xx's reason spans lines
         log_format=log_format,
         chaos=chaos,
     )

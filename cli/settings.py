@@ -2,23 +2,26 @@
 
 The config file is TOML with one table per profile (`[default]`, `[staging]`, ...) and at most
 one key outside them, `default_profile = "P"` (set by `config use P`), read with tomllib and
-written with tomli-w atomically (temp file + rename) with mode 0600; a symlinked config file is
-written through to its target, so the link stays a link.
+written with tomli-w atomically (temp file + rename) with mode 0600 under a lock (read, change and
+write inside it: parallel writers lose nothing); a symlinked config file is written through to its
+target, so the link stays a link. As ssh does with its own config, a config file owned by another
+user (root aside) or writable by group or others is refused: it chooses where the token goes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import functools
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from .errors import UsageProblem
+from .errors import ConfigLocked, UsageProblem
 
 KEYS: Final = (
     "base_url",
@@ -41,6 +44,8 @@ DEFAULT_PROFILE_KEY: Final = "default_profile"
 MAX_RETRIES: Final = 10
 # A config file is a few lines; more than this is the wrong file (and is not read whole).
 MAX_CONFIG_BYTES: Final = 1024 * 1024
+# How long a config write waits for others to finish (as long as the database's busy timeout).
+LOCK_WAIT_SECONDS: Final = 30.0
 _PROFILE_NAME = re.compile(r"[A-Za-z0-9_-]+")
 
 
@@ -221,16 +226,18 @@ def _token(value: str, where: str) -> str:
 
 
 def _db(value: str, where: str) -> str:
+    if "\0" in value:
+        raise UsageProblem(f"{where}db must not contain a NUL character.", param="db")
     return value
 
 
 def _output(value: str, where: str) -> str:
-    if value not in OUTPUT_FORMATS:
+    if value.lower() not in OUTPUT_FORMATS:
         raise UsageProblem(
             f"{where}output must be one of {', '.join(OUTPUT_FORMATS)}, not {value!r}.",
             param="output",
         )
-    return value
+    return value.lower()  # `JSON` is `json`, as with -o
 
 
 _STRING_CHECKS = {"base_url": _base_url, "token": _token, "db": _db, "output": _output}
@@ -282,6 +289,8 @@ def read_config(path: Path) -> ConfigFile:
         # A character device is allowed: CONVRISK_CONFIG=/dev/null means "no config file".
         if not stat.S_ISREG(info.st_mode) and not stat.S_ISCHR(info.st_mode):
             raise problem("is not a regular file")
+        if stat.S_ISREG(info.st_mode):
+            _check_trusted(path, info)
         raw = _read_at_most(fd, MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise problem(f"cannot be read: {_reason(exc)}") from None
@@ -319,6 +328,23 @@ def read_config(path: Path) -> ConfigFile:
     return ConfigFile(path, data, mode, default)
 
 
+def _check_trusted(path: Path, info: os.stat_result) -> None:
+    """Refuse a config file that another user could have written (ssh's StrictModes rule)."""
+    import shlex
+
+    if info.st_uid not in (os.geteuid(), 0):
+        raise UsageProblem(
+            f"Config file {path} belongs to another user (uid {info.st_uid}), who could change "
+            "where your token is sent: use a file of your own (CONVRISK_CONFIG names another)."
+        )
+    mode = stat.S_IMODE(info.st_mode)
+    if mode & 0o022:
+        raise UsageProblem(
+            f"Config file {path} is writable by other users (mode {mode:04o}), who could change "
+            f"where your token is sent: run chmod 600 {shlex.quote(str(path))}"
+        )
+
+
 def _read_at_most(fd: int, size: int) -> bytes:
     chunks: list[bytes] = []
     left = size
@@ -351,12 +377,8 @@ def save_config(path: Path, config: Config, default_profile: str | None = None) 
         document[DEFAULT_PROFILE_KEY] = default_profile
     document.update((name, table) for name, table in config.items() if table)
     text = tomli_w.dumps(document)
+    target = _write_target(path)
     try:
-        target = path.resolve()
-    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python 3.11, 3.12)
-        raise UsageProblem(f"Cannot write config file {shown}: {_reason(exc)}.") from None
-    try:
-        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".config.", suffix=".tmp")
     except OSError as exc:
         raise UsageProblem(f"Cannot write config file {shown}: {_reason(exc)}.") from None
@@ -370,6 +392,97 @@ def save_config(path: Path, config: Config, default_profile: str | None = None) 
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
         raise UsageProblem(f"Cannot write config file {shown}: {_reason(exc)}.") from None
+
+
+def _write_target(path: Path) -> Path:
+    """The file a write of the config at `path` replaces (a symlink's target), its folder made.
+
+    A symlink that another user made is not followed: it could point the write anywhere.
+    """
+    shown = str(path)
+    try:
+        link = os.lstat(path)
+    except FileNotFoundError:
+        link = None
+    except (OSError, ValueError) as exc:
+        raise UsageProblem(f"Cannot write config file {shown}: {_reason(exc)}.") from None
+    if link is not None and stat.S_ISLNK(link.st_mode) and link.st_uid not in (os.geteuid(), 0):
+        raise UsageProblem(
+            f"Config file {shown} is a symlink made by another user (uid {link.st_uid}): "
+            "it is not followed; remove it or use a file of your own."
+        )
+    try:
+        target = path.resolve()
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        kind = os.stat(target).st_mode if target.exists() else stat.S_IFREG
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python 3.11, 3.12)
+        raise UsageProblem(f"Cannot write config file {shown}: {_reason(exc)}.") from None
+    if not stat.S_ISREG(kind):
+        # CONVRISK_CONFIG=/dev/null reads as "no settings"; writing must not replace the device.
+        raise UsageProblem(f"Config file {shown} is not a regular file: nothing was written.")
+    return target
+
+
+@contextlib.contextmanager
+def locked_config(path: Path, *, wait: float = LOCK_WAIT_SECONDS) -> Iterator[ConfigFile]:
+    """The config file read under its lock, held until the block ends: change it and
+    `save_config` it inside the block, and no other convrisk's change in between is lost.
+
+    The lock is `.NAME.lock` beside the file written (0600, removed on release); it is awaited
+    for at most `wait` seconds, then ConfigLocked.
+    """
+    import fcntl
+    import time
+
+    target = _write_target(path)
+    lock = target.with_name(f".{target.name}.lock")
+    deadline = time.monotonic() + wait
+    fd = _open_lock(path, lock)
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                raise ConfigLocked(
+                    f"Config file {path} is being changed by another convrisk ({lock} stayed "
+                    f"locked for {wait:g} seconds): nothing was written; try again."
+                ) from None
+            # Short polls: a writer holds the lock for milliseconds, and a long sleep would
+            # let the others pass first every time.
+            time.sleep(0.005)
+            continue
+        except OSError as exc:
+            os.close(fd)
+            raise _lock_failed(path, lock, exc) from None
+        # The holder before us removes the file when done: our lock must be on the file that is
+        # there now, else another writer may lock the new one at the same time.
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(lock, follow_symlinks=False))
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+        fd = _open_lock(path, lock)
+    try:
+        yield read_config(path)
+    finally:
+        # Removed while held; left behind (a failure), it harms nothing: the next writer locks it.
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+        os.close(fd)
+
+
+def _open_lock(path: Path, lock: Path) -> int:
+    try:
+        return os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise _lock_failed(path, lock, exc) from None
+
+
+def _lock_failed(path: Path, lock: Path, exc: OSError) -> UsageProblem:
+    return UsageProblem(f"Cannot lock config file {path} ({lock}): {_reason(exc)}.")
 
 
 @dataclass

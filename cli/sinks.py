@@ -127,16 +127,14 @@ class IdSink(Sink):
 
 
 class LineSink(Sink):
-    """Readable lines per row, made by the kind's `line` function; each line is escaped for a
-    terminal (a line break the function puts in stays, one from data does not)."""
+    """Readable lines per row, made by the kind's `line` function; each is one screen line,
+    escaped whole (a line break from data shows as `\\n`, never starts a line)."""
 
     def render(self, rows: Sequence[Row]) -> str:
         """The lines of each row."""
         line = self.kind.line
         assert line is not None
-        return "".join(
-            "".join(shown(part) + "\n" for part in line(row).split("\n")) for row in rows
-        )
+        return "".join(shown(part) + "\n" for row in rows for part in line(row))
 
 
 class HeaderSink(Sink):

@@ -29,6 +29,7 @@ def status(ctx: typer.Context, output: opt.Output = None) -> int:
     run = app_context(ctx)
     settings = run.settings()
     printer = run.printer(output)
+    printer.format_for(STATUS)  # a format it cannot print is refused before the round trip
     token = settings.sources.get("token") if settings.token else None
     row: dict[str, Any] = {
         "profile": settings.profile,

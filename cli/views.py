@@ -146,7 +146,7 @@ def detail_value(value: object, is_time: bool, key: str = "") -> list[str]:
         return ["true" if value else "false"]
     if isinstance(value, int | float) and (is_time or key.endswith("_at")):
         text = format_timestamp(value)
-        return [text + " UTC" if DATE_TIME.fullmatch(text) else text]
+        return [text.removesuffix("Z") + " UTC" if DATE_TIME.fullmatch(text) else text]
     if isinstance(value, dict | list):
         return json_text(value, indent=2).split("\n")
     return [shown(str(value))]

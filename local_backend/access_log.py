@@ -9,7 +9,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from convrisk.api_client.text import printable
+from convrisk.api_client.endpoint import Scrubber
+from convrisk.api_client.text import printable, safe_line
 
 Log = Callable[[str], None]
 # The formats of the log (`serve --log-format`).
@@ -24,7 +25,7 @@ class AccessLog:
             raise ValueError(f"unknown log format {fmt!r}")
         self._sink = sink
         self._json = fmt == "json"
-        self._token = token
+        self._scrubber = Scrubber(token)
 
     def request(
         self,
@@ -82,12 +83,11 @@ class AccessLog:
         if self._json:
             line = json.dumps({"time": _now(), "level": level, "message": message})
         else:
-            line = f"{_now()} convrisk serve: {level}: {printable(message)}"
+            line = f"{_now()} convrisk serve: {level}: {safe_line(message)}"
         self._emit(line)
 
     def _emit(self, line: str) -> None:
-        if self._token and self._token in line:
-            line = line.replace(self._token, "***")
+        line = self._scrubber.text(line)
         assert self._sink is not None
         self._sink(line)
 

@@ -4,12 +4,17 @@ Every sqlite3 exception stops here and leaves as an `api_client` error. Writes r
 `BEGIN IMMEDIATE` transactions (the write lock is taken at the start, so two writers never
 deadlock upgrading a read lock), the journal is WAL (readers never block the writer), and a busy
 timeout plus a retry loop ride out other processes holding the lock.
+
+Files in shared folders (`/tmp/demo.db`): a database, or its -wal, -shm or -journal, owned by
+another user (root aside) is refused, as is a symlink where convrisk would create the file; a
+database the user may read but not write (the file or its folder) is opened read-only.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -116,18 +121,93 @@ def make_private_folder(folder: Path) -> None:
             # another process made it meanwhile
 
 
+# Files SQLite keeps beside a database, and writes the database's content to.
+COMPANIONS = ("-wal", "-shm", "-journal")
+
+
+def unsafe_file_problem(path: Path) -> str | None:
+    """Why the database at `path` must not be used, or None.
+
+    Refused: a directory; a symlink whose target does not exist (SQLite would create the file
+    wherever it points); a database, or a file SQLite keeps beside it, owned by another user
+    (they would read everything written to it); root's files are trusted, as ssh trusts them.
+    """
+    try:
+        link = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return None  # left to sqlite3.connect, which says what is wrong in its own words
+    info = link
+    if stat.S_ISLNK(link.st_mode):
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            return (
+                f"The local database {path} is a symlink to {os.readlink(path)}, which does not "
+                "exist: convrisk creates a database only as a new file, never through a symlink."
+            )
+        except OSError:
+            return None
+    if stat.S_ISDIR(info.st_mode):
+        return f"The local database {path} is a directory: give a file (--db FILE)."
+    problem = _foreign_owner(path, info, "The local database")
+    if problem is not None:
+        return problem
+    real = Path(os.path.realpath(path))
+    for suffix in COMPANIONS:
+        companion = real.with_name(real.name + suffix)
+        try:
+            beside = os.lstat(companion)
+        except OSError:
+            continue
+        if stat.S_ISLNK(beside.st_mode):
+            return (
+                f"{companion} (SQLite's file beside the local database) is a symlink: remove it; "
+                "SQLite would write the database's content wherever it points."
+            )
+        problem = _foreign_owner(companion, beside, "SQLite's file beside the database,")
+        if problem is not None:
+            return problem
+    return None
+
+
+def _foreign_owner(path: Path, info: os.stat_result, what: str) -> str | None:
+    if info.st_uid in (os.geteuid(), 0):
+        return None
+    return (
+        f"{what} {path} belongs to another user (uid {info.st_uid}), who can read everything "
+        "written to it: use a file of your own (--db FILE)."
+    )
+
+
 def _create_private_file(path: Path) -> None:
     """Create an empty database file with mode 0600, unless something is there already.
 
     sqlite3 would create it 0644 (umask permitting), and it creates the -wal and -shm files with
-    the database file's mode, so they are private too. An existing file keeps its mode. Any
-    failure is left to sqlite3.connect, which reports it in its own words.
+    the database file's mode, so they are private too. An existing file keeps its mode; a
+    symlink is never followed (O_EXCL). Any other failure is left to sqlite3.connect, which
+    reports it in its own words.
     """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        fd = os.open(path, flags, 0o600)
     except OSError:
         return
     os.close(fd)
+
+
+def _read_only(path: Path) -> bool:
+    """Whether an existing database can only be read: the file, or its folder (where SQLite
+    makes the -wal and -shm files), is not writable by this user."""
+    effective = os.access in os.supports_effective_ids
+    try:
+        return path.exists() and not (
+            os.access(path, os.W_OK, effective_ids=effective)
+            and os.access(path.parent, os.W_OK, effective_ids=effective)
+        )
+    except (OSError, ValueError):
+        return False
 
 
 def _primary_code(exc: sqlite3.Error) -> int | None:
@@ -191,6 +271,8 @@ class Database:
         self._not_waiting: set[sqlite3.Connection] = set()
         self._prepared = False
         self._closed = False
+        # True once the file was found writable by neither this user nor in its folder.
+        self.read_only = False
 
     # -- transactions ---------------------------------------------------------------------------
 
@@ -332,14 +414,13 @@ class Database:
             raise ServiceError(
                 f"Cannot create the folder {folder} for the local database {self.path}: {reason}."
             ) from exc
+        problem = unsafe_file_problem(self.path)
+        if problem is not None:
+            raise ServiceError(problem)
         _create_private_file(self.path)
+        read_only = _read_only(self.path)
         try:
-            conn = sqlite3.connect(
-                self.path,
-                timeout=self.busy_timeout,
-                isolation_level=None,
-                check_same_thread=False,
-            )
+            conn = self._connect_read_only() if read_only else self._connect(self.path)
         except sqlite3.Error as exc:
             raise self.error(exc) from exc
         except (OSError, ValueError) as exc:
@@ -356,16 +437,61 @@ class Database:
             raise self.error(exc) from exc
         return conn
 
+    def _connect(self, name: str | Path, *, uri: bool = False) -> sqlite3.Connection:
+        return sqlite3.connect(
+            name, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False, uri=uri
+        )
+
+    def _connect_read_only(self) -> sqlite3.Connection:
+        """A connection that only reads (`mode=ro`), for a file or folder this user cannot write.
+
+        SQLite reads a WAL database read-only only through its -shm file, which it cannot make in
+        a folder it may not write. With no -wal file (or an empty one) every committed row is in
+        the database file itself, and `immutable=1` reads it without the -shm file.
+        """
+        from urllib.parse import quote
+
+        name = f"file:{quote(str(self.path))}?mode=ro"
+        conn = self._connect(name, uri=True)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.Error as exc:
+            conn.close()
+            wal = self.path.with_name(self.path.name + "-wal")
+            no_shm = _primary_code(exc) in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN)
+            if not no_shm or (wal.exists() and wal.stat().st_size > 0):
+                raise
+            conn = self._connect(name + "&immutable=1", uri=True)
+        conn.execute("PRAGMA query_only = 1")
+        self.read_only = True
+        return conn
+
     def _prepare(self, conn: sqlite3.Connection) -> None:
-        """Once per Database: WAL journal, then the schema migrated forward."""
+        """Once per Database: WAL journal, then the schema migrated forward (a database that can
+        only be read must already be at this version)."""
         if self._prepared:
             return
         with self._prepare_lock:
             if self._prepared:
                 return
-            self._retry_busy(lambda: self._use_wal(conn))
-            self._retry_busy(lambda: self._migrate(conn))
+            if self.read_only:
+                self._retry_busy(lambda: self._check_readable(conn))
+            else:
+                self._retry_busy(lambda: self._use_wal(conn))
+                self._retry_busy(lambda: self._migrate(conn))
             self._prepared = True
+
+    def _check_readable(self, conn: sqlite3.Connection) -> None:
+        (version,) = conn.execute("PRAGMA user_version").fetchone()
+        if version == 0:
+            self._check_empty(conn)
+        if version != SCHEMA_VERSION:
+            state = "is empty" if version == 0 else f"has schema version {version}"
+            raise ServiceError(
+                f"The local database {self.path} can only be read (you may not write the file "
+                f"or its folder) and {state}: this convrisk reads version {SCHEMA_VERSION}."
+            )
+        self._check_application_id(conn)
 
     @staticmethod
     def _use_wal(conn: sqlite3.Connection) -> None:

@@ -81,6 +81,28 @@ def test_the_scrubber_hides_a_long_token_anywhere_and_a_short_one_where_it_stand
 
 
 @pytest.mark.parametrize(
+    "echo",
+    [
+        r"\u0074\u006f\u006b\u002d\u0031\u0032\u0033\u0034\u0035\u0036\u0037\u0038",
+        r"\u0074\u006F\u006B\u002D\u0031\u0032\u0033\u0034\u0035\u0036\u0037\u0038",
+        r"t\u006fk-1234\u00356\u00378",
+        "%74%6F%6b%2D12345678",
+        r"\\u0074ok-12345678",
+    ],
+    ids=["json-lower", "json-upper", "json-partly", "percent-mixed-case", "json-twice"],
+)
+def test_the_scrubber_hides_a_token_echoed_json_escaped_or_percent_encoded(echo: str) -> None:
+    scrubber = Scrubber("tok-12345678")
+    assert scrubber.text(f"echo: {echo}.") in ("echo: ***.", "echo: \\***.")
+    assert scrubber.bytes(f"echo: {echo}.".encode()) == scrubber.text(f"echo: {echo}.").encode()
+
+
+def test_the_scrubber_hides_a_json_escaped_slash_and_a_short_token_only_whole() -> None:
+    assert Scrubber("ab/cdefgh").text(r'"ab\/cdefgh"') == '"***"'
+    assert Scrubber("T").text(r"HTTP \u0054 x\u0054") == r"HTTP *** x\u0054"
+
+
+@pytest.mark.parametrize(
     "url",
     [
         "http://127.0.0.1:8000",

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from convrisk.api_client.text import printable, printable_json, unprintable
+from convrisk.api_client.text import printable, printable_json, safe_line, safe_lines, unprintable
 
 HOSTILE = "\x1b]0;pwned\x07\x1b[2J"
 
@@ -69,3 +69,15 @@ def test_json_form_escapes_what_json_leaves_raw_and_keeps_every_value(indent: in
     text.encode("utf-8")  # a lone surrogate no longer fails to encode
     assert json.loads(text) == value
     assert "Zoë 🙂" in text  # other non-ASCII stays as it is
+
+
+@pytest.mark.parametrize("brk", ["\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x85", "\u2028"])
+def test_a_safe_line_is_one_line_whatever_line_break_the_text_holds(brk: str) -> None:
+    line = safe_line(f"failed: boom{brk}service  ok")
+    assert line.startswith("failed: boom\\") and line.endswith("service  ok")
+    assert len(line.splitlines()) == 1
+
+
+def test_safe_lines_keep_only_newlines_as_line_breaks() -> None:
+    text = safe_lines("frame 1\nframe 2\rforged\u2028forged\x85forged")
+    assert text.splitlines() == ["frame 1", "frame 2\\rforged\\u2028forged\\x85forged"]

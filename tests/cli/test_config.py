@@ -162,3 +162,59 @@ def test_a_broken_config_file_is_a_usage_error_naming_it(invoke: Invoke, config_
     config_file.write_text("[default]\ntimeout = 'soon'\n", encoding="utf-8")
     invoke("config", "set", "timeout", "3").ok()
     invoke("conv", "list").ok()
+
+
+def test_a_config_write_gives_up_on_a_lock_held_too_long_and_writes_nothing(
+    config_file: Path,
+) -> None:
+    import fcntl
+    import time
+
+    from convrisk.cli.errors import ConfigLocked
+    from convrisk.cli.settings import locked_config, save_config
+
+    config_file.parent.mkdir(parents=True, exist_ok=True)
+    config_file.write_text("[default]\npage_size = 5\n")
+    config_file.chmod(0o600)
+    fd = os.open(config_file.with_name(".config.toml.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        started = time.monotonic()
+        with (
+            pytest.raises(ConfigLocked, match="another convrisk") as caught,
+            locked_config(config_file, wait=0.3),
+        ):
+            save_config(config_file, {"default": {"page_size": 6}})
+        assert 0.3 <= time.monotonic() - started < 5
+    finally:
+        os.close(fd)
+    assert str(config_file) in caught.value.message
+    assert config_file.read_text() == "[default]\npage_size = 5\n"
+
+
+def test_a_config_write_locks_out_another_until_it_is_done(config_file: Path) -> None:
+    from convrisk.cli.errors import ConfigLocked
+    from convrisk.cli.settings import locked_config, save_config
+
+    with locked_config(config_file) as current:
+        assert current.profiles == {}
+        with pytest.raises(ConfigLocked), locked_config(config_file, wait=0.05):
+            pass
+        save_config(config_file, {"default": {"page_size": 6}})
+    with locked_config(config_file, wait=0.05) as current:
+        assert current.profiles == {"default": {"page_size": 6}}
+    assert sorted(p.name for p in config_file.parent.iterdir()) == ["config.toml"]
+
+
+def test_a_config_that_is_a_device_is_never_written_or_locked_beside(
+    invoke: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from convrisk.cli.errors import UsageProblem
+    from convrisk.cli.settings import locked_config
+
+    with pytest.raises(UsageProblem, match="not a regular file"), locked_config(Path(os.devnull)):
+        pytest.fail("the lock beside /dev/null was taken")
+    monkeypatch.setenv("CONVRISK_CONFIG", os.devnull)
+    result = invoke("config", "set", "timeout", "5")
+    assert result.code == 2 and "not a regular file" in result.stderr
+    assert Path(os.devnull).is_char_device()

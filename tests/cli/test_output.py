@@ -6,14 +6,15 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
+import sys
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
 from convrisk.cli.cells import csv_cell, format_timestamp
 from convrisk.cli.errors import ErrorInfo
-from convrisk.cli.output import Printer
+from convrisk.cli.output import Printer, debug_handler, traceback_lines
 from tests.cli.conftest import Invoke
 
 Make = Callable[[int], list[str]]
@@ -29,9 +30,9 @@ def test_piped_table_is_tsv_under_a_header_and_never_cut(invoke: Invoke) -> None
         "id",
         "contact_id",
         "group_id",
+        "pinned_message_id",
         "is_pinned",
         "is_muted",
-        "pinned_message_id",
         "last_active_at",
         "last_opened_at",
         "created_at",
@@ -42,25 +43,25 @@ def test_piped_table_is_tsv_under_a_header_and_never_cut(invoke: Invoke) -> None
     assert all(len(c) == 10 for c in cells)
     assert cells[0][2] == "g\\twith tab"
     assert cells[1][1] == long_contact
-    assert cells[1][3:5] == ["false", "false"]
+    assert cells[1][4:6] == ["false", "false"]
 
 
-def test_tsv_times_are_utc_dates(invoke: Invoke) -> None:
+def test_tsv_times_say_they_are_utc(invoke: Invoke) -> None:
     conv = invoke("conv", "create", "--contact-id", "c", "-o", "json").ok().json()
     invoke("conv", "update", conv["id"], "--archived-at", "2024-05-01T12:34:56Z").ok()
     header, row = invoke("conv", "list").ok().lines()
     cells = dict(zip(header.split("\t"), row.split("\t"), strict=True))
-    assert cells["archived_at"] == "2024-05-01 12:34:56"
+    assert cells["archived_at"] == "2024-05-01 12:34:56Z"
     assert cells["created_at"] == format_timestamp(conv["created_at"])
     assert cells["last_active_at"] == ""
 
 
 def test_timestamps_in_seconds_or_milliseconds_give_the_same_date() -> None:
-    assert format_timestamp(1714566896) == "2024-05-01 12:34:56"
-    assert format_timestamp(1714566896000) == "2024-05-01 12:34:56"
-    assert format_timestamp(1714566896.75) == "2024-05-01 12:34:56"
-    assert format_timestamp(1714566896789.0) == "2024-05-01 12:34:56"
-    assert format_timestamp(0) == "1970-01-01 00:00:00"
+    assert format_timestamp(1714566896) == "2024-05-01 12:34:56Z"
+    assert format_timestamp(1714566896000) == "2024-05-01 12:34:56Z"
+    assert format_timestamp(1714566896.75) == "2024-05-01 12:34:56Z"
+    assert format_timestamp(1714566896789.0) == "2024-05-01 12:34:56Z"
+    assert format_timestamp(0) == "1970-01-01 00:00:00Z"
     assert format_timestamp(None) == ""
 
 
@@ -114,15 +115,16 @@ def test_jsonl_csv_and_id_formats(invoke: Invoke, conversations: Make) -> None:
 
 
 def test_empty_lists_in_every_format(invoke: Invoke) -> None:
-    expected: dict[str, Any] = {
+    expected: dict[str | None, str] = {
         "json": "[]\n",
         "jsonl": "",
         "id": "",
         "csv": "id,customer_id,profile_type,score,details,created_at,updated_at\n",
-        "table": "id\tcustomer_id\tprofile_type\tscore\tdetails\tcreated_at\tupdated_at\n",
+        None: "id\tcustomer_id\tprofile_type\tscore\tdetails\tcreated_at\tupdated_at\n",
+        "table": "",  # asked for, the table is drawn even piped: no rows, no table
     }
     for fmt, text in expected.items():
-        result = invoke("risk", "list", "-o", fmt).ok()
+        result = invoke("risk", "list", *(["-o", fmt] if fmt else [])).ok()
         assert result.stdout == text, fmt
         assert result.stderr == ""
 
@@ -174,7 +176,8 @@ def test_every_message_shows_data_escaped_and_keeps_its_own_colour(
     printer.hint(f"hint {HOSTILE}\nforged line")
     printer.warning(f"warn {HOSTILE}")
     printer.error(ErrorInfo("api_error", f"failed {HOSTILE}", id=f"id{HOSTILE}"))
-    printer.notice(f"Traceback:\n  {HOSTILE}")
+    printer.notice(f"notice {HOSTILE}\nforged line")
+    printer.block(f"Usage:\n  {HOSTILE}")
     printer.line(f"value {HOSTILE}")
     out, err = capsys.readouterr()
     assert out == f"value {SHOWN}\n"
@@ -182,7 +185,8 @@ def test_every_message_shows_data_escaped_and_keeps_its_own_colour(
         f"\x1b[2mhint {SHOWN}\\nforged line\x1b[0m",  # a hint is one line
         f"\x1b[33mWarning:\x1b[0m warn {SHOWN}",
         f"\x1b[31mError:\x1b[0m id{SHOWN}: failed {SHOWN}",
-        "Traceback:",  # a notice keeps its lines
+        f"notice {SHOWN}\\nforged line",  # a notice is one line
+        "Usage:",  # a block of our own keeps its lines
         f"  {SHOWN}",
     ]
 
@@ -227,3 +231,31 @@ def test_the_delete_question_shows_ids_escaped(invoke: Invoke, terminal: Termina
 )
 def test_csv_cells_defuse_formulas_but_leave_numbers(value: str, cell: str) -> None:
     assert csv_cell(value) == cell
+
+
+def test_a_debug_log_line_is_one_line_and_its_traceback_keeps_only_its_own_lines() -> None:
+    try:
+        raise ValueError(f"refused\nservice  ok {HOSTILE}")
+    except ValueError:
+        record = logging.LogRecord(
+            "convrisk.http", logging.DEBUG, "x", 1, "GET %s", ("/a\nb",), None
+        )
+        record.exc_info = sys.exc_info()
+    lines = debug_handler().format(record).split("\n")
+    assert lines[0] == "debug: convrisk.http: GET /a\\nb"
+    assert lines[1] == "Traceback (most recent call last):"
+    assert lines[-1] == f"ValueError: refused\\nservice  ok {SHOWN}"
+    assert not any(line.startswith("service") for line in lines)
+
+
+def test_a_chained_traceback_says_how_its_parts_are_linked() -> None:
+    try:
+        try:
+            raise KeyError("first\nforged")
+        except KeyError as exc:
+            raise RuntimeError("second") from exc
+    except RuntimeError as exc:
+        lines = traceback_lines(exc)
+    assert "KeyError: 'first\\nforged'" in lines
+    assert "The above exception was the direct cause of the following exception:" in lines
+    assert lines[-1] == "RuntimeError: second"

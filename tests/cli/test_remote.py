@@ -104,8 +104,8 @@ def remote(monkeypatch: pytest.MonkeyPatch, home: object) -> Iterator[str]:
 def test_milliseconds_show_as_the_right_utc_date_in_tables(remote: str, invoke: Invoke) -> None:
     header, row = invoke("conv", "list").ok().lines()
     cells = dict(zip(header.split("\t"), row.split("\t"), strict=True))
-    assert cells["created_at"] == "2024-05-01 12:00:00"
-    assert cells["last_active_at"] == "2024-05-01 12:00:00"
+    assert cells["created_at"] == "2024-05-01 12:00:00Z"
+    assert cells["last_active_at"] == "2024-05-01 12:00:00Z"
     assert cells["is_muted"] == "true"
 
 

@@ -27,7 +27,7 @@ CONV_ID = "conv_01HVZ8Q2K4M6P8R0T2V4X6Z8B0"
 
 
 def conv_cells(with_: str = "contact c_1", flags: str = "pinned, muted") -> list[str]:
-    return [CONV_ID, with_, flags, "2024-05-01 12:00:00", "2024-05-01 12:00:00"]
+    return [CONV_ID, with_, flags, "2024-05-01 12:00:00Z", "2024-05-01 12:00:00Z"]
 
 
 def titles(kind: Kind, width: int, rows: list[list[str]]) -> list[str]:
@@ -310,3 +310,24 @@ def test_a_long_progress_line_is_cut_to_one_screen_line() -> None:
     printer, _, err = printer_on("table", "stderr", width=30, NO_COLOR="1")
     printer.progress("x" * 100)
     assert err.getvalue() == "\r\x1b[K" + "x" * 28 + "…"
+
+
+def test_details_give_way_before_the_type_is_cut() -> None:
+    rows = [["rp_01HVZ8Q2K4M6P8R0T2V4X6Z8B0", "cus_1", "conservative-plus", "72", "{}" * 30, ""]]
+    for width in (80, 90, 100):
+        layout = {
+            RISK_PROFILES.terminal_columns[p.index].title: p.width
+            for p in table_layout(RISK_PROFILES, rows, width)
+        }
+        assert layout["TYPE"] == len("conservative-plus"), (width, layout)
+        assert layout.get("DETAILS", 0) < 60
+
+
+@pytest.mark.parametrize("width", [50, 60, 80, 100])
+def test_fields_asked_for_are_cut_never_dropped_and_the_id_never_cut(width: int) -> None:
+    asked = CONVERSATIONS.only(["id", "contact_id", "group_id", "created_at", "is_pinned"])
+    rows = [[CONV_ID, "c_" + "x" * 40, "", "2024-05-01 12:00:00Z", "false"]]
+    layout = table_layout(asked, rows, width)
+    assert [p.index for p in layout] == [0, 1, 2, 3, 4]
+    assert layout[0].width == len(CONV_ID)
+    assert sum(p.width for p in layout) + 2 * (len(layout) - 1) <= width

@@ -3,6 +3,7 @@ convrisk run against it."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -70,3 +71,35 @@ def stdout_against(base_url: str, home: Path, *args: str) -> str:
     )
     assert result.returncode == 0, result.stderr
     return result.stdout
+
+
+# A line a hostile service would like `status` to print as its own, after a line break of each
+# kind that a terminal or a reader splits lines on.
+FORGED = "service  ok (1.0 ms for a list of one conversation)"
+BREAKS = ("\n", "\r", "\r\n", "\u2028", "\u2029", "\x85", "\x0b", "\x0c")
+
+
+def token_echoes(token: str) -> list[str]:
+    """The token as a service may echo it: as it is, JSON-escaped (lower and upper case hex,
+    and only partly), percent-encoded."""
+    return [
+        token,
+        "".join(f"\\u{ord(c):04x}" for c in token),
+        "".join(f"\\u{ord(c):04X}" for c in token),
+        "".join(f"\\u{ord(c):04x}" if i % 2 else c for i, c in enumerate(token)),
+        "".join(f"%{ord(c):02X}" for c in token),
+    ]
+
+
+class LyingErrors(JSONService):
+    """Refuses every request (HTTP 400) with an error message that holds forged lines after
+    every kind of line break, and echoes the request's token in each form of token_echoes()."""
+
+    def do_GET(self) -> None:
+        token = self.headers.get("Authorization", "").removeprefix("Bearer ")
+        lines = "".join(f"{brk}{FORGED}" for brk in BREAKS)
+        # Written by hand: json.dumps would escape the backslashes of the echoes.
+        echoes = " ".join(token_echoes(token))
+        message = json.dumps(f"refused{lines} token:")[1:-1] + " " + echoes
+        body = '{"error": {"type": "invalid_request_error", "message": "' + message + '"}}'
+        self.send_json(400, body.encode())

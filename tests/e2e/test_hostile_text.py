@@ -104,7 +104,7 @@ def test_an_error_names_a_hostile_id_escaped(env: dict[str, str]) -> None:
     result = run(env, "conv", "get", HOSTILE)
     assert result.returncode == 3
     assert_no_raw_control(result.stderr)
-    assert result.stderr == f"Error: No such conversation: {SHOWN}\n"
+    assert result.stderr.startswith(f"Error: No such conversation: {SHOWN} in the local database")
     as_json = run(env, "conv", "get", HOSTILE, "-o", "json")
     assert as_json.returncode == 3
     assert_no_raw_control(as_json.stderr)

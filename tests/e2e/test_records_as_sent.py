@@ -50,7 +50,7 @@ def test_a_table_still_shows_odd_values_tolerantly(service: str, tmp_path: Path)
     rows = stdout_against(service, tmp_path, "conv", "list").splitlines()
     header, first, second, third = (row.split("\t") for row in rows)
     one = dict(zip(header, first, strict=True))
-    assert one["created_at"] == "2024-05-01 12:00:00"  # milliseconds shown as the date
+    assert one["created_at"] == "2024-05-01 12:00:00Z"  # milliseconds shown as the date
     assert one["is_pinned"] == one["contact_id"] == ""  # missing: empty, not invented
     two = dict(zip(header, second, strict=True))
     assert two["is_pinned"] == "yes" and two["archived_at"] == "last tuesday"

@@ -77,6 +77,7 @@ def test_bad_sandbox_options_are_usage_errors(tmp_path: Path, args: list[str]) -
 
 def test_a_token_file_that_is_not_a_token_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "s.db.token").write_text("two words\n")
+    (tmp_path / "s.db.token").chmod(0o600)
     result = run_serve(tmp_path)
     assert result.returncode == 1
     assert "s.db.token" in result.stderr and "delete it" in result.stderr

@@ -36,7 +36,7 @@ from .screen import on_screen
 pytestmark = pytest.mark.e2e
 
 CONV_FIELDS = (
-    "id, contact_id, group_id, is_pinned, is_muted, pinned_message_id, last_active_at, "
+    "id, contact_id, group_id, pinned_message_id, is_pinned, is_muted, last_active_at, "
     "last_opened_at, created_at, archived_at"
 )
 ESC_GROUP = "g_\x1b[31mred"
@@ -380,8 +380,8 @@ def test_a_field_a_remote_record_lacks_stays_missing_in_json_and_empty_in_a_tabl
     ]
     assert _odd(service, tmp_path, "conv", "list", "--fields", wanted).splitlines() == [
         "contact_id\tid\tcreated_at",
-        "\tconv_1\t2024-05-01 12:00:00",
-        "42\tconv_2\t2024-05-01 12:00:00",
+        "\tconv_1\t2024-05-01 12:00:00Z",
+        "42\tconv_2\t2024-05-01 12:00:00Z",
         "\tconv_3\t",
     ]
     assert (

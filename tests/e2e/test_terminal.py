@@ -109,7 +109,7 @@ def test_a_date_column_shortens_to_the_date_before_it_goes(env: dict[str, str], 
     store.conversations.create({"contact_id": "c_1"})
     wide = on_screen(env, "conv", "list", columns=120)
     assert re.search(r"CREATED\s*$", wide[0])
-    assert re.search(r" [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}$", wide[1])  # date and time
+    assert re.search(r" [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}Z$", wide[1])  # date, time, UTC
     middle = on_screen(env, "conv", "list", columns=60)
     assert re.search(r" [0-9]{4}-[0-9]{2}-[0-9]{2}$", middle[1])  # the date only
     narrow = on_screen(env, "conv", "list", columns=40)
