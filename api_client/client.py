@@ -184,6 +184,15 @@ class ResourceClient(Generic[M, C, U, F]):
         )
         return (item for page in pages for item in page["data"])
 
+    def scanned_filters(self, filters: F | None) -> tuple[str, ...]:
+        """The given filters a list applies by reading every record (filters the service's
+        interface lacks, on a remote service: `conv list --contact-id`); empty for a query."""
+        return self._backend.scanned_filters(filters)
+
+    def watch_scan(self, report: Callable[[int, int], None] | None) -> None:
+        """Have `report(scanned, matched)` called after each page such a list reads."""
+        self._backend.watch_scan(report)
+
     def create(self, params: C, *, idempotency_key: str | None = None) -> M:
         """Create an object."""
         return self._backend.create(params, idempotency_key=idempotency_key)

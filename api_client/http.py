@@ -9,7 +9,7 @@ import random as _random
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 from urllib.parse import quote
 
 import httpx
@@ -23,8 +23,10 @@ from .errors import (
     ServiceError,
     stops_every_request,
 )
+from .pagination import scan_page
 from .params import (
     DEFAULT_LIMIT,
+    MAX_LIMIT,
     ConversationCreateParams,
     ConversationFilters,
     ConversationUpdateParams,
@@ -37,9 +39,9 @@ from .params import (
     check_filters,
     check_paging,
     check_remote_cursor,
+    check_remote_id,
     check_risk_profile_create,
     check_risk_profile_update,
-    check_text,
 )
 from .protocol import ConversationsBackend, RiskProfilesBackend
 from .raw import RawAnswer
@@ -57,7 +59,7 @@ from .records import (
     json_text,
     load_json,
 )
-from .resources import CONVERSATIONS, RISK_PROFILES
+from .resources import CONVERSATIONS, RESOURCES, RISK_PROFILES
 from .session import CREATE_MANY_CONCURRENCY, DEFAULT_MAX_RESPONSE_BYTES, Answer, Session
 
 # Methods `convrisk api` retries: idempotent ones, and POST (it carries an Idempotency-Key).
@@ -172,11 +174,14 @@ class HTTPResource(Generic[M, C, U, F]):
         self._noun = noun
         self._check_create = check_create
         self._check_update = check_update
+        # The filters the interface lacks, by name: the record's field each compares.
+        self._scanned = {f.name: f.column for f in RESOURCES[name].filters if not f.interface}
+        self._scan_report: Callable[[int, int], None] | None = None
 
     def _item_path(self, id: str) -> str:
-        if not isinstance(id, str) or id.strip() in ("", ".", ".."):
+        if isinstance(id, str) and id.strip() in ("", ".", ".."):
             raise NotFoundError(f"No such {self._noun}: {id!r}.", param="id")
-        check_text(id, "id")
+        check_remote_id(self._name, id)
         return f"{self._path}/{quote(id, safe='')}"
 
     def _one(self, response: Answer) -> M:
@@ -193,18 +198,54 @@ class HTTPResource(Generic[M, C, U, F]):
         starting_after: str | None = None,
         ending_before: str | None = None,
     ) -> Page[M]:
-        """One page; the service judges the cursors (its ids may have any form)."""
-        query = {k: _query_value(v) for k, v in check_filters(self._name, filters).items()}
+        """One page; the service judges the cursors (its ids may have any form). A filter the
+        interface lacks (`contact_id`) is applied here, on a scan of the pages (`scan_page`)."""
+        checked = check_filters(self._name, filters)
         check_paging(self._name, limit, None, None)
-        query["limit"] = str(limit)
-        for key, cursor in (("starting_after", starting_after), ("ending_before", ending_before)):
-            checked = check_remote_cursor(self._name, key, cursor)
-            if checked is not None:
-                query[key] = checked
         if starting_after is not None and ending_before is not None:
             raise InvalidRequestError(
                 "Give at most one of starting_after and ending_before.", param="ending_before"
             )
+        cursors: dict[str, str] = {}
+        for key, cursor in (("starting_after", starting_after), ("ending_before", ending_before)):
+            checked_cursor = check_remote_cursor(self._name, key, cursor)
+            if checked_cursor is not None:
+                cursors[key] = checked_cursor
+        query = {k: _query_value(v) for k, v in checked.items() if k not in self._scanned}
+        kept = {k: v for k, v in checked.items() if k in self._scanned}
+        if not kept:
+            return self._page({**query, **cursors, "limit": str(limit)})
+        columns = {self._scanned[name]: value for name, value in kept.items()}
+        walk = "ending_before" if ending_before is not None else "starting_after"
+
+        def fetch(cursor: str | None) -> Page[M]:
+            at = {} if cursor is None else {walk: cursor}
+            return self._page({**query, **at, "limit": str(MAX_LIMIT)})
+
+        def keep(record: M) -> bool:
+            return all(record.get(column) == value for column, value in columns.items())
+
+        found = scan_page(
+            fetch,
+            keep,
+            limit,
+            backwards=ending_before is not None,
+            start=cursors.get(walk),
+            report=self._scan_report,
+        )
+        return cast("Page[M]", found)
+
+    def scanned_filters(self, filters: F | None) -> tuple[str, ...]:
+        """The given filters the interface lacks: a list applies them on a scan."""
+        given = (filters or {}).items()
+        return tuple(name for name, value in given if name in self._scanned and value is not None)
+
+    def watch_scan(self, report: Callable[[int, int], None] | None) -> None:
+        """Have `report(scanned, matched)` called after each page a scan reads."""
+        self._scan_report = report
+
+    def _page(self, query: dict[str, str]) -> Page[M]:
+        """One page as the service sends it, checked."""
         response = self._t.request("GET", self._path, params=query)
         what = f"a page of {self._noun}s"
         data = _json_body(response, what)

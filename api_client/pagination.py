@@ -89,3 +89,77 @@ def paginate(
         if not page["has_more"]:
             return
         cursor = last
+
+
+# A scan reads at most this many pages (ten million items at pages of 100) before giving up.
+MAX_SCAN_PAGES = 100_000
+
+
+def scan_page(
+    fetch: Callable[[str | None], Any],
+    keep: Callable[[Any], bool],
+    limit: int,
+    *,
+    backwards: bool,
+    start: str | None,
+    report: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """One page of a list filtered on the client: the first `limit` items that `keep` keeps,
+    read from pages of the unfiltered list (`fetch(cursor)`, newest first) from `start` on.
+
+    What a list with a filter the service lacks returns (DESIGN 5.2): the same page a service
+    with that filter would, newest first. Backwards (`ending_before`), each page's items are
+    read oldest first and the matches are the `limit` just newer than `start`. It stops after
+    `limit` matches; `has_more` is true when the list goes on past the last match (more may
+    match). `report(scanned, matched)` follows each page. Guarded as `paginate` is.
+    """
+    matched: list[Any] = []
+    scanned = 0
+    cursor = start
+    guard = CursorGuard()
+    if start is not None:
+        guard.repeated(start)
+    for _ in range(MAX_SCAN_PAGES):
+        page = fetch(cursor)
+        items = page["data"]
+        if page["has_more"] and not items:
+            raise ServiceError("The service said more items exist but sent an empty page.")
+        walk = list(reversed(items)) if backwards else items
+        for index, item in enumerate(walk):
+            if keep(item):
+                matched.append(item)
+                if len(matched) == limit:
+                    rest = walk[index + 1 :]
+                    has_more = page["has_more"] or any(keep(later) for later in rest)
+                    return _scanned(matched, has_more, backwards, report, scanned + index + 1)
+        scanned += len(items)
+        if report is not None:
+            report(scanned, len(matched))
+        if not page["has_more"]:
+            return _scanned(matched, False, backwards, None, scanned)
+        last: str = walk[-1]["id"]
+        if guard.repeated(last):
+            raise ServiceError(
+                "The service sent a page that makes no progress: its last item "
+                f"{last} was already a cursor of this scan; stopped instead of looping."
+            )
+        cursor = last
+    raise ServiceError(
+        f"Stopped scanning after {MAX_SCAN_PAGES:,} pages ({scanned:,} items) without reaching "
+        "the end of the list."
+    )
+
+
+def _scanned(
+    matched: list[Any],
+    has_more: bool,
+    backwards: bool,
+    report: Callable[[int, int], None] | None,
+    scanned: int,
+) -> dict[str, Any]:
+    """The page of matches, newest first."""
+    if report is not None:
+        report(scanned, len(matched))
+    if backwards:
+        matched.reverse()
+    return {"has_more": has_more, "data": matched}

@@ -15,7 +15,15 @@ from typing import Any, cast
 from .defaults import DEFAULT_LIMIT as DEFAULT_LIMIT
 from .defaults import MAX_LIMIT as MAX_LIMIT
 from .errors import InvalidRequestError
-from .resources import RESOURCES, Field, Resource
+from .resources import (
+    ID_ALPHABET_WORDS,
+    ID_BODY_LENGTH,
+    MAX_ID_LENGTH,
+    REMOTE_ID_CHARACTERS,
+    RESOURCES,
+    Field,
+    Resource,
+)
 
 # The request types live beside the description of their resource; importable from here too.
 from .resources import ConversationCreateParams as ConversationCreateParams
@@ -25,6 +33,7 @@ from .resources import ResourceName as ResourceName
 from .resources import RiskProfileCreateParams as RiskProfileCreateParams
 from .resources import RiskProfileFilters as RiskProfileFilters
 from .resources import RiskProfileUpdateParams as RiskProfileUpdateParams
+from .text import safe_line
 
 # Deepest `details` accepted, counting every object and array (the top object is level 1).
 # A bound keeps every record printable (Python's JSON encoder recurses; its indented form runs
@@ -302,46 +311,98 @@ def check_paging(
     """Check `limit` (1..100) and the cursors (ids of this resource, at most one of the two)."""
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise InvalidRequestError(f"limit must be an integer from 1 to {MAX_LIMIT}.", param="limit")
-    after = _cursor(resource, "starting_after", starting_after)
-    before = _cursor(resource, "ending_before", ending_before)
-    if after is not None and before is not None:
+    if starting_after is not None and ending_before is not None:
         raise InvalidRequestError(
             "Give at most one of starting_after and ending_before.", param="ending_before"
         )
+    after = _cursor(resource, "starting_after", starting_after)
+    before = _cursor(resource, "ending_before", ending_before)
     return limit, after, before
 
 
 def check_remote_cursor(resource: ResourceName, name: str, cursor: object) -> str | None:
-    """A cursor to send to a remote service: a non-empty id of any form, as a foreign service's
-    ids need not carry our prefixes, but never an id of the other resource (`rp_...` to page
-    conversations): that is a mistake whatever the service, refused before sending."""
+    """A cursor to send to a remote service: an id as `check_remote_id` takes it."""
     if cursor is None:
         return None
-    if not isinstance(cursor, str) or not cursor:
-        raise InvalidRequestError(f"{name} must be a non-empty id.", param=name)
-    _not_another_resource(resource, name, cursor)
-    check_text(cursor, name)
-    return cursor
+    return check_remote_id(resource, cursor, name)
 
 
-def _not_another_resource(resource: ResourceName, name: str, cursor: str) -> None:
+# How much of a refused id a message shows.
+SHOWN_ID_LENGTH = 40
+
+
+def cut_id(text: str) -> str:
+    """An id cut after SHOWN_ID_LENGTH characters (`conv_AAAA...`), as a message names it."""
+    return text if len(text) <= SHOWN_ID_LENGTH else text[:SHOWN_ID_LENGTH] + "..."
+
+
+def shown_id(text: str) -> str:
+    """An id as a message shows it: quoted, cut (`cut_id`) and safe on a terminal, so that a
+    giant or hostile id never makes a giant or forged line."""
+    return f"'{safe_line(cut_id(text))}'"
+
+
+def check_id(resource: ResourceName, value: object, name: str = "id") -> str:
+    """An id this tool mints (the local backend's and serve's): the resource's prefix and
+    ID_BODY_LENGTH characters of its alphabet; anything else is an InvalidRequestError naming
+    `name`, a usage error before any request."""
+    described = RESOURCES[resource]
+    text = _id_text(resource, value, name)
+    if not described.is_minted_id(text):
+        raise InvalidRequestError(
+            f"{_what(name)}{shown_id(text)} is not a {described.noun} id: {described.noun} ids "
+            f"are {described.prefix} and {ID_BODY_LENGTH} characters of {ID_ALPHABET_WORDS}.",
+            param=name,
+        )
+    return text
+
+
+def check_remote_id(resource: ResourceName, value: object, name: str = "id") -> str:
+    """An id to send to a remote service, whose ids may have a form of their own: at most
+    MAX_ID_LENGTH characters that a URL carries unescaped, and never an id of the other
+    resource (`rp_...` to page conversations: a mistake whatever the service)."""
+    text = _id_text(resource, value, name)
+    bad = next((char for char in text if char not in REMOTE_ID_CHARACTERS), None)
+    if bad is not None:
+        noun = RESOURCES[resource].noun
+        raise InvalidRequestError(
+            f"{_what(name)}{shown_id(text)} is not a {noun} id: it holds {shown_id(bad)}; "
+            "ids are letters, digits and - . _ ~.",
+            param=name,
+        )
+    return text
+
+
+def _what(name: str) -> str:
+    """How a message names the value: `starting_after ` for a cursor, nothing for an id."""
+    return "" if name == "id" else f"{name} "
+
+
+def _id_text(resource: ResourceName, value: object, name: str) -> str:
+    """The checks every id passes on either backend: a non-empty string of valid Unicode, at
+    most MAX_ID_LENGTH characters, not of the other resource."""
+    noun = RESOURCES[resource].noun
+    if not isinstance(value, str) or not value:
+        raise InvalidRequestError(f"{name} must be a non-empty {noun} id.", param=name)
+    if len(value) > MAX_ID_LENGTH:
+        raise InvalidRequestError(
+            f"{_what(name)}{shown_id(value)} is not a {noun} id: it is longer than "
+            f"{MAX_ID_LENGTH} characters.",
+            param=name,
+        )
     for other, prefix in ID_PREFIXES.items():
-        if other != resource and cursor.startswith(prefix):
-            noun, other_noun = (RESOURCES[r].noun for r in (resource, other))
+        if other != resource and value.startswith(prefix):
+            other_noun = RESOURCES[other].noun
             raise InvalidRequestError(
-                f"{name} must be a {noun} id, not a {other_noun} id ({prefix}...).", param=name
+                f"{_what(name)}{shown_id(value)} is not a {noun} id: it is a {other_noun} id "
+                f"({prefix}...).",
+                param=name,
             )
+    check_text(value, name)
+    return value
 
 
 def _cursor(resource: ResourceName, name: str, cursor: object) -> str | None:
     if cursor is None:
         return None
-    prefix = ID_PREFIXES[resource]
-    if isinstance(cursor, str):
-        _not_another_resource(resource, name, cursor)
-    if not isinstance(cursor, str) or not cursor.startswith(prefix):
-        raise InvalidRequestError(
-            f"{name} must be an id of this resource (starting with {prefix!r}).", param=name
-        )
-    check_text(cursor, name)
-    return cursor
+    return check_id(resource, cursor, name)

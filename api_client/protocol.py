@@ -7,7 +7,7 @@ backends.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from .errors import ConvriskError
@@ -57,6 +57,15 @@ class ResourceBackend(Protocol[M, C_contra, U_contra, F_contra]):
         starting_after: str | None = None,
     ) -> JsonPage:
         """The page `list` would return, as each record's `records.json_text()` and its id."""
+        ...
+
+    def scanned_filters(self, filters: F_contra | None) -> tuple[str, ...]:
+        """The given filters a list applies by reading every record (filters the service's
+        interface lacks, on a remote service); empty when the list is a plain query."""
+        ...
+
+    def watch_scan(self, report: Callable[[int, int], None] | None) -> None:
+        """Have `report(scanned, matched)` called after each page such a list reads."""
         ...
 
     def create(self, params: C_contra, *, idempotency_key: str | None = None) -> M:

@@ -18,6 +18,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 from . import resources
 from .errors import APIError, InvalidRequestError, ServiceError, error_from_response
 from .pagination import AnyPage, paginate
+from .params import shown_id
 
 # Every PATH is under the interface's prefix (the resources' description has it).
 API_PREFIX = f"{resources.API_PREFIX}/"
@@ -92,7 +93,7 @@ def api_target(path: str) -> str:
     """
     if not path.startswith(API_PREFIX):
         raise InvalidRequestError(
-            f"PATH must start with {API_PREFIX} (as in /v1/conversations), not {path!r}.",
+            f"PATH must start with {API_PREFIX} (as in /v1/conversations), not {shown_id(path)}.",
             param="PATH",
         )
     if "#" in path:
@@ -146,22 +147,18 @@ def _check_stays_under_prefix(where: str) -> None:
             resolved.append(segment)
     prefix = API_PREFIX.strip("/")
     if not resolved or resolved[0] != prefix or len(resolved) < 2:
+        read_as = shown_id("/" + "/".join(resolved))
         raise InvalidRequestError(
-            f"PATH leads outside {API_PREFIX} once decoded (as {_short('/' + '/'.join(resolved))})"
-            f": {_short(where)} is refused.",
+            f"PATH leads outside {API_PREFIX} once decoded (as {read_as}): {shown_id(where)} is "
+            "refused.",
             param="PATH",
         )
     if any(segment in (".", "..") for segment in segments):
         raise InvalidRequestError(
-            f"PATH cannot contain . or .. segments, however encoded ({_short(where)}): it must "
+            f"PATH cannot contain . or .. segments, however encoded ({shown_id(where)}): it must "
             f"stay under {API_PREFIX}.",
             param="PATH",
         )
-
-
-def _short(text: str) -> str:
-    """A path as quoted in a message: its repr, cut to a readable length."""
-    return repr(text if len(text) <= 80 else text[:79] + "…")
 
 
 def with_cursor(target: str, cursor: str) -> str:

@@ -24,6 +24,14 @@ FieldType = Literal["string", "boolean", "number", "timestamp", "object"]
 # Crockford base32 in ASCII order, so that ids compare as strings as they do as numbers).
 ID_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 ID_BODY_LENGTH = 26
+# What the alphabet leaves out, for messages.
+ID_ALPHABET_WORDS = "0-9 and A-Z without I, L, O or U"
+# A remote service's ids may have a form of their own (the interface shows none): any length up
+# to this, of the characters a URL path segment carries unescaped (RFC 3986 "unreserved").
+MAX_ID_LENGTH = 255
+REMOTE_ID_CHARACTERS = frozenset(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
+)
 API_PREFIX = "/v1"
 
 
@@ -60,11 +68,24 @@ class Field:
 
 @dataclass(frozen=True, eq=False)
 class Filter:
-    """One list filter: the query parameter, its type and the column it compares."""
+    """One list filter: the query parameter, its type and the column it compares.
+
+    An `interface` filter is a query parameter of the service's interface; another one (False)
+    is convrisk's own: the local backend queries it, `serve` does not take it (a real service
+    has no such parameter), and the remote client scans the pages for it. `option` and `doc`
+    make the command line's option and its help (`--contact-id C`: the contact's...).
+    """
 
     name: str
     type: Literal["boolean", "string"]
     column: str
+    interface: bool = True
+    doc: str = ""
+
+    @property
+    def option(self) -> str:
+        """The command-line option: `--contact-id`."""
+        return "--" + self.name.replace("_", "-")
 
 
 @dataclass(frozen=True, eq=False)
@@ -98,6 +119,24 @@ class Resource:
         return self.path.rsplit("/", 1)[-1]
 
     @property
+    def id_pattern(self) -> str:
+        """The regular expression of an id this tool mints: `^conv_[0123...XYZ]{26}$`."""
+        return f"^{self.prefix}[{ID_ALPHABET}]{{{ID_BODY_LENGTH}}}$"
+
+    def is_minted_id(self, text: str) -> bool:
+        """Whether `text` has the shape of an id this tool mints for this resource."""
+        body = text[len(self.prefix) :]
+        return (
+            text.startswith(self.prefix)
+            and len(body) == ID_BODY_LENGTH
+            and all(char in _ID_DIGITS for char in body)
+        )
+
+    def interface_filters(self) -> tuple[Filter, ...]:
+        """The filters the service's interface has (query parameters of its list)."""
+        return tuple(f for f in self.filters if f.interface)
+
+    @property
     def model(self) -> str:
         """The record's schema name in the OpenAPI document: `RiskProfile`."""
         return "".join(word.capitalize() for word in self.noun.split())
@@ -125,6 +164,8 @@ class Resource:
                 return field
         raise KeyError(name)
 
+
+_ID_DIGITS = frozenset(ID_ALPHABET)
 
 CONVERSATIONS = Resource(
     name="conversations",
@@ -164,6 +205,14 @@ CONVERSATIONS = Resource(
         Filter("archived", "boolean", "is_archived"),
         Filter("pinned", "boolean", "is_pinned"),
         Filter("group_id", "string", "group_id"),
+        Filter(
+            "contact_id",
+            "string",
+            "contact_id",
+            interface=False,
+            doc="A contact's conversations (a remote service has no such filter: every "
+            "conversation is read and the contact's kept).",
+        ),
     ),
     one_of=("contact_id", "group_id"),
     update_doc="Only the attributes given change; an empty object changes nothing.",
@@ -277,6 +326,7 @@ class ConversationFilters(TypedDict, total=False):
     archived: bool | None
     pinned: bool | None
     group_id: str | None
+    contact_id: str | None
 
 
 class RiskProfile(TypedDict, total=False):

@@ -87,7 +87,8 @@ def _deep_cursor(backend: Any) -> str:
     from convrisk.local_backend import ids
 
     newest = backend.conversations.list(limit=1)["data"][0]["created_at"]
-    oldest = backend.conversations.list(limit=1, ending_before="conv_0")["data"][0]["created_at"]
+    before_all = ids.id_at("conv_", 0)  # the smallest id there can be
+    oldest = backend.conversations.list(limit=1, ending_before=before_all)["data"][0]["created_at"]
     seconds = newest - DEEP * (newest - oldest)
     return ids.id_at("conv_", int(seconds * 1000))
 

@@ -1,10 +1,12 @@
 """Shell completion of values: output formats, profile names, config keys and values, the
-choices of options (--profile-type, --format, --log-format, --fields), and ids from the local
-database. Each answers from the source that defines it (the resources' description, the
-settings' keys, the option's own list), quickly, and never fails (no candidates)."""
+choices of options (--profile-type, --format, --log-format, --fields), and ids and --contact-id
+values from the local database. Each answers from the source that defines it (the resources'
+description, the settings' keys, the option's own list), quickly, and never fails (no
+candidates)."""
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import typer
 
@@ -117,8 +119,33 @@ def api_paths(ctx: typer.Context, args: list[str], incomplete: str) -> list[str]
     return [path for path in paths if path.startswith(incomplete)]
 
 
+def filter_values(resource: str, column: str) -> Completer:
+    """The values of a filter's column in the local database (`--contact-id <TAB>`); none for a
+    remote one."""
+
+    def complete(ctx: typer.Context, args: list[str], incomplete: str) -> list[str]:
+        db = _local_db(ctx)
+        if db is None:
+            return []
+        from convrisk.local_backend.completion import values_starting_with
+
+        return values_starting_with(db, resource, column, incomplete)
+
+    return complete
+
+
 def _local_ids(ctx: typer.Context, resource: str, incomplete: str) -> list[str]:
     """Ids of `resource` in the local database that start with `incomplete` (at most 50)."""
+    db = _local_db(ctx)
+    if db is None:
+        return []
+    from convrisk.local_backend.completion import ids_starting_with
+
+    return ids_starting_with(db, resource, incomplete)
+
+
+def _local_db(ctx: typer.Context) -> Path | None:
+    """The local database of the settings typed so far; None for a remote one or broken ones."""
     run = _run(ctx)
     # The global options typed so far: before the command (the root's parameters; its
     # callback does not run while completing), then after it (set on the run as parsed).
@@ -129,12 +156,8 @@ def _local_ids(ctx: typer.Context, resource: str, incomplete: str) -> list[str]:
     try:
         settings = resolve(flags, run.env, read_config(config_path(run.env)))
     except Exception:  # broken settings: no candidates (and no warning) rather than an error
-        return []
-    if settings.is_remote:
-        return []
-    from convrisk.local_backend.completion import ids_starting_with
-
-    return ids_starting_with(settings.db, resource, incomplete)
+        return None
+    return None if settings.is_remote else settings.db
 
 
 def _run(ctx: typer.Context) -> AppContext:

@@ -139,7 +139,7 @@ class AppContext:
         """
         if self._printer is not None:
             return self._printer
-        fmt = (self.output_flag or self.env.get("CONVRISK_OUTPUT", "")).lower()
+        fmt = (self.output_flag or self.env.get("CONVRISK_OUTPUT") or "").lower()
         if not fmt and not self._settings_failed:
             try:
                 fmt = self.settings().output

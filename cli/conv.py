@@ -4,7 +4,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from . import bodies, values
+from convrisk.api_client.resources import CONVERSATIONS as CONVERSATION_RESOURCE
+
+from . import bodies, complete, values
 from . import options as opt
 from .context import app_context
 from .loops import delete_each, for_each_id, plan_create, plan_each_id, print_list
@@ -28,6 +30,16 @@ app = typer.Typer(
 )
 
 GroupId = Annotated[str | None, typer.Option("--group-id", metavar="G", help="A group's id.")]
+_CONTACT_FILTER = next(f for f in CONVERSATION_RESOURCE.filters if f.name == "contact_id")
+ContactFilter = Annotated[
+    str | None,
+    typer.Option(
+        _CONTACT_FILTER.option,
+        metavar="C",
+        help=_CONTACT_FILTER.doc,
+        autocompletion=complete.filter_values("conversations", _CONTACT_FILTER.column),
+    ),
+]
 
 
 @app.command("list")
@@ -43,6 +55,7 @@ def list_(
         bool | None, typer.Option("--pinned/--not-pinned", help="Only pinned / not pinned.")
     ] = None,
     group_id: GroupId = None,
+    contact_id: ContactFilter = None,
     limit: opt.Limit = None,
     all_items: opt.All = False,
     starting_after: opt.StartingAfter = None,
@@ -57,17 +70,20 @@ def list_(
     Example:
       convrisk conv list --muted --not-archived --limit 50
       convrisk conv list --all -o jsonl --jq 'select(.group_id) | .id'
+      convrisk conv list --contact-id c_1 --all -o jsonl
       convrisk conv list --ending-before conv_01HV... --limit 20
     """
     run = app_context(ctx)
     total = values.total_wanted(limit, all_items)
     after, before = values.cursors(starting_after, ending_before)
     group = values.nonempty(group_id, "--group-id")
+    contact = values.nonempty(contact_id, _CONTACT_FILTER.option)
     filters: ConversationFilters = {
         "muted": muted,
         "archived": archived,
         "pinned": pinned,
         "group_id": group,
+        "contact_id": contact,
     }
     print_list(
         run,

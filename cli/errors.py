@@ -99,8 +99,8 @@ class ErrorInfo:
         about_the_line = self.line_number is not None and text.startswith(
             f"line {self.line_number}"
         )
-        if self.id and self.id not in text and not about_the_line:
-            text = f"{self.id}: {text}"
+        if self.id and not _names(text, _short(self.id)) and not about_the_line:
+            text = f"{_short(self.id)}: {text}"
         if self.line_number is not None and not about_the_line:
             text = f"line {self.line_number}: {text}"
         if self.status is not None and f"HTTP {self.status}" not in text:
@@ -121,6 +121,29 @@ class ErrorInfo:
             if value is not None:
                 fields[key] = value
         return {"error": fields}
+
+
+# An id longer than this is no service's (api_client.resources.MAX_ID_LENGTH): a line names it
+# by its start, as the error refusing it does.
+_LONGEST_ID = 255
+
+
+def _short(id: str) -> str:
+    """The id as a line names it: whole, or only its start when it is longer than any id."""
+    if len(id) <= _LONGEST_ID:
+        return id
+    from convrisk.api_client.params import cut_id
+
+    return cut_id(id)
+
+
+def _names(text: str, id: str) -> bool:
+    """Whether a message already names the id, as it is or as a line shows it (escaped)."""
+    if id in text:
+        return True
+    from .cells import shown
+
+    return shown(id) in text
 
 
 class TokenFacts(Protocol):

@@ -38,6 +38,18 @@ def print_list(
     printer = run.printer(output)
     target = resource(run.client())
     going_on = cursor_option(ending_before)
+    scanned = target.scanned_filters(filters)
+    if scanned:
+        # Filters the service lacks (DESIGN 5.2): said once, and the scan's progress shown.
+        printer.hint(
+            f"The service has no {' or '.join(scanned)} filter: convrisk reads every "
+            f"{kind.noun} and keeps the ones that match (a scan; it can take a while)."
+        )
+        target.watch_scan(
+            lambda read, matched: printer.progress(
+                f"scanned {read:,} {kind.plural}, {matched:,} matching..."
+            )
+        )
     if printer.takes_json_text() and ending_before is None:
         texts = target.iter_json_pages(filters, limit=limit, starting_after=starting_after)
         printer.json_pages(kind, texts, hint_more=hint_more, cursor_option=going_on)
@@ -63,6 +75,8 @@ def for_each_id(
     A refused token or an unreachable service stops the loop at once, blaming no id.
     """
     from convrisk.api_client.errors import ConvriskError
+    from convrisk.api_client.params import cut_id
+    from convrisk.api_client.resources import MAX_ID_LENGTH
 
     printer = run.printer(output)
     if ids.from_stdin and ids.read is None:
@@ -74,7 +88,9 @@ def for_each_id(
             try:
                 row = action(id)
             except ConvriskError as exc:
-                printer.error(describe(exc, remote=printer.remote, id=id, settings=run.settings))
+                # An id no service has (too long) is named by its start, as its error does.
+                named = id if len(id) <= MAX_ID_LENGTH else cut_id(id)
+                printer.error(describe(exc, remote=printer.remote, id=named, settings=run.settings))
                 first = first or exc
                 failed += 1
                 if stops_the_loop(exc):

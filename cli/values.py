@@ -213,9 +213,34 @@ class IdList:
             yield from self._stdin()
 
     def _stdin(self) -> Iterator[str]:
-        for line in sys.stdin:
-            if line.strip():
-                yield line.strip()
+        """Each id on stdin, read a line at a time in bounded memory: of a line too long for
+        an id only its start is kept (longer than any id, so that the id checks refuse it)."""
+        # Not at import: `config` needs none of the client.
+        from convrisk.api_client.resources import MAX_ID_LENGTH
+
+        # The bytes of the longest id's line: 4 bytes per character in UTF-8, and a CRLF.
+        cap = 4 * MAX_ID_LENGTH + 2
+        stream = sys.stdin.buffer
+        while line := stream.readline(cap):
+            text = line.decode("utf-8", "surrogateescape")
+            if line.endswith(b"\n") or len(line) < cap:
+                if text.strip():
+                    yield text.strip()
+                continue
+            _skip_line(stream)
+            # Over the cap in bytes is over it in characters (4 bytes at most each), spaces too.
+            stripped = text.strip()
+            yield stripped if len(stripped) > MAX_ID_LENGTH else text
+
+
+_SKIP_CHUNK = 64 * 1024
+
+
+def _skip_line(stream: BinaryIO) -> None:
+    """Read past the rest of a line, a chunk at a time (a 200 MiB line is never held)."""
+    while chunk := stream.readline(_SKIP_CHUNK):
+        if chunk.endswith(b"\n"):
+            return
 
 
 def id_list(ids: list[str]) -> IdList:

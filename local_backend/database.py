@@ -96,8 +96,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )
         """,
     ),
+    # 3: a contact's conversations (`conv list --contact-id`), in the id order.
+    ("CREATE INDEX conversations_by_contact ON conversations (contact_id, id)",),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
+# The oldest version read as it is when the file cannot be written (so not migrated): the steps
+# after it only add indexes, and every query still answers without them.
+READABLE_FROM = 2
 
 _BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
@@ -485,11 +490,12 @@ class Database:
         (version,) = conn.execute("PRAGMA user_version").fetchone()
         if version == 0:
             self._check_empty(conn)
-        if version != SCHEMA_VERSION:
+        if not READABLE_FROM <= version <= SCHEMA_VERSION:
             state = "is empty" if version == 0 else f"has schema version {version}"
             raise ServiceError(
                 f"The local database {self.path} can only be read (you may not write the file "
-                f"or its folder) and {state}: this convrisk reads version {SCHEMA_VERSION}."
+                f"or its folder) and {state}: this convrisk reads versions {READABLE_FROM} to "
+                f"{SCHEMA_VERSION}."
             )
         self._check_application_id(conn)
 

@@ -25,7 +25,7 @@ from convrisk.api_client.params import (
     QUERY_BOOLEANS,
 )
 from convrisk.api_client.records import Deleted
-from convrisk.api_client.resources import RESOURCES, Field, Resource
+from convrisk.api_client.resources import ID_BODY_LENGTH, RESOURCES, Field, Resource
 
 _REF = "#/components/schemas/{model}"
 _INT64 = {"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1}
@@ -256,7 +256,7 @@ _WITH_BODY = (408, 411, 413, 415)
 
 
 def _list_parameters(resource: Resource) -> list[dict[str, Any]]:
-    cursor = {"type": "string", "pattern": f"^{resource.prefix}"}
+    cursor = {"type": "string", "pattern": resource.id_pattern}
     paging = {
         "type": "object",
         "additionalProperties": False,
@@ -279,11 +279,11 @@ def _list_parameters(resource: Resource) -> list[dict[str, Any]]:
             "style": "form",
             "explode": True,
             "description": f"limit (1 to {MAX_LIMIT}, default {DEFAULT_LIMIT}) and at most one "
-            f"cursor: ids of this resource (they start with {resource.prefix}).",
+            f"cursor: ids of this resource ({resource.prefix} and {ID_BODY_LENGTH} characters).",
             "schema": paging,
         }
     ]
-    for filter in resource.filters:
+    for filter in resource.interface_filters():
         schema = _boolean_query() if filter.type == "boolean" else _NON_EMPTY
         params.append({"name": filter.name, "in": "query", "schema": schema})
     return params
@@ -311,7 +311,7 @@ def _paths() -> dict[str, Any]:
             "name": "id",
             "in": "path",
             "required": True,
-            "schema": {"type": "string", "minLength": 1},
+            "schema": {"type": "string", "pattern": resource.id_pattern},
         }
         paths[resource.path] = {
             "get": {

@@ -27,6 +27,7 @@ from convrisk.api_client.params import (
     MAX_DETAILS_DEPTH,
     ResourceName,
     check_filters,
+    check_id,
     check_idempotency_key,
     check_paging,
     check_text,
@@ -172,6 +173,13 @@ class TableResource(Generic[M, C, U, F]):
         sql += f" ORDER BY id {order} LIMIT ?"
         args.append(size + 1)
         return sql, args
+
+    def scanned_filters(self, filters: F | None) -> tuple[str, ...]:
+        """None: every filter is a query of the table."""
+        return ()
+
+    def watch_scan(self, report: Callable[[int, int], None] | None) -> None:
+        """Nothing to watch: no list reads every record."""
 
     def create(self, params: C, *, idempotency_key: str | None = None) -> M:
         """Create an object; a repeated idempotency key replays the first answer."""
@@ -339,13 +347,8 @@ class TableResource(Generic[M, C, U, F]):
         return NotFoundError(f"No such {self._spec.noun}: {object_id}", param="id")
 
     def _check_id(self, object_id: object) -> str:
-        if not isinstance(object_id, str):
-            raise InvalidRequestError(f"The {self._spec.noun} id must be a string.", param="id")
-        check_text(object_id, "id")
-        if not object_id.startswith(self._spec.prefix):
-            # Cannot be one of ours, so there is no such object: no need to ask the database.
-            raise self._not_found(object_id)
-        return object_id
+        """An id of the form this table's ids have (else a usage error, before the database)."""
+        return check_id(self._spec.name, object_id)
 
     def _issue_ids(
         self, conn: sqlite3.Connection, millis: builtins.list[int]

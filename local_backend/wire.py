@@ -402,9 +402,11 @@ def _reject_constant(name: str) -> NoReturn:
 
 
 def _list(resource: AnyResource, route: Resource, query: dict[str, str]) -> Any:
-    _reject_query(query, PAGING + tuple(f.name for f in route.filters))
+    # Only the interface's filters: a sandbox that took convrisk's own (contact_id) would pass
+    # a client that a real service fails.
+    _reject_query(query, PAGING + tuple(f.name for f in route.interface_filters()))
     filters: dict[str, Any] = {}
-    for name, kind in ((f.name, f.type) for f in route.filters):
+    for name, kind in ((f.name, f.type) for f in route.interface_filters()):
         if name not in query:
             continue
         if kind == "boolean":

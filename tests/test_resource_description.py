@@ -64,7 +64,8 @@ def test_every_field_is_a_fields_name_and_a_column(resource: Resource) -> None:
 def test_every_filter_is_a_query_parameter_of_the_list_route(resource: Resource) -> None:
     assert ROUTES[resource.path] is resource
     listed = document()["paths"][resource.path]["get"]["parameters"]
-    assert [p["name"] for p in listed] == ["paging", *(f.name for f in resource.filters)]
+    served = resource.interface_filters()
+    assert [p["name"] for p in listed] == ["paging", *(f.name for f in served)]
     assert set(TABLES[resource.name].filter_columns) == {f.name for f in resource.filters}
 
 
@@ -91,3 +92,23 @@ def test_the_local_table_has_a_column_per_field(resource: Resource) -> None:
     spec = TABLES[resource.name]
     assert spec.columns == resource.names()
     assert spec.prefix == resource.prefix
+
+
+@pytest.mark.parametrize("resource", DESCRIBED, ids=lambda r: r.name)
+def test_the_id_pattern_and_the_id_check_agree_with_the_ids_minted(resource: Resource) -> None:
+    import re
+
+    from convrisk.local_backend import ids
+
+    minted = [resource.prefix + ids.encode(ids.number_at(ms)) for ms in (0, 1, 2**47, 2**50 - 1)]
+    wrong = [
+        resource.prefix + "0" * 25,
+        resource.prefix + "0" * 27,
+        resource.prefix + "I" + "0" * 25,
+        resource.prefix + "a" + "0" * 25,
+        "x_" + "0" * 26,
+    ]
+    for text in minted + wrong:
+        expected = text in minted
+        assert resource.is_minted_id(text) is expected, text
+        assert (re.fullmatch(resource.id_pattern, text) is not None) is expected, text

@@ -158,8 +158,10 @@ def test_a_repeated_idempotency_key_replays_the_first_create(client: Client) -> 
 @pytest.mark.parametrize(
     ("call", "error", "param"),
     [
-        (lambda c: c.conversations.retrieve("conv_nope"), NotFoundError, None),
-        (lambda c: c.risk_profiles.update("rp_nope", {"score": 1}), NotFoundError, None),
+        (lambda c: c.conversations.retrieve(f"conv_{'0' * 26}"), NotFoundError, None),
+        (lambda c: c.risk_profiles.update(f"rp_{'0' * 26}", {"score": 1}), NotFoundError, None),
+        # An id that is not of the form the sandbox mints (serve's, or the local backend's).
+        (lambda c: c.conversations.retrieve("conv_nope"), InvalidRequestError, "id"),
         (
             lambda c: c.conversations.create({"contact_id": "a", "group_id": "b"}),
             InvalidRequestError,

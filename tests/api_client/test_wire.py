@@ -71,22 +71,36 @@ def test_no_token_sends_no_authorization_header(remote: MakeRemote) -> None:
     assert "Authorization" not in r.requests[0].headers
 
 
-def test_paths_under_base_url_with_a_prefix_and_quoted_ids(remote: MakeRemote) -> None:
+def test_paths_under_base_url_with_a_prefix_and_ids_of_the_services_form(
+    remote: MakeRemote,
+) -> None:
     r = remote(
         httpx.Response(200, json=risk_profile()),
         page(),
-        httpx.Response(200, json=conversation("conv_a/b")),
+        httpx.Response(200, json=conversation("conv_a.b~c-D")),
         base_url="https://gw.test/api/",
     )
     r.backend.risk_profiles.retrieve("rp_01")
     r.backend.conversations.list()
-    r.backend.conversations.retrieve("conv_a/b")
+    r.backend.conversations.retrieve("conv_a.b~c-D")
     assert [req.url.raw_path for req in r.requests] == [
         b"/api/v1/risk-profiles/rp_01",
         b"/api/v1/conversations?limit=10",
-        b"/api/v1/conversations/conv_a%2Fb",
+        b"/api/v1/conversations/conv_a.b~c-D",
     ]
     assert r.requests[0].url.scheme == "https"
+
+
+@pytest.mark.parametrize("bad", ["conv_a/b", "conv a", "conv_%2e", "c\u00e9", "x" * 256])
+def test_an_id_no_url_carries_as_it_is_is_refused_before_sending(
+    remote: MakeRemote, bad: str
+) -> None:
+    r = remote()
+    with pytest.raises(InvalidRequestError) as caught:
+        r.backend.conversations.retrieve(bad)
+    assert caught.value.param == "id" and not caught.value.answered
+    assert len(caught.value.message) < 200
+    assert r.requests == []
 
 
 def test_list_query_booleans_and_omitted_none_filters(remote: MakeRemote) -> None:

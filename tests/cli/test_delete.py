@@ -62,7 +62,7 @@ def test_risk_delete_asks_too(invoke: Invoke, terminal: Terminal) -> None:
 
 def test_delete_of_a_missing_id_is_exit_3(invoke: Invoke, conversations: Make) -> None:
     (a,) = conversations(1)
-    result = invoke("conv", "delete", "conv_gone", a, "--yes", "-o", "jsonl")
+    result = invoke("conv", "delete", "conv_01ARZ3NDEKTSV4RRFFQ69G5FAV", a, "--yes", "-o", "jsonl")
     assert result.code == 3
     assert result.jsonl() == [{"id": a, "deleted": True}]
-    assert "conv_gone" in result.stderr
+    assert "conv_01ARZ3NDEKTSV4RRFFQ69G5FAV" in result.stderr

@@ -11,21 +11,26 @@ from tests.cli.conftest import Invoke
 
 
 def test_not_found_is_exit_3_with_one_line(invoke: Invoke) -> None:
-    result = invoke("conv", "get", "conv_missing")
+    result = invoke("conv", "get", "conv_01ARZ3NDEKTSV4RRFFQ69G5FAV")
     assert result.code == 3
     assert result.stdout == ""
-    assert result.stderr.startswith("Error: ") and "conv_missing" in result.stderr
+    assert (
+        result.stderr.startswith("Error: ") and "conv_01ARZ3NDEKTSV4RRFFQ69G5FAV" in result.stderr
+    )
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
 
 
 def test_json_formats_report_errors_as_one_json_line(invoke: Invoke) -> None:
     for fmt in ("json", "jsonl"):
-        result = invoke("risk", "get", "rp_missing", "-o", fmt)
+        result = invoke("risk", "get", "rp_01ARZ3NDEKTSV4RRFFQ69G5FAV", "-o", fmt)
         assert result.code == 3 and result.stdout == ""
         (line,) = result.stderr.splitlines()
         error = json.loads(line)["error"]
         assert error["type"] == "not_found_error"
-        assert error["id"] == "rp_missing" and "rp_missing" in error["message"]
+        assert (
+            error["id"] == "rp_01ARZ3NDEKTSV4RRFFQ69G5FAV"
+            and "rp_01ARZ3NDEKTSV4RRFFQ69G5FAV" in error["message"]
+        )
         assert "status" not in error  # the local database has no HTTP status
 
 
@@ -104,7 +109,7 @@ def test_raise_errors_lets_the_exception_through(
 
     monkeypatch.setenv("CONVRISK_RAISE_ERRORS", "1")
     with pytest.raises(NotFoundError):
-        invoke("conv", "get", "conv_missing")
+        invoke("conv", "get", "conv_01ARZ3NDEKTSV4RRFFQ69G5FAV")
 
 
 def test_db_in_a_missing_folder_is_a_usage_error(invoke: Invoke, tmp_path: Path) -> None:
@@ -118,8 +123,11 @@ def test_errors_follow_the_profiles_output_format(invoke: Invoke) -> None:
     result = invoke("conv", "list", "--limit", "0")
     assert result.code == 2
     assert json.loads(result.stderr)["error"]["param"] == "--limit"
-    missing = invoke("conv", "get", "conv_missing")
-    assert missing.code == 3 and json.loads(missing.stderr)["error"]["id"] == "conv_missing"
+    missing = invoke("conv", "get", "conv_01ARZ3NDEKTSV4RRFFQ69G5FAV")
+    assert (
+        missing.code == 3
+        and json.loads(missing.stderr)["error"]["id"] == "conv_01ARZ3NDEKTSV4RRFFQ69G5FAV"
+    )
 
 
 def test_exit_codes_tell_a_check_before_sending_from_an_answer() -> None:
@@ -141,3 +149,16 @@ def test_exit_codes_tell_a_check_before_sending_from_an_answer() -> None:
     assert exit_code(AuthenticationError("Bad token.", status=401)) == 4
     assert exit_code(APIConnectionError("Could not reach it.")) == 5
     assert exit_code(ServiceError("Unexpected.")) == 1
+
+
+def test_an_error_line_names_an_id_longer_than_any_by_its_start_only() -> None:
+    from convrisk.api_client.resources import MAX_ID_LENGTH
+    from convrisk.cli.errors import ErrorInfo
+
+    giant = "conv_" + "x" * 100_000
+    line = ErrorInfo("invalid_request_error", "refused.", id=giant).line()
+    assert line.startswith("conv_xxx") and line.endswith("...: refused.") and len(line) < 80
+    longest = "c" * MAX_ID_LENGTH
+    assert ErrorInfo("not_found_error", "gone.", id=longest).line() == f"{longest}: gone."
+    over = ErrorInfo("not_found_error", "gone.", id=longest + "c").line()
+    assert over.endswith("...: gone.") and len(over) < 80

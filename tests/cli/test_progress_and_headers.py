@@ -43,6 +43,7 @@ def test_progress_says_one_conversation(
 @pytest.mark.parametrize("fmt", ["tsv", "csv"])
 def test_get_of_only_failing_ids_prints_no_header(invoke: Invoke, fmt: str) -> None:
     chosen = [] if fmt == "tsv" else ["-o", fmt]  # piped, the default table format is TSV
-    result = invoke("conv", "get", "a", "b", "c", *chosen)
+    missing = (f"conv_01ARZ3NDEKTSV4RRFFQ69G5FA{n}" for n in range(3))
+    result = invoke("conv", "get", *missing, *chosen)
     assert result.code == 3 and result.stdout == ""
     assert invoke("conv", "list", *chosen).ok().stdout != ""  # an empty list keeps its header

@@ -77,15 +77,20 @@ def test_the_same_scenario_gives_equal_answers(both: tuple[Leg, Leg]) -> None:
     )
 
 
+UNKNOWN_CONV = "conv_" + "0" * 26
+UNKNOWN_RP = "rp_" + "0" * 26
 # The client is Any here: these calls break the parameter types on purpose.
 BAD_CALLS: list[tuple[str, Callable[[Any], object]]] = [
     ("both parties", lambda c: c.conversations.create({"contact_id": "x", "group_id": "y"})),
     ("no party", lambda c: c.conversations.create({})),
     ("unknown create attribute", lambda c: c.conversations.create({"contact_id": "x", "n": 1})),
     ("unknown update attribute", lambda c: c.conversations.update("conv_x", {"n": 1})),
-    ("update unknown id", lambda c: c.conversations.update("conv_x", {"is_muted": True})),
-    ("retrieve unknown id", lambda c: c.risk_profiles.retrieve("rp_x")),
-    ("delete unknown id", lambda c: c.risk_profiles.delete("rp_x")),
+    ("update unknown id", lambda c: c.conversations.update(UNKNOWN_CONV, {"is_muted": True})),
+    ("retrieve unknown id", lambda c: c.risk_profiles.retrieve(UNKNOWN_RP)),
+    ("delete unknown id", lambda c: c.risk_profiles.delete(UNKNOWN_RP)),
+    ("update malformed id", lambda c: c.conversations.update("conv_x", {"is_muted": True})),
+    ("retrieve malformed id", lambda c: c.risk_profiles.retrieve("rp_x")),
+    ("malformed cursor", lambda c: c.conversations.list(ending_before="conv_01HV...")),
     ("limit 0", lambda c: c.conversations.list(limit=0)),
     ("limit 101", lambda c: c.risk_profiles.list(limit=101)),
     ("bad boolean filter", lambda c: c.conversations.list({"muted": "no"})),

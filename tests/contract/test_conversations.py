@@ -333,7 +333,9 @@ def test_delete_then_everything_is_not_found(leg: Leg) -> None:
     assert ids(leg.client.conversations.list()["data"]) == [other["id"]]
 
 
-@pytest.mark.parametrize("missing", ["conv_00000000000000000000000000", "rp_1", "nope", "conv_"])
+@pytest.mark.parametrize(
+    "missing", ["conv_00000000000000000000000000", "conv_ZZZZZZZZZZZZZZZZZZZZZZZZZZ"]
+)
 def test_unknown_ids_are_not_found(leg: Leg, missing: str) -> None:
     with pytest.raises(NotFoundError):
         leg.client.conversations.retrieve(missing)
@@ -341,6 +343,23 @@ def test_unknown_ids_are_not_found(leg: Leg, missing: str) -> None:
         leg.client.conversations.update(missing, {})
     with pytest.raises(NotFoundError):
         leg.client.conversations.delete(missing)
+
+
+@pytest.mark.parametrize(
+    "bad", ["rp_00000000000000000000000000", "nope", "conv_", "conv_01M8", "conv_" + "u" * 26]
+)
+def test_ids_that_cannot_be_conversation_ids_are_refused_naming_the_id(leg: Leg, bad: str) -> None:
+    calls: tuple[Callable[[], object], ...] = (
+        lambda: leg.client.conversations.retrieve(bad),
+        lambda: leg.client.conversations.update(bad, {}),
+        lambda: leg.client.conversations.delete(bad),
+        lambda: leg.client.conversations.list(starting_after=bad),
+    )
+    for call in calls:
+        with pytest.raises(InvalidRequestError) as caught:
+            call()
+        assert caught.value.param in ("id", "starting_after")
+        assert "not a conversation id" in caught.value.message
 
 
 # -- idempotency ------------------------------------------------------------------------------

@@ -199,12 +199,20 @@ def test_delete_then_not_found(leg: Leg, profiles: dict[str, RiskProfile]) -> No
     assert ids(rest["data"]) == [profiles["a_mod"]["id"]]
 
 
-@pytest.mark.parametrize("missing", ["rp_00000000000000000000000000", "conv_1", "x"])
-def test_unknown_ids_are_not_found(leg: Leg, missing: str) -> None:
+def test_unknown_ids_are_not_found(leg: Leg) -> None:
+    missing = "rp_00000000000000000000000000"
     with pytest.raises(NotFoundError):
         leg.client.risk_profiles.retrieve(missing)
     with pytest.raises(NotFoundError):
         leg.client.risk_profiles.delete(missing)
+
+
+@pytest.mark.parametrize("bad", ["conv_00000000000000000000000000", "x", "rp_1"])
+def test_ids_that_cannot_be_risk_profile_ids_are_refused_naming_the_id(leg: Leg, bad: str) -> None:
+    for call in (leg.client.risk_profiles.retrieve, leg.client.risk_profiles.delete):
+        with pytest.raises(InvalidRequestError) as caught:
+            call(bad)
+        assert caught.value.param == "id" and "not a risk profile id" in caught.value.message
 
 
 def test_a_repeated_idempotency_key_replays_without_a_duplicate(leg: Leg) -> None:

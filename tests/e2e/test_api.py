@@ -63,11 +63,18 @@ def test_api_runs_every_verb_of_the_interface(cli: Cli) -> None:  # noqa: F811
     assert cli.count("conversations") == 0
 
 
+WELL_FORMED = "conv_" + "0" * 26
+
+
 def test_an_error_answer_is_printed_with_the_error_line_and_its_exit_code(cli: Cli) -> None:  # noqa: F811
-    missing = cli.run("api", "/v1/conversations/conv_nope")
+    missing = cli.run("api", f"/v1/conversations/{WELL_FORMED}")
     assert missing.returncode == 3
     assert json.loads(missing.stdout)["error"]["type"] == "not_found_error"
-    assert missing.stderr == "Error: No such conversation: conv_nope (HTTP 404)\n"
+    assert missing.stderr == f"Error: No such conversation: {WELL_FORMED} (HTTP 404)\n"
+    # An id the sandbox never mints is the request's fault: a 400 naming it.
+    malformed = cli.run("api", "/v1/conversations/conv_nope")
+    assert malformed.returncode == 1
+    assert json.loads(malformed.stdout)["error"]["param"] == "id"
     invalid = cli.run("api", "/v1/risk-profiles", "-d", '{"customer_id": "cus_1"}')
     assert invalid.returncode == 1
     assert json.loads(invalid.stdout)["error"]["param"] == "profile_type"

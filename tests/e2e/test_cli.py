@@ -62,7 +62,7 @@ def test_exit_codes(env: dict[str, str]) -> None:
     assert run(env, "conv", "list").returncode == 0
     assert run(env, "conv", "list", "--limit", "0").returncode == 2
     assert run(env, "conv", "frob").returncode == 2
-    missing = run(env, "conv", "get", "conv_nope", "-o", "json")
+    missing = run(env, "conv", "get", "conv_" + "0" * 26, "-o", "json")
     assert missing.returncode == 3
     assert json.loads(missing.stderr)["error"]["type"] == "not_found_error"
     created = run(env, "conv", "create", "--contact-id", "c", "-o", "id").stdout.strip()

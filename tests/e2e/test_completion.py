@@ -125,6 +125,18 @@ def test_ids_complete_from_the_local_database_newest_first(env: dict[str, str], 
     assert complete(env, "convrisk risk update ") == [profile]
 
 
+def test_contact_ids_complete_from_the_local_database_once_each(
+    env: dict[str, str], store: Any
+) -> None:
+    for contact in ("c_10", "c_2", "c_10", "c_11", "d_1"):
+        store.conversations.create({"contact_id": contact})
+    store.conversations.create({"group_id": "c_group"})
+    assert complete(env, "convrisk conv list --contact-id c_1") == ["c_10", "c_11"]
+    assert complete(env, "convrisk conv list --contact-id ") == ["c_10", "c_11", "c_2", "d_1"]
+    remote = {**env, "CONVRISK_BASE_URL": "http://127.0.0.1:9", "CONVRISK_TOKEN": "t" * 20}
+    assert complete(remote, "convrisk conv list --contact-id c") == []
+
+
 def test_ids_follow_db_given_before_or_after_the_command(
     env: dict[str, str], store: Any, tmp_path: Path
 ) -> None:

@@ -417,3 +417,20 @@ def test_a_hundred_parallel_config_sets_lose_nothing(env: dict[str, str]) -> Non
         f"p{i}": i % 100 + 1 for i in range(writers)
     }
     assert sorted(p.name for p in path.parent.iterdir()) == ["config.toml"]
+
+
+def test_a_read_only_database_of_the_previous_schema_is_read_without_its_new_index(
+    user_env: dict[str, str],
+) -> None:
+    import sqlite3
+
+    db, conv_id, risk_id = seeded_for_user(user_env)
+    # As convrisk before `conv list --contact-id` left it: schema 2, no contact index.
+    with sqlite3.connect(db) as conn:
+        conn.execute("DROP INDEX conversations_by_contact")
+        conn.execute("PRAGMA user_version = 2")
+    conn.close()
+    db.chmod(0o444)
+    assert_read_only(user_env, db, conv_id, risk_id)
+    mine = run_as_user(user_env, "--db", str(db), "conv", "list", "--contact-id", "c", "-o", "id")
+    assert mine.returncode == 0 and mine.stdout.split() == [conv_id], mine.stderr

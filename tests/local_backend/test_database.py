@@ -81,8 +81,14 @@ def test_a_file_from_an_older_version_is_migrated_forward(db_path: Path) -> None
     assert new["id"] > old_id
     assert store.conversations.create({"contact_id": "ct_new"}, idempotency_key="k") == new
     assert [c["id"] for c in store.conversations.list()["data"]] == [new["id"], old_id]
+    # And version 3: a contact's conversations, through their index.
+    listed = store.conversations.list({"contact_id": "ct_old"})["data"]
+    assert [c["id"] for c in listed] == [old_id]
     store.close()
     assert pragma(db_path, "user_version") == SCHEMA_VERSION
+    with sqlite3.connect(db_path) as conn:
+        indexes = {row[1] for row in conn.execute("PRAGMA index_list(conversations)")}
+    assert "conversations_by_contact" in indexes
 
 
 def test_an_empty_file_is_initialised(db_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from convrisk.api_client.errors import NotFoundError
+from convrisk.api_client.errors import InvalidRequestError, NotFoundError
 from convrisk.api_client.protocol import Backend
 from convrisk.api_client.records import Conversation, Deleted, RiskProfile
 from convrisk.local_backend import ids
@@ -191,7 +191,7 @@ def test_delete_removes_the_object_for_good(backend: LocalBackend) -> None:
 
 @pytest.mark.parametrize("operation", ["retrieve", "update", "delete"])
 @pytest.mark.parametrize(
-    "missing", ["conv_01HZZZZZZZZZZZZZZZZZZZZZZZ", "rp_01HZZZZZZZZZZZZZZZZZZZZZZZ", "nonsense", ""]
+    "missing", ["conv_01HZZZZZZZZZZZZZZZZZZZZZZZ", "conv_00000000000000000000000000"]
 )
 def test_missing_conversation_is_not_found_naming_the_id(
     backend: LocalBackend, operation: str, missing: str
@@ -209,12 +209,41 @@ def test_missing_conversation_is_not_found_naming_the_id(
 
 
 def test_missing_risk_profile_is_not_found(backend: LocalBackend) -> None:
-    with pytest.raises(NotFoundError, match="No such risk profile: rp_nope"):
-        backend.risk_profiles.update("rp_nope", {"score": 1})
-    with pytest.raises(NotFoundError, match="No such risk profile: rp_nope"):
-        backend.risk_profiles.update("rp_nope", {})
-    with pytest.raises(NotFoundError, match="No such risk profile: rp_nope"):
-        backend.risk_profiles.delete("rp_nope")
+    missing = "rp_01HZZZZZZZZZZZZZZZZZZZZZZZ"
+    with pytest.raises(NotFoundError, match=f"No such risk profile: {missing}"):
+        backend.risk_profiles.update(missing, {"score": 1})
+    with pytest.raises(NotFoundError, match=f"No such risk profile: {missing}"):
+        backend.risk_profiles.update(missing, {})
+    with pytest.raises(NotFoundError, match=f"No such risk profile: {missing}"):
+        backend.risk_profiles.delete(missing)
+
+
+@pytest.mark.parametrize("operation", ["retrieve", "update", "delete"])
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [
+        ("rp_01HZZZZZZZZZZZZZZZZZZZZZZZ", "it is a risk profile id"),
+        ("nonsense", "26 characters"),
+        ("conv_01HZZZZZZZZZZZZZZZZZZZZZZ", "26 characters"),  # one short
+        ("conv_01hzzzzzzzzzzzzzzzzzzzzzzz", "26 characters"),  # ids are upper case
+        ("conv_01HZZZZZZZZZZZZZZZZZZZZZZI", "without I, L, O or U"),
+        ("", "non-empty"),
+        ("conv_" + "Z" * 300, "longer than 255 characters"),
+    ],
+)
+def test_an_id_that_cannot_be_a_conversation_id_is_an_invalid_request_naming_it(
+    backend: LocalBackend, operation: str, bad: str, says: str
+) -> None:
+    backend.conversations.create({"contact_id": "ct_1"})
+    with pytest.raises(InvalidRequestError) as caught:
+        if operation == "retrieve":
+            backend.conversations.retrieve(bad)
+        elif operation == "update":
+            backend.conversations.update(bad, {"is_muted": True})
+        else:
+            backend.conversations.delete(bad)
+    assert caught.value.param == "id" and says in caught.value.message
+    assert not caught.value.answered and len(caught.value.message) < 160
 
 
 def test_results_are_plain_dicts_with_every_field(backend: LocalBackend) -> None:

@@ -120,7 +120,7 @@ def test_a_cursor_beyond_either_end_gives_an_empty_page(
     backend: LocalBackend, clock: FakeClock
 ) -> None:
     make_conversations(backend, clock, 3)
-    assert backend.conversations.list(starting_after="conv_0")["data"] == []
+    assert backend.conversations.list(starting_after="conv_" + "0" * 26)["data"] == []
     page = backend.conversations.list(starting_after="conv_ZZZZZZZZZZZZZZZZZZZZZZZZZZ")
     assert len(page["data"]) == 3
     assert page["has_more"] is False
@@ -192,6 +192,7 @@ FILTER_CASES = [
     ("conversations", {"pinned": True}),
     ("conversations", {"pinned": False}),
     ("conversations", {"group_id": "grp_busy"}),
+    ("conversations", {"contact_id": "ct_00000001"}),
     ("risk_profiles", {}),
     ("risk_profiles", {"customer_id": "cus_00000001"}),
     ("risk_profiles", {"profile_type": "moderate"}),

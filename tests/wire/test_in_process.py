@@ -34,8 +34,10 @@ def test_an_in_process_call_needs_no_token_and_answers_like_the_server(wire: Wir
 
 
 def test_in_process_errors_have_the_wire_shape_and_status(wire: Wire) -> None:
-    missing = wire.handle("GET", "/v1/conversations/conv_nope", "", [])
+    missing = wire.handle("GET", "/v1/conversations/conv_" + "0" * 26, "", [])
     assert (missing.status, missing.json()["error"]["type"]) == (404, "not_found_error")
+    malformed = wire.handle("GET", "/v1/conversations/conv_nope", "", [])
+    assert (malformed.status, malformed.json()["error"]["param"]) == (400, "id")
     bad = wire.handle("GET", "/v1/conversations", "limit=0", [])
     assert (bad.status, bad.json()["error"]["param"]) == (400, "limit")
     method = wire.handle("PATCH", "/v1/conversations", "", [])

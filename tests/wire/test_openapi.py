@@ -93,11 +93,12 @@ def test_real_answers_conform_to_their_schemas(http: httpx.Client, anon: httpx.C
         anon.get(CONV),
         http.get(CONV, params={"limit": "0"}),
         http.get(f"{CONV}/conv_nope"),
+        http.get(f"{CONV}/conv_00000000000000000000000000"),
         http.patch(CONV),
         http.post(CONV, content=b"x", headers={"Content-Type": "text/plain"}),
         http.post(RISK, json={**RISK_BODY, "details": {"x": "y" * (1024 * 1024)}}),
     ]
-    assert [e.status_code for e in errors] == [401, 400, 404, 405, 415, 413]
+    assert [e.status_code for e in errors] == [401, 400, 400, 404, 405, 415, 413]
     for error in errors:
         assert conforms(doc, "Error", error.json()), error.text
 

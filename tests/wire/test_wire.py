@@ -114,11 +114,21 @@ def test_unknown_route_is_404_json(http: httpx.Client, path: str) -> None:
     assert_error(http.get(path), 404, "not_found_error")
 
 
-@pytest.mark.parametrize("path", [CONV + "/conv_00000000000000000000000000", RISK + "/rp_nope"])
+@pytest.mark.parametrize(
+    "path", [CONV + "/conv_00000000000000000000000000", RISK + "/rp_" + "0" * 26]
+)
 def test_unknown_id_is_404_json_for_every_verb(http: httpx.Client, path: str) -> None:
     assert_error(http.get(path), 404, "not_found_error", "id")
     assert_error(http.put(path, json={}), 404, "not_found_error", "id")
     assert_error(http.delete(path), 404, "not_found_error", "id")
+
+
+@pytest.mark.parametrize("path", [CONV + "/conv_nope", RISK + "/rp_nope", RISK + "/conv_x"])
+def test_an_id_serve_never_mints_is_400_json_naming_it_for_every_verb(
+    http: httpx.Client, path: str
+) -> None:
+    for answer in (http.get(path), http.put(path, json={}), http.delete(path)):
+        assert "is not a" in assert_error(answer, 400, "invalid_request_error", "id")
 
 
 @pytest.mark.parametrize(
