@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# schemathesis against `convrisk serve` on 127.0.0.1, every check on, bounded in examples and
-# time. Run from the repository root with the project's .venv (the `test` extra).
-# Extra arguments go to `schemathesis run` (e.g. --max-examples 100).
+# schemathesis against `convrisk serve` on 127.0.0.1, every check on, with three seeds (each
+# finds other cases), bounded in examples and time per seed. Run from the repository root with
+# the project's .venv (the `test` extra).
+# Extra arguments go to each `schemathesis run` (e.g. --max-examples 100).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,17 +36,21 @@ if [ -z "$url" ]; then
 fi
 
 # Hooks: a fresh Idempotency-Key per generated request (see .ci/schemathesis_hooks.py).
-PYTHONPATH=.ci SCHEMATHESIS_HOOKS=schemathesis_hooks timeout 300 \
-    .venv/bin/schemathesis run "$url/openapi.json" \
-    --header "Authorization: Bearer $token" \
-    --checks all \
-    --max-examples 25 \
-    --max-time 120 \
-    --request-timeout 10 \
-    --seed 20261122 \
-    --no-color \
-    "$@"
-status=$?
+status=0
+for seed in 20261122 7 31337; do
+    echo "--- schemathesis, seed $seed ---"
+    PYTHONPATH=.ci SCHEMATHESIS_HOOKS=schemathesis_hooks timeout 200 \
+        .venv/bin/schemathesis run "$url/openapi.json" \
+        --header "Authorization: Bearer $token" \
+        --checks all \
+        --max-examples 25 \
+        --max-time 60 \
+        --request-timeout 10 \
+        --seed "$seed" \
+        --no-color \
+        "$@" || status=$?
+    [ "$status" -eq 0 ] || break
+done
 if [ "$status" -ne 0 ]; then
     echo "--- convrisk serve log (last 40 lines) ---" >&2
     tail -40 "$work/serve.log" >&2

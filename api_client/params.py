@@ -44,6 +44,22 @@ MAX_IDEMPOTENCY_KEY_LENGTH = 255
 ID_PREFIXES: dict[ResourceName, str] = {name: r.prefix for name, r in RESOURCES.items()}
 # The largest request body the service takes (413 above it).
 MAX_BODY_BYTES = 1024 * 1024
+# The largest request head (request line and headers) serve takes (431 above it); nginx's
+# default large_client_header_buffers hold 32 KiB.
+MAX_HEAD_BYTES = 64 * 1024
+# A number in a body (a score), integer or float: within the store's 64-bit integers, kept
+# symmetric. Floats are bounded too (JSON Schema counts 2.5e300 as an integer), and at -2**63
+# validators judge a float each in their own way; at +-(2**63 - 1) they all agree with Python.
+MIN_NUMBER, MAX_NUMBER = -(2**63 - 1), 2**63 - 1
+# A timestamp in a body: Unix seconds from 1970 to the end of 9999 (what a date can show).
+MAX_TIMESTAMP = 253402300799  # 9999-12-31T23:59:59Z
+# What a required string must hold more than: the characters Python's str.isspace() calls
+# whitespace (a test holds this list to it). Spelled out, so that the rule and the OpenAPI
+# document's pattern mean the same thing: JSON Schema's \s is ECMAScript's, which differs.
+BLANK = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
+    "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
 # The words a boolean query parameter may be, in any letter case.
 QUERY_BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
 
@@ -65,8 +81,10 @@ def _check_object(body: object) -> Mapping[str, Any]:
 
 def _nonempty_string(body: Mapping[str, Any], key: str) -> str:
     value = body[key]
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidRequestError(f"{key} must be a non-empty string.", param=key)
+    if not isinstance(value, str) or not value.strip(BLANK):
+        raise InvalidRequestError(
+            f"{key} must be a string with a character other than whitespace.", param=key
+        )
     return value
 
 
@@ -92,6 +110,10 @@ def _number(value: object, key: str) -> int | float:
         raise InvalidRequestError(f"{key} must be a number.", param=key)
     if isinstance(value, float) and not math.isfinite(value):
         raise InvalidRequestError(f"{key} must be a finite number.", param=key)
+    if not MIN_NUMBER <= value <= MAX_NUMBER:
+        raise InvalidRequestError(
+            f"{key} must be a number from {MIN_NUMBER} to {MAX_NUMBER}.", param=key
+        )
     return value
 
 
@@ -180,9 +202,11 @@ def _value(field: Field, body: Mapping[str, Any]) -> Any:
     if field.type == "object":
         return _object(body, key)
     value = _number(value, key)
-    if field.type == "timestamp" and value < 0:
+    if field.type == "timestamp" and not 0 <= value <= MAX_TIMESTAMP:
         raise InvalidRequestError(
-            f"{key} must be a Unix timestamp (seconds) of 0 or more.", param=key
+            f"{key} must be a Unix timestamp (seconds) from 0 to {MAX_TIMESTAMP} "
+            "(the end of 9999).",
+            param=key,
         )
     return value
 

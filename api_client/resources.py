@@ -197,7 +197,7 @@ CONVERSATIONS = Resource(
             nullable=True,
             update=True,
             title="ARCHIVED",
-            doc="Unix seconds; null unarchives.",
+            doc="null unarchives.",
         ),
     ),
     filters=(

@@ -1,7 +1,8 @@
 """The ASGI app of `convrisk serve`: `Wire` behind a socket, with injected trouble and the log.
 
 It reads the request, asks `Wire` for the answer and writes it with Starlette's `Response`; it adds
-what only a socket has: injected latency and faults, a body-read timeout, one log line per request.
+what only a socket has: injected latency and faults, body deadlines, the connection limit (503),
+one log line per request, and a JSON 500 should anything here fail (uvicorn's own is text).
 The backend runs on the event loop (told never to wait for a lock) or, when it would have to wait,
 on one writer thread; creates that arrive in one turn of the loop are committed together.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 
 from starlette.responses import Response
@@ -23,6 +25,7 @@ from .database import WouldWait, never_wait
 from .faults import Chaos, Connections, Dice, injected
 from .wire import (
     OPENAPI_PATH,
+    SERVER_FAILED,
     Answer,
     Call,
     Wire,
@@ -32,8 +35,13 @@ from .wire import (
     too_large,
 )
 
-# A body may pause this long between reads.
+# A body may pause this long between reads,
 BODY_SECONDS = 10.0
+# and must be whole this long after the head (1 MiB in 30 s: 35 KB/s at the least), so that a
+# slow drip cannot hold a connection for ever.
+BODY_TOTAL_SECONDS = 30.0
+# What a client over the connection limit is told to wait, in seconds.
+BUSY_RETRY_AFTER = 1
 
 
 class _Unanswered(Exception):
@@ -44,9 +52,16 @@ class ServeApp:
     """The ASGI app of `convrisk serve`: Wire behind a socket, with chaos and the access log."""
 
     def __init__(
-        self, wire: Wire, log: AccessLog, chaos: Chaos | None, connections: Connections
+        self,
+        wire: Wire,
+        log: AccessLog,
+        chaos: Chaos | None,
+        connections: Connections,
+        limit: int | None = None,
     ) -> None:
         self.wire = wire
+        # Connections (and requests in flight) served; a request beyond is answered 503.
+        self.limit = limit
         self.log = log
         self.connections = connections
         self._dice = Dice(chaos) if chaos is not None and chaos.active else None
@@ -61,8 +76,22 @@ class ServeApp:
         if scope["type"] != "http":
             return
         self.in_flight += 1
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
         try:
-            await self._serve(scope, receive, send)
+            await self._serve(scope, receive, sending)
+        except Exception:
+            if started:
+                raise
+            # What uvicorn would answer as plain text: the error shape, the reason in the log.
+            answer = error_answer(ServiceError(SERVER_FAILED), internal=traceback.format_exc())
+            self.log.error(scope["method"], scope["path"], answer.internal or "")
+            await self._send(scope, receive, send, answer, close=True)
         finally:
             self.in_flight -= 1
 
@@ -78,6 +107,15 @@ class ServeApp:
         def done(status: int | None, fault: str | None = None) -> None:
             self.log.request(who, method, path, query, status, time.perf_counter() - started, fault)
 
+        if self.limit is not None and (
+            len(self.connections.open) > self.limit or self.in_flight > self.limit
+        ):
+            error = ServiceError(
+                "Too many connections; retry later.", status=503, code="service_unavailable"
+            )
+            busy = json_answer(503, error.to_body(), (("retry-after", str(BUSY_RETRY_AFTER)),))
+            done(busy.status)
+            return await self._send(scope, receive, send, busy, close=True)
         fault = None
         if self._dice is not None and path != OPENAPI_PATH:
             delay, fault = self._dice.roll()
@@ -199,13 +237,17 @@ async def _read_body(receive: Receive) -> bytes | Answer:
     """The whole body, or the answer refusing it (over the limit, or too slow)."""
     chunks: list[bytes] = []
     size = 0
+    deadline = time.monotonic() + BODY_TOTAL_SECONDS
     while True:
+        left = deadline - time.monotonic()
         try:
-            message: Message = await asyncio.wait_for(receive(), BODY_SECONDS)
+            message: Message = await asyncio.wait_for(receive(), min(BODY_SECONDS, left))
         except TimeoutError:
-            error = ServiceError(
-                f"The request body stalled for more than {BODY_SECONDS:g} seconds.", status=408
-            )
+            if left <= BODY_SECONDS:
+                why = f"did not arrive whole within {BODY_TOTAL_SECONDS:g} seconds"
+            else:
+                why = f"stalled for more than {BODY_SECONDS:g} seconds"
+            error = ServiceError(f"The request body {why}.", status=408)
             return json_answer(408, error.to_body())
         if message["type"] == "http.disconnect":
             raise _Unanswered

@@ -17,22 +17,36 @@ from typing import Any
 from convrisk.api_client import __version__
 from convrisk.api_client.errors import STATUS_TABLE
 from convrisk.api_client.params import (
+    BLANK,
     DEFAULT_LIMIT,
     MAX_BODY_BYTES,
     MAX_DETAILS_DEPTH,
+    MAX_HEAD_BYTES,
     MAX_IDEMPOTENCY_KEY_LENGTH,
     MAX_LIMIT,
+    MAX_NUMBER,
+    MAX_TIMESTAMP,
+    MIN_NUMBER,
     QUERY_BOOLEANS,
 )
 from convrisk.api_client.records import Deleted
 from convrisk.api_client.resources import ID_BODY_LENGTH, RESOURCES, Field, Resource
 
 _REF = "#/components/schemas/{model}"
-_INT64 = {"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1}
-# A number the store keeps exactly: an integer within 64 bits, or any finite non-integer.
-_NUMBER = {"anyOf": [_INT64, {"type": "number", "not": {"type": "integer"}}]}
-# Not blank: Python's str.strip() and the pattern's \s agree on what blank means.
-_TEXT = {"type": "string", "pattern": r"\S"}
+# A number in a body (a score): the rule's range, for integers and floats alike.
+_NUMBER = {"type": "number", "minimum": MIN_NUMBER, "maximum": MAX_NUMBER}
+_TIMESTAMP = {
+    "minimum": 0,
+    "maximum": MAX_TIMESTAMP,
+    "description": f"Unix seconds, 0 to {MAX_TIMESTAMP} (the end of 9999).",
+}
+# Not blank: a character outside BLANK, the very list the rule strips (spelled out, as \s means
+# one thing to the ECMAScript regular expressions of JSON Schema and another to str.strip()).
+_TEXT = {
+    "type": "string",
+    "pattern": "[^" + "".join(f"\\u{ord(c):04x}" for c in BLANK) + "]",
+    "description": "At least one character that is not whitespace.",
+}
 _NON_EMPTY = {"type": "string", "minLength": 1}
 
 
@@ -159,21 +173,14 @@ def _input_field(field: Field, resource: Resource) -> dict[str, Any]:
     elif field.type == "number":
         schema = copy.deepcopy(_NUMBER)
     elif field.type == "timestamp":
-        schema = {
-            "anyOf": [
-                {**_INT64, "minimum": 0},
-                {"type": "number", "minimum": 0, "not": {"type": "integer"}},
-            ]
-        }
-        if field.nullable:
-            schema["anyOf"].append({"type": "null"})
+        schema = {"type": ["number", "null"] if field.nullable else "number", **_TIMESTAMP}
     else:
         schema = {
             "type": "object",
             "description": f"At most {MAX_DETAILS_DEPTH} levels of objects and arrays.",
         }
     if field.doc:
-        schema["description"] = field.doc
+        schema["description"] = " ".join(filter(None, (schema.get("description"), field.doc)))
     return schema
 
 
@@ -213,6 +220,7 @@ def _error_responses(*statuses: int) -> dict[str, Any]:
         404: "No such object.",
         408: "The body did not arrive in time.",
         411: "A body sent without Content-Length (chunked).",
+        431: f"The request head (request line and headers) is over {MAX_HEAD_BYTES} bytes.",
         413: f"The body is over {MAX_BODY_BYTES} bytes.",
         415: "The body is not sent as application/json.",
         429: "Injected by `serve --faults`; retry after Retry-After seconds.",
@@ -251,7 +259,7 @@ def _body(model: str, *, required: bool) -> dict[str, Any]:
     }
 
 
-_COMMON = (401, 429, 500, 503)
+_COMMON = (401, 429, 431, 500, 503)
 _WITH_BODY = (408, 411, 413, 415)
 
 
@@ -395,7 +403,7 @@ def _document() -> dict[str, Any]:
         "info": {
             "title": "convrisk: conversations and risk profiles",
             "version": __version__,
-            "description": "The service as `convrisk serve` implements it (DESIGN section 1). "
+            "description": "The service as `convrisk serve` implements it. "
             "Every answer is JSON; every error has the shape of the Error schema. Methods a "
             "path lacks answer 405 with Allow.",
         },

@@ -23,6 +23,7 @@ import uvicorn
 
 from convrisk.api_client import __version__
 from convrisk.api_client.errors import ConvriskError
+from convrisk.api_client.params import MAX_HEAD_BYTES
 from convrisk.api_client.protocol import Backend
 
 from .access_log import AccessLog, Log, UvicornNotices
@@ -43,7 +44,7 @@ _MAX_CONNECTIONS = 10_000
 
 
 def _connection_limit() -> int:
-    """Connections uvicorn serves before it answers 503: what the descriptor limit allows."""
+    """Connections served before a request is answered 503: what the descriptor limit allows."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         return _MAX_CONNECTIONS
@@ -99,7 +100,8 @@ class ConvriskServer:
         backend.conversations.list(limit=1)
         self.log = AccessLog(log, log_format, token)
         self.connections = Connections()
-        self.app = ServeApp(self.wire, self.log, chaos, self.connections)
+        # The app answers 503 over the limit itself (uvicorn's own 503 is plain text).
+        self.app = ServeApp(self.wire, self.log, chaos, self.connections, _connection_limit())
         config = uvicorn.Config(
             self.app,
             http=http_protocol(self.connections),
@@ -112,7 +114,9 @@ class ConvriskServer:
             proxy_headers=False,
             server_header=False,
             headers=[("server", f"convrisk/{__version__}")],
-            limit_concurrency=_connection_limit(),
+            limit_concurrency=None,
+            # h11's buffer (requests with a method llhttp does not know) holds a head at most.
+            h11_max_incomplete_event_size=MAX_HEAD_BYTES,
             backlog=BACKLOG,
             timeout_keep_alive=KEEP_ALIVE_SECONDS,
             timeout_graceful_shutdown=DRAIN_SECONDS,

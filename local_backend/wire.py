@@ -381,7 +381,8 @@ def _check_framing(headers: Headers, body_length: int | None) -> bool:
 def too_large() -> InvalidRequestError:
     """The 413 error of a body over the limit."""
     return InvalidRequestError(
-        f"The request body is over the limit of {MAX_BODY_BYTES} bytes.", status=413
+        f"The request body is too large: over the limit of {MAX_BODY_BYTES} bytes.",
+        status=413,
     )
 
 

@@ -40,7 +40,7 @@ def test_a_score_that_is_not_a_plain_number_in_range_is_exit_2(invoke: Invoke, s
     assert invoke("risk", "list", "-o", "id").ok().stdout == ""
 
 
-@pytest.mark.parametrize("score", ["9223372036854775807", "-9223372036854775808", "1e3", "-0.5"])
+@pytest.mark.parametrize("score", ["9223372036854775807", "-9223372036854775807", "1e3", "-0.5"])
 def test_plain_numbers_in_range_are_scores(invoke: Invoke, score: str) -> None:
     args = ("risk", "create", "--customer-id", "c", "--profile-type", "t", "--score", score)
     invoke(*args, "-o", "json").ok()

@@ -34,7 +34,7 @@ def test_create_returns_what_was_sent_with_equal_timestamps(leg: Leg) -> None:
     assert leg.client.risk_profiles.retrieve(rp["id"]) == rp
 
 
-@pytest.mark.parametrize("score", [0, -3, 72.5, 1e300, 2**63 - 1])
+@pytest.mark.parametrize("score", [0, -3, 72.5, 9.2e18, 2**63 - 1])
 def test_scores_are_kept_exactly(leg: Leg, score: int | float) -> None:
     rp = create(leg, score=score)
     stored = leg.client.risk_profiles.retrieve(rp["id"])["score"]

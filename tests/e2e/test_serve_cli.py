@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import resource
@@ -11,13 +12,16 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import httpx
+import jsonschema_rs
 import pytest
 
 from convrisk.api_client import Client
 from convrisk.local_backend.faults import FAULTS
 from convrisk.local_backend.store import LocalBackend
 
-from .both_backends import TOKEN, Remote, isolated_env, serving
+from .both_backends import TOKEN, Remote, Serve, isolated_env, serving
+from .both_backends import serve as serve  # a fixture: one `convrisk serve` for this module
 from .console import CONVRISK
 
 pytestmark = pytest.mark.e2e
@@ -168,3 +172,211 @@ def test_half_sent_connections_beyond_the_descriptor_limit_do_not_stop_service(
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert "Traceback" not in err
+
+
+# -- the wire against a real `convrisk serve`: raw sockets on 127.0.0.1, bounded ---------------
+
+READ_SECONDS = 15  # at most, for any one read of an answer (the head deadline is 10 s)
+
+
+def _connect(served: Serve) -> socket.socket:
+    port = int(served.url.rsplit(":", 1)[1])
+    return socket.create_connection(("127.0.0.1", port), timeout=READ_SECONDS)
+
+
+def _read_answer(sock: socket.socket, buffered: bytes = b"") -> tuple[bytes, dict[str, str], bytes]:
+    """One answer (status line, headers, body by its Content-Length), bounded by the socket's
+    timeout; the bytes read past it are dropped."""
+    data = buffered
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, f"closed before an answer: {data!r}"
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    status, *lines = head.decode("latin-1").split("\r\n")
+    headers = {k.lower(): v.strip() for k, v in (line.split(":", 1) for line in lines)}
+    length = int(headers.get("content-length", "0"))
+    while len(rest) < length:
+        chunk = sock.recv(65536)
+        assert chunk, "closed in the middle of an answer"
+        rest += chunk
+    return status.encode("latin-1"), headers, rest[:length]
+
+
+def _error_of(body: bytes) -> dict[str, object]:
+    error = json.loads(body)["error"]
+    assert set(error) == {"type", "code", "message", "param"}, error
+    return dict(error)
+
+
+def _peak_mib(pid: int) -> float:
+    """A process's peak resident memory (VmHWM), in MiB."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    match = re.search(r"^VmHWM:\s+(\d+) kB", status, re.M)
+    assert match
+    return int(match.group(1)) / 1024
+
+
+def test_a_giant_request_head_is_refused_with_431_before_it_fills_memory(serve: Serve) -> None:
+    with _connect(serve) as sock:
+        sock.sendall(b"GET /v1/conversations HTTP/1.1\r\nHost: x\r\nX-Giant: ")
+        sent = 0
+        try:
+            while sent < 16 * 1024 * 1024:  # the old server took all of it and more
+                sock.sendall(b"a" * 65536)
+                sent += 65536
+        except OSError:
+            pass  # refused and closed: what is expected, the answer is waiting
+        status, headers, body = _read_answer(sock)
+        assert status.startswith(b"HTTP/1.1 431 "), status
+        assert headers["connection"] == "close"
+        assert headers["content-type"] == "application/json"
+        assert _error_of(body)["type"] == "invalid_request_error"
+    # The head is refused past 64 KiB; what follows is read and dropped for a few seconds (a
+    # lingering close, bounded at 4 MiB) so that the client can read the answer.
+    assert sent < 8 * 1024 * 1024
+    assert _peak_mib(serve.proc.pid) < 150  # the old server: 237 MiB for one such connection
+
+
+def test_a_head_just_under_the_cap_is_served(serve: Serve) -> None:
+    with _connect(serve) as sock:
+        filler = "a" * (48 * 1024)
+        sock.sendall(
+            f"GET /v1/conversations?limit=1 HTTP/1.1\r\nHost: x\r\nX-Big: {filler}\r\n"
+            f"Authorization: Bearer {serve.token}\r\n\r\n".encode()
+        )
+        status, _, body = _read_answer(sock)
+    assert status.startswith(b"HTTP/1.1 200 "), (status, body)
+
+
+def test_a_pipelined_get_followed_by_a_foreign_method_gets_both_answers_in_order(
+    serve: Serve,
+) -> None:
+    auth = f"Authorization: Bearer {serve.token}\r\n"
+    requests = (
+        f"GET /v1/conversations?limit=1 HTTP/1.1\r\nHost: x\r\n{auth}\r\n"
+        f"FOO /v1/conversations HTTP/1.1\r\nHost: x\r\n{auth}\r\n"
+        f"GET /v1/risk-profiles?limit=1 HTTP/1.1\r\nHost: x\r\n{auth}Connection: close\r\n\r\n"
+    ).encode()
+    with _connect(serve) as sock:
+        sock.sendall(requests)  # one segment
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    statuses = re.findall(rb"HTTP/1\.1 (\d{3}) ", data)
+    assert statuses == [b"200", b"405", b"200"], data
+    assert b'"method_not_allowed"' in data
+
+
+def test_a_body_over_the_limit_gets_its_413_not_a_broken_pipe(serve: Serve) -> None:
+    body = b'{"contact_id": "' + b"x" * (2 * 1024 * 1024) + b'"}'
+    with _connect(serve) as sock:
+        sock.sendall(
+            f"POST /v1/conversations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {serve.token}"
+            f"\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        )
+        # The server refuses by the Content-Length at once; the client is still sending.
+        time.sleep(0.3)
+        sock.sendall(body)  # the old server had closed: a reset or a broken pipe here
+        status, headers, answer = _read_answer(sock)
+        assert status.startswith(b"HTTP/1.1 413 ")
+        assert headers["connection"] == "close"
+        assert "too large" in str(_error_of(answer)["message"])
+
+
+def test_convrisk_reports_a_413_from_serve_as_too_large_and_does_not_retry(
+    serve: Serve, tmp_path: Path
+) -> None:
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({"note": "y" * (2 * 1024 * 1024)}))
+    cli = Remote(tmp_path, serve.url, serve.token)
+    for _ in range(3):
+        result = cli.run(
+            "risk", "create", "--customer-id", "c_big", "--profile-type", "t", "--score", "1",
+            "--details", f"@{big}",
+        )  # fmt: skip
+        assert result.returncode == 1, result.stderr
+        assert "too large" in result.stderr and "413" in result.stderr
+        assert "retry" not in result.stderr.lower()
+
+
+def _nofile_48() -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (48, 48))
+
+
+def test_over_the_connection_limit_the_503_is_in_the_error_shape(tmp_path: Path) -> None:
+    """48 descriptors leave serve 16 connections (local_backend.server): the 17th is refused
+    with a 503 that carries the error shape and Retry-After, like every other error."""
+    proc = subprocess.Popen(
+        [CONVRISK, "serve", "--port", "0", "--db", str(tmp_path / "s.db"), "--token", TOKEN],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=isolated_env(tmp_path),
+        preexec_fn=_nofile_48,
+    )
+    assert proc.stderr is not None
+    url = ""
+    for line in proc.stderr:
+        match = re.match(r"convrisk serve: listening on (http://\S+)$", line)
+        if match:
+            url = match.group(1)
+            break
+    assert url, "serve did not start"
+    port = int(url.rsplit(":", 1)[1])
+    idle: list[socket.socket] = []
+    try:
+        for _ in range(16):
+            idle.append(socket.create_connection(("127.0.0.1", port), timeout=READ_SECONDS))
+        time.sleep(0.3)  # accepted, each a connection of the server
+        with socket.create_connection(("127.0.0.1", port), timeout=READ_SECONDS) as sock:
+            sock.sendall(
+                f"GET /v1/conversations HTTP/1.1\r\nHost: x\r\n"
+                f"Authorization: Bearer {TOKEN}\r\n\r\n".encode()
+            )
+            status, headers, body = _read_answer(sock)
+        assert status.startswith(b"HTTP/1.1 503 "), (status, body)
+        assert headers["content-type"] == "application/json"
+        assert "retry-after" in headers
+        assert _error_of(body)["type"] == "api_error"
+    finally:
+        for sock in idle:
+            sock.close()
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+
+
+RISK_EDGE = {"customer_id": "c", "profile_type": "t", "score": 1, "details": {}}
+EDGE_BODIES: list[tuple[str, str, dict[str, object]]] = [
+    ("post", "RiskProfileCreate", {**RISK_EDGE, "profile_type": "\x1d"}),
+    ("post", "RiskProfileCreate", {**RISK_EDGE, "customer_id": "\u00a0"}),
+    ("post", "RiskProfileCreate", {**RISK_EDGE, "profile_type": "\ufeff"}),
+    ("post", "RiskProfileCreate", {**RISK_EDGE, "profile_type": "\x85x"}),
+    ("post", "RiskProfileCreate", {**RISK_EDGE, "score": 2.5e300}),
+    ("post", "RiskProfileCreate", {**RISK_EDGE, "score": 2**53 + 1}),
+    ("post", "RiskProfileCreate", {**RISK_EDGE, "score": -(2**53)}),
+    ("put", "ConversationUpdate", {"archived_at": 1.797e308}),
+    ("put", "ConversationUpdate", {"archived_at": 253402300799}),
+    ("put", "ConversationUpdate", {"archived_at": 253402300800}),
+    ("put", "ConversationUpdate", {"archived_at": 0.5}),
+]
+
+
+def test_the_served_document_says_what_the_server_does_at_the_edges(serve: Serve) -> None:
+    """Each body is accepted by `serve` exactly when the schema it serves says it is valid, as
+    schemathesis judges (jsonschema_rs: ECMAScript's regular expressions, as JSON Schema says)."""
+    headers = {"Authorization": f"Bearer {serve.token}"}
+    with httpx.Client(base_url=serve.url, headers=headers, timeout=30) as http:
+        doc = http.get("/openapi.json").json()
+        assert "DESIGN" not in json.dumps(doc)
+        conv = http.post("/v1/conversations", json={"contact_id": "ct_edges"}).json()
+        for method, model, body in EDGE_BODIES:
+            schema = {**doc["components"]["schemas"][model], "components": doc["components"]}
+            valid = jsonschema_rs.validator_for(schema).is_valid(body)
+            if method == "post":
+                answer = http.post("/v1/risk-profiles", json=body)
+            else:
+                answer = http.put(f"/v1/conversations/{conv['id']}", json=body)
+            assert answer.status_code == (200 if valid else 400), (body, valid, answer.text)

@@ -120,13 +120,24 @@ def test_empty_update_returns_the_object_unchanged(backend: LocalBackend, clock:
     assert backend.conversations.update(conv["id"], {}) == conv
 
 
-@pytest.mark.parametrize("score", [72, 72.5, 0, -3, 1e300, 2**63 - 1])
+@pytest.mark.parametrize("score", [72, 72.5, 0, -3, 9.2e18, 2**63 - 1, -(2**63 - 1)])
 def test_score_comes_back_exactly_as_given(backend: LocalBackend, score: float) -> None:
     profile = backend.risk_profiles.create(risk_body(score=score))
     for seen in (profile, backend.risk_profiles.retrieve(profile["id"])):
         assert seen["score"] == score
         assert type(seen["score"]) is type(score)
         assert seen["score"] == score
+
+
+@pytest.mark.parametrize("score", [1e300, 1.7976931348623157e308, 2**63, -(2**63), -9.3e18])
+def test_a_score_beyond_64_bit_integers_is_refused_float_or_not(
+    backend: LocalBackend, score: float
+) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        backend.risk_profiles.create(risk_body(score=score))
+    assert caught.value.param == "score"
+    assert str(2**63 - 1) in caught.value.message
+    assert backend.risk_profiles.list()["data"] == []
 
 
 def test_score_72_point_0_stays_a_float(backend: LocalBackend) -> None:

@@ -10,6 +10,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from convrisk.api_client.params import MAX_NUMBER, MAX_TIMESTAMP, MIN_NUMBER
 from convrisk.local_backend.store import LocalBackend
 
 TEXTS = [
@@ -98,20 +99,24 @@ def fill_varied(path: Path) -> None:
                     "is_pinned": index % 2 == 0,
                     "is_muted": index % 3 == 0,
                     "pinned_message_id": text if index % 2 else None,
-                    "archived_at": [None, 1714564800, 1714564800.5, 0, 2**62][index % 5],
+                    "archived_at": [None, 1714564800, 1714564800.5, 0, MAX_TIMESTAMP][index % 5],
                 },
             )
             conversations.create({"group_id": f"grp_{text}"})
         profiles = store.risk_profiles
+        # Scores past today's rule (rows from before it, or written by hand) go in by SQL below.
+        beyond: list[tuple[str, int | float]] = []
         for index, score in enumerate(SCORES):
-            profiles.create(
+            profile = profiles.create(
                 {
                     "customer_id": f"cus_{TEXTS[index % len(TEXTS)]}",
                     "profile_type": TEXTS[(index + 1) % len(TEXTS)],
-                    "score": score,
+                    "score": score if MIN_NUMBER <= score <= MAX_NUMBER else 0,
                     "details": DETAILS[index % len(DETAILS)],
                 }
             )
+            if not MIN_NUMBER <= score <= MAX_NUMBER:
+                beyond.append((profile["id"], score))
         for details in [*DETAILS, nested(64), nested(20)]:
             profiles.create(
                 {
@@ -133,6 +138,11 @@ def fill_varied(path: Path) -> None:
         for object_id, text in zip(hand_made, RAW_DETAILS, strict=True):
             conn.execute("UPDATE risk_profiles SET details = ? WHERE id = ?", (text, object_id))
         conn.execute("UPDATE risk_profiles SET score = '72' WHERE id = ?", (hand_made[0],))
+        for object_id, score in beyond:
+            conn.execute("UPDATE risk_profiles SET score = ? WHERE id = ?", (score, object_id))
+        conn.execute(
+            "UPDATE conversations SET archived_at = ? WHERE archived_at = ?", (2**62, MAX_TIMESTAMP)
+        )
         changes: list[tuple[str, object]] = [
             ("is_pinned", 2),
             ("is_muted", "yes"),

@@ -9,6 +9,7 @@ import json
 import re
 import sqlite3
 import threading
+import time
 from typing import Any
 
 import httpx
@@ -240,3 +241,107 @@ def test_an_answer_head_and_body_go_out_in_one_write() -> None:
         assert recorder.writes[2] == b"HTTP/1.1 100 Continue\r\n\r\n" and recorder.closed
     finally:
         loop.close()
+
+
+def test_a_body_that_drips_gets_a_408_at_its_total_deadline_and_creates_nothing(
+    served: Served, http: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A byte now and then never stalls long enough for BODY_SECONDS; the total deadline
+    still ends it (the old server held such a connection for as long as the client liked)."""
+    monkeypatch.setattr(asgi_app, "BODY_TOTAL_SECONDS", 0.5)
+    body = b'{"contact_id": "ct_drip"}'
+    with connect(served) as sock:
+        sock.sendall(
+            f"POST {CONV} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        )
+        started = time.monotonic()
+        answer = b""
+        for byte in body[:-1]:  # at most 24 x 0.1 s
+            sock.sendall(bytes([byte]))
+            time.sleep(0.1)
+            sock.settimeout(0.001)
+            try:
+                answer = sock.recv(65536)
+            except TimeoutError:
+                continue
+            finally:
+                sock.settimeout(10)
+            break
+        answer += read_all(sock)
+        took = time.monotonic() - started
+    assert answer.startswith(b"HTTP/1.1 408 "), answer
+    assert b"within 0.5 seconds" in answer
+    assert took < 2.4
+    assert http.get(CONV).json()["data"] == []
+
+
+def test_a_failure_outside_the_wire_rules_is_a_500_in_the_error_shape(
+    served: Served, http: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("broken at /secret/place")
+
+    monkeypatch.setattr(served.server.wire, "start", broken)
+    response = http.get(CONV)
+    assert response.status_code == 500
+    assert response.headers["content-type"] == "application/json"
+    assert response.json()["error"]["type"] == "api_error"
+    assert "/secret/place" not in response.text
+    assert "/secret/place" in "\n".join(served.logs)
+
+
+def test_a_giant_head_with_a_method_h11_parses_is_a_431_too(served: Served) -> None:
+    with connect(served) as sock:
+        sock.sendall(f"FOO {CONV} HTTP/1.1\r\nHost: x\r\nX-Giant: ".encode())
+        try:
+            for _ in range(64):  # 4 MiB at most
+                sock.sendall(b"a" * 65536)
+        except OSError:
+            pass
+        answer = read_all(sock)
+    assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
+    error = json.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]
+    assert error["code"] == "request_header_fields_too_large"
+    assert any("over 65536 bytes: answered 431" in line for line in served.logs), served.logs
+
+
+def _pipelined(served: Served, *requests: bytes) -> list[bytes]:
+    """Send `requests` in one write on one connection (the last closes it); the statuses."""
+    with connect(served) as sock:
+        sock.sendall(b"".join(requests))
+        data = read_all(sock)
+    return re.findall(rb"HTTP/1\.1 (\d{3}) ", data)
+
+
+def _request(method: str, path: str, body: bytes = b"", *, last: bool = False) -> bytes:
+    head = f"{method} {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+    if body:
+        head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+    if last:
+        head += "Connection: close\r\n"
+    return head.encode() + b"\r\n" + body
+
+
+def test_a_foreign_method_right_after_a_body_is_answered_in_its_turn(
+    served: Served, http: httpx.Client
+) -> None:
+    statuses = _pipelined(
+        served,
+        _request("POST", CONV, b'{"contact_id": "ct_first"}'),
+        _request("BREW", CONV),
+        _request("GET", CONV, last=True),
+    )
+    assert statuses == [b"200", b"405", b"200"]
+    assert [c["contact_id"] for c in http.get(CONV).json()["data"]] == ["ct_first"]
+
+
+def test_a_request_line_inside_a_body_is_only_text(served: Served, http: httpx.Client) -> None:
+    text = "a FOO /v1/conversations HTTP/1.1 b"
+    statuses = _pipelined(
+        served,
+        _request("POST", CONV, json.dumps({"contact_id": text}).encode()),
+        _request("GET", CONV, last=True),
+    )
+    assert statuses == [b"200", b"200"]
+    assert [c["contact_id"] for c in http.get(CONV).json()["data"]] == [text]
