@@ -54,6 +54,46 @@ def base_url_problem(url: str) -> str | None:
     return None
 
 
+# Where a profile allows a token over plain http (cli/settings.py), named in the refusal.
+INSECURE_HTTP_SETTING = "allow_insecure_http = true (or CONVRISK_ALLOW_INSECURE_HTTP=true)"
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether `host` (a URL's host, brackets removed) names this machine: localhost, an
+    address in 127.0.0.0/8, or ::1 (also as an IPv4-mapped address)."""
+    import ipaddress  # only a remote backend asks; the settings of every command import this
+
+    name = host.strip().rstrip(".").lower()
+    if name == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback
+
+
+def insecure_token_problem(url: str, token: str | None, *, allowed: bool) -> str | None:
+    """Why a bearer token may not go to `url`, or None: over plain http:// the token is readable
+    by anyone on the network, so it goes only to a loopback host, unless `allowed`."""
+    if token is None or allowed:
+        return None
+    try:
+        parts = urlsplit(url.strip())
+        host = parts.hostname or ""
+    except ValueError:
+        return None  # base_url_problem names what is wrong with it
+    if parts.scheme != "http" or is_loopback_host(host):
+        return None
+    return (
+        f"Refusing to send the token over plain http:// to {shown_url(url)}: anyone on the "
+        f"network between could read it. Use https://, or set {INSECURE_HTTP_SETTING} if "
+        "that network is trusted."
+    )
+
+
 def shown_url(url: str) -> str:
     """A URL as shown in messages: scheme://host:port/path, never its user info or query."""
     try:

@@ -21,6 +21,13 @@ class APITimeoutError(APIConnectionError):
     """The service did not answer in time."""
 
 
+class NotSent(ConvriskError):
+    """An item of a batch that was never sent: an earlier error stopped the batch."""
+
+    def __init__(self, message: str = "Not sent: the batch stopped at an earlier error.") -> None:
+        super().__init__(message)
+
+
 class APIError(ConvriskError):
     """The service answered with an error, or a request was refused before it was sent.
 
@@ -88,6 +95,12 @@ class ServiceError(APIError):
 
     type = "api_error"
     default_status = 500
+
+
+def stops_every_request(error: BaseException) -> bool:
+    """Whether every other request to the same service would fail alike: it cannot be reached,
+    or it refused the token."""
+    return isinstance(error, APIConnectionError | AuthenticationError)
 
 
 # The one table between HTTP statuses and errors, read both ways: the server takes an error's

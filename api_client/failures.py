@@ -24,6 +24,9 @@ MIB = 1024 * 1024
 # Where a user raises the limit (cli/settings.py); named in the error.
 _SIZE_SETTING = "max_response_mb (CONVRISK_MAX_RESPONSE_MB)"
 
+# The code of a ServiceError for an answer that breaks HTTP.
+_MALFORMED = "malformed_answer"
+
 E = TypeVar("E", bound=ConvriskError)
 Scrub = Callable[[str], str]
 
@@ -52,6 +55,26 @@ def connection_error(
 ) -> APIConnectionError:
     """The error of an attempt whose connection failed or broke."""
     return APIConnectionError(f"Could not reach {host}: {_describe(exc, scheme, scrub)}.")
+
+
+def malformed_answer(exc: httpx.RemoteProtocolError) -> bool:
+    """Whether the service sent an answer that is not HTTP (a bad status line, an illegal
+    header such as a Location holding a NUL), rather than closing the connection before the
+    answer was complete (a broken connection, worth a retry). httpcore tells the two apart
+    only in its words: the closings say "disconnected" or "closed connection"."""
+    text = str(exc).lower()
+    return not any(word in text for word in ("disconnected", "closed connection", "peer state"))
+
+
+def malformed_error(
+    host: str, method: str, path: str, exc: Exception, scrub: Scrub
+) -> ServiceError:
+    """The error of an answer that breaks HTTP: a bad answer from the service, not retried."""
+    text = str(exc).strip()
+    return ServiceError(
+        scrub(f"The answer from {host} to {method} {path} is not valid HTTP ({text})."),
+        code=_MALFORMED,
+    )
 
 
 def undecodable_error(host: str, method: str, path: str) -> ServiceError:
@@ -108,6 +131,8 @@ def failure_text(error: ConvriskError) -> str:
         return "timeout"
     if isinstance(error, APIConnectionError):
         return "connection error"
+    if isinstance(error, APIError) and error.code == _MALFORMED:
+        return "answer not valid HTTP"
     return "undecodable answer"
 
 

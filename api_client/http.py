@@ -4,6 +4,7 @@ request on one Session (api_client.session), each answer checked for what the cl
 from __future__ import annotations
 
 import builtins
+import json
 import random as _random
 import threading
 import time
@@ -14,7 +15,14 @@ from urllib.parse import quote
 import httpx
 
 from .defaults import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
-from .errors import ConvriskError, InvalidRequestError, NotFoundError, ServiceError
+from .errors import (
+    ConvriskError,
+    InvalidRequestError,
+    NotFoundError,
+    NotSent,
+    ServiceError,
+    stops_every_request,
+)
 from .pagination import scan_page
 from .params import (
     DEFAULT_LIMIT,
@@ -97,6 +105,50 @@ def _validate(check: Callable[[object], Any], data: object, status: int, what: s
             f"The service answered HTTP {status} with {what} that does not fit: {exc}.",
             status=status,
         ) from None
+
+
+def deleted_answer(status: int, content: bytes, id: str, *, gone: bool = False) -> Deleted:
+    """The result of a delete of `id` from the service's 2xx answer, or ServiceError.
+
+    The interface does not show the answer (DESIGN 1.3): no body at all (204) is taken as done,
+    but for a 202, which says only that the delete was accepted for later; a body must be the
+    delete shape, `{"id": id, "deleted": true}` (extra fields are left out of the result), and
+    one that says otherwise or is something else is a broken answer. `gone`: a retry found the
+    object gone after an attempt that may have deleted it (its answer was lost).
+    """
+    if gone or (not content.strip() and status != 202):
+        return Deleted(id=id, deleted=True)
+    what = f"HTTP {status} to the delete of {id!r}"
+    try:
+        data = load_json(content) if content.strip() else None
+    except (ValueError, RecursionError):
+        data = None
+    if not isinstance(data, dict):
+        shown = "no body" if not content.strip() else "a body that is not a JSON object"
+        raise ServiceError(
+            f'The service answered {what} with {shown}, not {{"id": ..., "deleted": true}}: '
+            "it cannot be told that the object was deleted.",
+            status=status,
+        )
+    if data.get("deleted") is not True:
+        said = _shown(data["deleted"]) if "deleted" in data else "absent"
+        raise ServiceError(
+            f"The service answered {what}, but its answer does not say it was deleted "
+            f"(deleted: {said}).",
+            status=status,
+        )
+    if "id" in data and data["id"] != id:
+        raise ServiceError(
+            f"The service answered {what} with the id of another object ({_shown(data['id'])}).",
+            status=status,
+        )
+    return Deleted(id=id, deleted=True)
+
+
+def _shown(value: object) -> str:
+    """A value from an answer as a short JSON text for a message."""
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def _query_value(value: object) -> str:
@@ -243,15 +295,16 @@ class HTTPResource(Generic[M, C, U, F]):
 
     def create(self, params: C, *, idempotency_key: str | None = None) -> M:
         """Create an object; the same Idempotency-Key is sent on each retry."""
-        return self._create(params, idempotency_key).record
+        return self._create(params, idempotency_key, None).record
 
-    def _create(self, params: C, idempotency_key: str | None) -> Created[M]:
-        """Create an object; replayed when the service says so (`Idempotent-Replayed: true`)
-        of an object that this call did not create (see `_made_before`)."""
+    def _create(self, params: C, key: str | None, stop: threading.Event | None) -> Created[M]:
+        """Create an object, its retries ending once `stop` is set (create_many's shared signal);
+        replayed when the service says so (`Idempotent-Replayed: true`) of an object that this
+        call did not create (see `_made_before`)."""
         checked = self._check_create(params)
         body = {k: v for k, v in checked.items() if v is not None}
         started = time.monotonic()
-        response = self._t.request("POST", self._path, body=body, idempotency_key=idempotency_key)
+        response = self._t.request("POST", self._path, body=body, idempotency_key=key, stop=stop)
         record: M = self._one(response)
         replayed = response.headers.get(REPLAYED_HEADER, "").strip().lower() == "true"
         if replayed and response.earlier_attempt_may_have_landed:
@@ -270,51 +323,74 @@ class HTTPResource(Generic[M, C, U, F]):
 
         Up to CREATE_MANY_CONCURRENCY requests are in flight at once (so the objects may be
         created in a slightly different order); with `stop_on_error` one at a time, and nothing
-        after the first error is sent. Each request has its retries and its own key.
+        after the first error is sent. Each request has its retries and its own key. An error
+        that every request would meet (a refused token, an unreachable service) stops the batch:
+        the other requests give up their retries and the items not yet sent are `NotSent`.
         """
         if stop_on_error or len(items) < 2:
             results: builtins.list[Created[M] | ConvriskError] = []
             for params, key in items:
-                result = self._create_or_error(params, key)
+                result = self._create_or_error(params, key, None)
                 results.append(result)
                 if stop_on_error and isinstance(result, ConvriskError):
                     break
             return results
-        # A few workers each take the next item until none is left: one Future per worker, not
-        # per item (a Future's lock and wake-up cost about as much CPU as the request itself).
+        return self._create_concurrently(items)
+
+    def _create_concurrently(
+        self, items: Sequence[tuple[C, str | None]]
+    ) -> builtins.list[Created[M] | ConvriskError]:
+        """create_many on a few daemon threads sharing one stop signal.
+
+        A worker takes the next item until none is left or the signal is set (a stopping error,
+        or the caller interrupted). The threads are daemons and an interruption (Ctrl-C) does
+        not wait for them: a request still in flight is abandoned, and the process can exit at
+        once (its Idempotency-Key makes a re-run replay it if it landed).
+        """
         slots: builtins.list[Created[M] | ConvriskError | None] = [None] * len(items)
         pending = iter(enumerate(items))
         taking = threading.Lock()
-        stopped = threading.Event()
+        stop = threading.Event()
+        crashed: builtins.list[BaseException] = []
 
         def work() -> None:
-            while not stopped.is_set():
-                with taking:
-                    step = next(pending, None)
-                if step is None:
-                    return
-                index, (params, key) = step
-                slots[index] = self._create_or_error(params, key)
+            try:
+                while not stop.is_set():
+                    with taking:
+                        step = next(pending, None)
+                    if step is None:
+                        return
+                    index, (params, key) = step
+                    result = self._create_or_error(params, key, stop)
+                    slots[index] = result
+                    if isinstance(result, ConvriskError) and stops_every_request(result):
+                        stop.set()
+            except BaseException as exc:  # handed to the caller's thread, raised there
+                if not stop.is_set():
+                    crashed.append(exc)
+                stop.set()
 
-        executor = self._t.executor()
-        workers = [executor.submit(work) for _ in range(min(CREATE_MANY_CONCURRENCY, len(items)))]
+        workers = [
+            threading.Thread(target=work, name=f"convrisk-http-{n}", daemon=True)
+            for n in range(min(CREATE_MANY_CONCURRENCY, len(items)))
+        ]
         try:
             for worker in workers:
-                worker.result()
+                worker.start()
+            for worker in workers:
+                worker.join()
         finally:
-            # Interrupted (Ctrl-C) or failed: what has not started yet is not sent.
-            stopped.set()
-            for worker in workers:
-                worker.cancel()
-        done: builtins.list[Created[M] | ConvriskError] = []
-        for slot in slots:
-            assert slot is not None
-            done.append(slot)
-        return done
+            # Interrupted (Ctrl-C) or failed: nothing more is sent, no retry waits on.
+            stop.set()
+        if crashed:
+            raise crashed[0]
+        return [NotSent() if slot is None else slot for slot in slots]
 
-    def _create_or_error(self, params: C, key: str | None) -> Created[M] | ConvriskError:
+    def _create_or_error(
+        self, params: C, key: str | None, stop: threading.Event | None
+    ) -> Created[M] | ConvriskError:
         try:
-            return self._create(params, key)
+            return self._create(params, key, stop)
         except ConvriskError as exc:
             return exc
 
@@ -333,9 +409,9 @@ class HTTPResource(Generic[M, C, U, F]):
         return self._one(self._t.request("PUT", path, body=checked))
 
     def delete(self, id: str) -> Deleted:
-        """Remove the object; whatever the service's 2xx body, the answer is this id deleted."""
-        self._t.request("DELETE", self._item_path(id), gone_is_done=True)
-        return Deleted(id=id, deleted=True)
+        """Remove the object; the answer says so (`deleted_answer`), or ServiceError."""
+        response = self._t.request("DELETE", self._item_path(id), gone_is_done=True)
+        return deleted_answer(response.status_code, response.content, id, gone=response.gone)
 
 
 class HTTPBackend:
@@ -343,7 +419,9 @@ class HTTPBackend:
 
     `timeout` bounds each attempt from connect to last byte; `max_response_bytes` bounds each
     answer once decoded. With a `transport` of your own, the deadline is checked only between
-    chunks of the body (the whole-attempt deadline lives in the default transport).
+    chunks of the body (the whole-attempt deadline lives in the default transport). A token
+    goes over plain http:// only to a loopback host unless `allow_insecure_http`: otherwise the
+    backend is refused (InvalidRequestError) before any connection.
     """
 
     def __init__(
@@ -357,6 +435,7 @@ class HTTPBackend:
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
         random: Callable[[], float] = _random.random,
+        allow_insecure_http: bool = False,
     ) -> None:
         self._transport = Session(
             base_url,
@@ -367,6 +446,7 @@ class HTTPBackend:
             transport=transport,
             sleep=sleep,
             random=random,
+            allow_insecure_http=allow_insecure_http,
         )
         self._conversations: HTTPResource[
             Conversation, ConversationCreateParams, ConversationUpdateParams, ConversationFilters
@@ -396,13 +476,22 @@ class HTTPBackend:
         # A method outside the interface (PATCH, ...) may not be idempotent and carries no
         # Idempotency-Key: sent once, never retried, so it cannot take effect twice.
         retries = None if method in _RETRIED_AS_SENT else 0
-        answer = transport.request(method, target, content=body, any_status=True, retries=retries)
+        # A DELETE whose retry finds the object gone after a lost answer is done, as for `delete`.
+        answer = transport.request(
+            method,
+            target,
+            content=body,
+            any_status=True,
+            retries=retries,
+            gone_is_done=method == "DELETE",
+        )
         # The token never reaches output (DESIGN 3), even from a service that echoes it back.
         return RawAnswer(
             answer.status_code,
             transport.scrub_bytes(answer.content),
             transport.scrub(answer.reason_phrase),
             transport.scrub(answer.headers.get("Location", "")),
+            gone=answer.gone,
         )
 
     @property

@@ -84,6 +84,8 @@ class ResourceBackend(Protocol[M, C_contra, U_contra, F_contra]):
         that key), or the error that refused or failed that item alone (the others go on). With
         `stop_on_error` nothing after the first error is attempted and the list ends there. An
         error that fails the whole batch before any item is done is raised.
+        Remotely, an error every request would meet (`errors.stops_every_request`) stops the
+        batch: the items not sent by then are `errors.NotSent`.
         """
         ...
 

@@ -29,22 +29,27 @@ _QUERY_SAFE = _PATH_SAFE + "?"
 # The longest target sent, percent-encoded: well inside httpx's 64 KiB limit on a whole URL
 # (which also holds the base URL), so a PATH is refused alike on both backends, before sending.
 MAX_TARGET = 32 * 1024
+# How many layers of percent-encoding a PATH may carry (`%252e` is two) before it is refused.
+_MAX_DECODES = 4
 
 
 @dataclass(frozen=True)
 class RawAnswer:
-    """What the service answered: status, reason phrase and body, as sent, and where a
-    redirect pointed (its Location header)."""
+    """What the service answered: status, reason phrase and body, as sent, where a redirect
+    pointed (its Location header), and whether a retried DELETE found its object gone."""
 
     status: int
     body: bytes
     reason: str = ""
     location: str = ""
+    # A 404 to a retried DELETE after an attempt whose answer was lost: that attempt deleted it.
+    gone: bool = False
 
     @property
     def ok(self) -> bool:
-        """Whether the status is below 300 (the command succeeds): redirects are not followed."""
-        return self.status < 300
+        """Whether the command succeeds: a status below 300 (redirects are not followed), or a
+        DELETE found done by a retry (`gone`)."""
+        return self.status < 300 or self.gone
 
     def json(self) -> Any:
         """The body parsed as JSON (ValueError when it is not JSON)."""
@@ -68,9 +73,10 @@ def redirect_error(status: int, reason: str, location: str) -> ServiceError:
     """The error of a 3xx answer: the client follows no redirect (exit 1)."""
     try:
         host = urlsplit(location).hostname or ""
+        valid = bool(location)
     except ValueError:
-        host = ""
-    where = f" to {host}" if host else ""
+        host, valid = "", False
+    where = f" to {host}" if host else " to an invalid Location" if location and not valid else ""
     return ServiceError(
         f"The service answered HTTP {status} {reason}".rstrip()
         + f", a redirect{where}; redirects are not followed (check base_url).",
@@ -81,9 +87,9 @@ def redirect_error(status: int, reason: str, location: str) -> ServiceError:
 def api_target(path: str) -> str:
     """PATH as given to `convrisk api`, checked and percent-encoded: path and query string.
 
-    It must start with /v1/ and may carry a query string; `.` and `..` segments (also
-    percent-encoded, or between backslashes, which some servers take for slashes) and fragments
-    are refused, so the request stays under /v1/ whatever a proxy on the way decodes.
+    It must start with /v1/ and may carry a query string; `.` and `..` segments and fragments
+    are refused, however the path is written (see `_check_stays_under_prefix`), so the request
+    stays under /v1/ whatever a proxy or server on the way decodes.
     """
     if not path.startswith(API_PREFIX):
         raise InvalidRequestError(
@@ -99,14 +105,7 @@ def api_target(path: str) -> str:
             param="PATH",
         )
     where, _, query = path.partition("?")
-    for segment in where.split("/"):
-        decoded = unquote(segment).replace("\\", "/").split("/")
-        if any(part in (".", "..") for part in decoded):
-            raise InvalidRequestError(
-                f"PATH cannot contain . or .. segments ({shown_id(segment)} is or holds one): "
-                f"it must stay under {API_PREFIX}.",
-                param="PATH",
-            )
+    _check_stays_under_prefix(where)
     target = quote(where, safe=_PATH_SAFE)
     if query:
         target += "?" + quote(query, safe=_QUERY_SAFE)
@@ -117,6 +116,49 @@ def api_target(path: str) -> str:
             param="PATH",
         )
     return target
+
+
+def _check_stays_under_prefix(where: str) -> None:
+    """Refuse a path that is, or could be read as, leaving API_PREFIX or holding dot segments.
+
+    Servers and proxies differ in what they decode, so the check reads the path the most
+    decoded way: percent-decoded until it no longer changes (a bounded number of times),
+    backslashes as slashes, each segment without its `;parameters` (Tomcat and Spring drop
+    them: `/v1/..;/admin` is `/v1/../admin` there), and dot segments resolved.
+    """
+    decoded = where
+    for _ in range(_MAX_DECODES):
+        again = unquote(decoded)
+        if again == decoded:
+            break
+        decoded = again
+    else:
+        raise InvalidRequestError(
+            f"PATH is percent-encoded more than {_MAX_DECODES} times over: it cannot be checked.",
+            param="PATH",
+        )
+    segments = [segment.partition(";")[0] for segment in decoded.replace("\\", "/").split("/")]
+    resolved: list[str] = []
+    for segment in segments[1:]:
+        if segment == "..":
+            if resolved:
+                resolved.pop()
+        elif segment != ".":
+            resolved.append(segment)
+    prefix = API_PREFIX.strip("/")
+    if not resolved or resolved[0] != prefix or len(resolved) < 2:
+        read_as = shown_id("/" + "/".join(resolved))
+        raise InvalidRequestError(
+            f"PATH leads outside {API_PREFIX} once decoded (as {read_as}): {shown_id(where)} is "
+            "refused.",
+            param="PATH",
+        )
+    if any(segment in (".", "..") for segment in segments):
+        raise InvalidRequestError(
+            f"PATH cannot contain . or .. segments, however encoded ({shown_id(where)}): it must "
+            f"stay under {API_PREFIX}.",
+            param="PATH",
+        )
 
 
 def with_cursor(target: str, cursor: str) -> str:

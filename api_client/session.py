@@ -17,7 +17,13 @@ import httpx
 from . import __version__
 from .deadline import DeadlineTransport, deadline
 from .defaults import DEFAULT_MAX_RESPONSE_MB
-from .endpoint import Scrubber, base_url_problem, shown_url, token_problem
+from .endpoint import (
+    Scrubber,
+    base_url_problem,
+    insecure_token_problem,
+    shown_url,
+    token_problem,
+)
 from .errors import ConvriskError, InvalidRequestError, ServiceError
 from .failures import (
     AnswerTooSlow,
@@ -25,6 +31,8 @@ from .failures import (
     answer_error,
     connection_error,
     failure_text,
+    malformed_answer,
+    malformed_error,
     timeout_error,
     too_large_error,
     undecodable_error,
@@ -42,7 +50,7 @@ from .retries import (
 )
 
 if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
+    import threading
 
 logger = logging.getLogger("convrisk.http")
 
@@ -69,6 +77,9 @@ class Answer:
     content: bytes
     # An earlier attempt of the same request may have been carried out (its answer was lost).
     earlier_attempt_may_have_landed: bool = False
+    # A 404 to a retried DELETE after an attempt that may have been carried out (`gone_is_done`):
+    # the object is gone, by that earlier attempt.
+    gone: bool = False
 
     @property
     def is_success(self) -> bool:
@@ -98,10 +109,14 @@ class Session:
         transport: httpx.BaseTransport | None,
         sleep: Callable[[float], None],
         random: Callable[[], float],
+        allow_insecure_http: bool = False,
     ) -> None:
         _check_options(timeout, max_retries, max_response_bytes)
         url = _service_url(base_url)
         self._token = _checked_token(token)
+        insecure = insecure_token_problem(base_url, self._token, allowed=allow_insecure_http)
+        if insecure is not None:
+            raise InvalidRequestError(insecure, param="base_url")
         self._scrubber = Scrubber(self._token)
         self._max_retries = max_retries
         self._max_bytes = max_response_bytes
@@ -129,23 +144,9 @@ class Session:
             transport = DeadlineTransport(https=url.scheme == "https", proxy=environment_proxy(url))
         self._transport = transport
         self._closed = False
-        self._executor: ThreadPoolExecutor | None = None
-
-    def executor(self) -> ThreadPoolExecutor:
-        """The threads that send concurrent requests (create_many), made on first use."""
-        if self._executor is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._executor = ThreadPoolExecutor(
-                max_workers=CREATE_MANY_CONCURRENCY, thread_name_prefix="convrisk-http"
-            )
-        return self._executor
 
     def close(self) -> None:
-        """Stop the request threads (requests not yet started are dropped), close connections."""
-        if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
-            self._executor = None
+        """Close the connections (a request still in flight on another thread fails)."""
         if not self._closed:
             self._closed = True
             self._transport.close()
@@ -170,6 +171,7 @@ class Session:
         gone_is_done: bool = False,
         any_status: bool = False,
         retries: int | None = None,
+        stop: threading.Event | None = None,
     ) -> Answer:
         """Send one logical request, retrying per DESIGN 1.2; returns a 2xx answer or raises.
 
@@ -177,7 +179,8 @@ class Session:
         delete), a 404 to a retry is the answer too when an earlier attempt may have been
         carried out (its answer was lost or was a 5xx): the object is gone. With `any_status`
         the last answer is returned whatever its status (`convrisk api`); only a failure to get
-        one is raised. `retries` overrides max_retries for this request.
+        one is raised. `retries` overrides max_retries for this request. Once `stop` is set (a
+        batch stopped), no retry is made and no retry wait goes on.
         """
         max_retries = self._max_retries if retries is None else retries
         if self._closed:
@@ -192,10 +195,12 @@ class Session:
             elapsed_ms = (time.monotonic() - started) * 1000
             if isinstance(outcome, Answer):
                 status: int | None = outcome.status_code
-                if outcome.is_success or (gone_is_done and maybe_done and status == 404):
+                gone = gone_is_done and maybe_done and status == 404
+                if outcome.is_success or gone:
                     self._log(method, shown, str(status), elapsed_ms, retry, None)
-                    if maybe_done:
-                        return replace(outcome, earlier_attempt_may_have_landed=True)
+                    if gone or maybe_done:
+                        landed = maybe_done
+                        return replace(outcome, gone=gone, earlier_attempt_may_have_landed=landed)
                     return outcome
                 error = self._error_for(outcome)
                 answer: Answer | None = outcome
@@ -210,13 +215,28 @@ class Session:
                 asked = None if answer is None else _retry_after(answer.headers)
                 wait = retry_wait(retry, asked, self._random())
                 note = None if wait is not None else _too_long(asked)
+            if stop is not None and stop.is_set():
+                wait, note = None, None
             self._log(method, shown, _status_text(status, error), elapsed_ms, retry, wait)
+            if wait is not None and self._pause(wait, stop):
+                wait, note = None, None
             if wait is None:
                 if any_status and answer is not None:
                     return answer
                 raise with_note(error, note)
-            self._sleep(wait)
             retry += 1
+
+    def _pause(self, seconds: float, stop: threading.Event | None) -> bool:
+        """Wait `seconds` before a retry; True (at once) if `stop` is or gets set meanwhile."""
+        if stop is None:
+            self._sleep(seconds)
+            return False
+        if stop.is_set():
+            return True
+        if self._sleep is time.sleep:
+            return stop.wait(seconds)
+        self._sleep(seconds)  # a test's clock
+        return stop.is_set()
 
     def _build(
         self,
@@ -275,6 +295,12 @@ class Session:
         except TooLarge as exc:
             too_large = too_large_error(self.host, method, path, self._max_bytes, exc)
             return _Failure(too_large, reached=True)
+        except httpx.RemoteProtocolError as exc:
+            if malformed_answer(exc):
+                bad = malformed_error(self.host, method, path, exc, self.scrub)
+                return _Failure(bad, reached=True)
+            broken = connection_error(self.host, exc, self._scheme, self.scrub)
+            return _Failure(broken, reached_service(exc))
         except httpx.RequestError as exc:
             broken = connection_error(self.host, exc, self._scheme, self.scrub)
             return _Failure(broken, reached_service(exc))

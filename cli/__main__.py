@@ -35,6 +35,11 @@ def main() -> int:
     from convrisk.cli.app import main as app_main
 
     code = app_main()
+    if code == 130:
+        # Interrupted, and exiting: a second Ctrl-C must not kill the exit half-way.
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     # The process ends next. Its final garbage collection would visit every object that typer,
     # click and pydantic made at import, only to free memory the exit frees anyway (40-100 ms,
     # measured: docs/performance.md). Frozen objects are left out of it; atexit handlers still

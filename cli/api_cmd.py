@@ -88,6 +88,11 @@ def api(
         return
     answer = client.send(verb, target, body)
     printer.answer(answer.body)
+    if answer.gone:
+        printer.notice(
+            f"Note: the answer to {verb} was lost and its retry answered {answer.status}: an "
+            "earlier attempt deleted it (as `conv delete` and `risk delete` report)."
+        )
     if not answer.ok:
         raise answer.error()
 

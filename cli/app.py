@@ -236,6 +236,7 @@ def main(args: Sequence[str] | None = None) -> int:
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     argv = list(sys.argv[1:] if args is None else args)
     run = AppContext()
+    restore_ctrl_c = _interrupt_once()
     try:
         result = command().main(argv, prog_name="convrisk", standalone_mode=False, obj=run)
         if result == INTERRUPTED:
@@ -270,6 +271,29 @@ def main(args: Sequence[str] | None = None) -> int:
         return exit_code(exc)
     finally:
         run.stop_debug_log()
+        restore_ctrl_c()
+
+
+def _interrupt_once() -> Callable[[], object]:
+    """Make Ctrl-C interrupt the run once: later ones are ignored while it winds down (the
+    report of what was done, "Interrupted.", the exit), so they cannot cut that short with a
+    traceback. Returns what puts Python's handler back. Only in the main thread, and only over
+    Python's own handler (an ignored SIGINT stays ignored)."""
+    import signal
+    import threading
+
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        return lambda: None
+
+    def once(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, once)
+    return lambda: signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _silence_stdout() -> None:

@@ -38,7 +38,8 @@ app = typer.Typer(
     The file is $XDG_CONFIG_HOME/convrisk/config.toml (CONVRISK_CONFIG overrides it), written
     atomically with mode 0600 (through a symlink, to its target). Keys: base_url, token, db,
     output, timeout (0.1 to 3600 s), max_retries (0 to 10), page_size (1 to 100),
-    max_response_mb (1 to 4096); each can also come from CONVRISK_<KEY>.
+    max_response_mb (1 to 4096), allow_insecure_http (true: a token may go over plain http:// to
+    a host that is not loopback); each can also come from CONVRISK_<KEY>.
 
     \b
     Example:
@@ -93,6 +94,8 @@ def _editable(current: ConfigFile) -> Config:
 
 
 def _shown(key: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"  # as TOML writes it and `config set` takes it
     try:
         text = str(value)
     except ValueError:  # a TOML hex integer past 4300 decimal digits
@@ -277,6 +280,7 @@ def show(ctx: typer.Context, profile: Profile = None) -> None:
         "max_retries": settings.max_retries,
         "page_size": settings.page_size,
         "max_response_mb": settings.max_response_mb,
+        "allow_insecure_http": settings.allow_insecure_http,
     }
     for key in KEYS:
         value = values[key]

@@ -207,6 +207,7 @@ def build_client(settings: Settings) -> Client:
                 timeout=settings.timeout,
                 max_retries=settings.max_retries,
                 max_response_bytes=settings.max_response_mb * 1024 * 1024,
+                allow_insecure_http=settings.allow_insecure_http,
             )
         except ConvriskError as exc:
             # Nothing was sent: the settings are what is wrong (exit 2), not an HTTP answer.

@@ -367,16 +367,21 @@ class Importer:
 
     def _create(self, creates: list[Operation]) -> tuple[list[dict[str, Any]], Stop]:
         """Run consecutive creates together (create_many); their results in order."""
-        from convrisk.api_client.errors import ConvriskError
+        from convrisk.api_client.errors import ConvriskError, NotSent
 
         results = self.target.create_many(
             [(op.body, op.key) for op in creates], stop_on_error=self.stop_on_error
         )
         rows: list[dict[str, Any]] = []
+        stopped: Stop = False
         for op, result in zip(creates, results, strict=False):
             if isinstance(result, ConvriskError):
-                if stops_the_loop(result):
-                    return rows, result
+                # After a stopping error only what was done is reported (sent alongside it);
+                # the rest failed alike or was never sent, and the error is raised once.
+                if stopped is False and stops_the_loop(result):
+                    stopped = result
+                if stopped is not False or isinstance(result, NotSent):
+                    continue
                 if self.copy and getattr(result, "param", None) == "idempotency_key":
                     result = _changed_since_copied(result)
                 rows.append(self.result(Failure(op.line, result)))
@@ -385,7 +390,7 @@ class Importer:
                 continue
             status = "replayed" if result.replayed else "created"
             made = result.record
-            if op.then is not None:
+            if op.then is not None and stopped is False:
                 try:
                     self._apply(made, op.then)
                 except ConvriskError as exc:
@@ -397,7 +402,7 @@ class Importer:
                         return rows, True
                     continue
             rows.append({"line": op.line, "status": status, "id": made["id"]})
-        return rows, False
+        return rows, stopped
 
     def _apply(self, made: Mapping[str, Any], then: Mapping[str, Any]) -> None:
         """--copy: update a created (or replayed) record with the settable fields it lacks."""

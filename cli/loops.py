@@ -149,7 +149,7 @@ def delete_each(
 ) -> None:
     """Delete each id after a confirmation on a terminal (or --yes); refuse without either.
 
-    Prints `{"id": ..., "deleted": true}` per id whatever the service answered. A dry run asks
+    Prints `{"id": ..., "deleted": true}` per id that the answer says was deleted. A dry run asks
     nothing: it checks that each id exists and prints the deletions it would make.
     """
     if dry_run:
@@ -177,8 +177,8 @@ def delete_each(
     target = resource(run.client())
 
     def delete(id: str) -> dict[str, Any]:
-        """Delete one id; the answer shown is ours, whatever the service sent back."""
-        target.delete(id)
-        return {"id": id, "deleted": True}
+        """Delete one id; the result is the service's answer (a 2xx that does not say deleted
+        is an error)."""
+        return dict(target.delete(id))
 
     for_each_id(run, DELETIONS, ids, delete, output=output)

@@ -32,7 +32,10 @@ KEYS: Final = (
     "max_retries",
     "page_size",
     "max_response_mb",
+    "allow_insecure_http",
 )
+# Keys whose value is true or false (in the environment also 1/0, yes/no, on/off).
+BOOLEAN_KEYS: Final = ("allow_insecure_http",)
 OUTPUT_FORMATS: Final = ("table", "json", "jsonl", "csv", "id")
 DEFAULT_PROFILE: Final = "default"
 # The one top-level key of the config file: the profile used when none is chosen.
@@ -74,6 +77,7 @@ def defaults() -> dict[str, Any]:
         "max_retries": client.DEFAULT_MAX_RETRIES,
         "page_size": client.DEFAULT_PAGE_SIZE,
         "max_response_mb": client.DEFAULT_MAX_RESPONSE_MB,
+        "allow_insecure_http": False,
     }
 
 
@@ -154,6 +158,8 @@ def parse_value(key: str, value: object, where: str) -> Any:
         if not isinstance(value, str) or not value.strip():
             raise UsageProblem(f"{where}{key} must be a non-empty string.", param=key)
         return _STRING_CHECKS[key](value.strip(), where)
+    if key in BOOLEAN_KEYS:
+        return _boolean(key, value, where)
     bounds = ranges()[key]
     expected = f"{where}{key} must be {bounds.describe()}"
     number = _number(value)
@@ -164,6 +170,18 @@ def parse_value(key: str, value: object, where: str) -> Any:
     if not in_range or (bounds.whole and not isinstance(number, int)):
         raise UsageProblem(f"{expected}.", param=key)
     return number
+
+
+def _boolean(key: str, value: object, where: str) -> bool:
+    """A true/false setting, from a TOML boolean or from text (true/false, 1/0, yes/no, on/off)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower() if isinstance(value, str) else ""
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise UsageProblem(f"{where}{key} must be true or false.", param=key)
 
 
 def _number(value: object) -> int | float | str:
@@ -493,6 +511,7 @@ class Settings:
     max_retries: int
     page_size: int
     max_response_mb: int
+    allow_insecure_http: bool = False
     sources: dict[str, str] = field(default_factory=dict)
     # Where the profile's name came from: a flag, CONVRISK_PROFILE, default_profile, default.
     profile_source: str = "default"
@@ -583,6 +602,7 @@ def resolve(flags: Flags, env: Mapping[str, str], config: ConfigFile | None = No
         max_retries=values["max_retries"],
         page_size=values["page_size"],
         max_response_mb=values["max_response_mb"],
+        allow_insecure_http=values["allow_insecure_http"],
         sources=sources,
         profile_source=profile_source,
     )

@@ -3,9 +3,18 @@ the settings, `convrisk serve` and the remote backend all apply."""
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
-from convrisk.api_client.endpoint import Scrubber, base_url_problem, shown_url, token_problem
+from convrisk.api_client.endpoint import (
+    Scrubber,
+    base_url_problem,
+    insecure_token_problem,
+    shown_url,
+    token_problem,
+)
+from convrisk.api_client.errors import InvalidRequestError
+from convrisk.api_client.http import HTTPBackend
 
 
 @pytest.mark.parametrize("token", ["abc", "s3cr3t-Token_~+/=", "x" * 200, "!#$%&'*"])
@@ -91,3 +100,52 @@ def test_the_scrubber_hides_a_token_echoed_json_escaped_or_percent_encoded(echo:
 def test_the_scrubber_hides_a_json_escaped_slash_and_a_short_token_only_whole() -> None:
     assert Scrubber("ab/cdefgh").text(r'"ab\/cdefgh"') == '"***"'
     assert Scrubber("T").text(r"HTTP \u0054 x\u0054") == r"HTTP *** x\u0054"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8000",
+        "http://127.5.6.7",
+        "http://[::1]:9/v1",
+        "http://localhost:8000",
+        "http://LOCALHOST.",
+        "http://[::ffff:127.0.0.1]:80",
+        "https://api.example.invalid",
+        "https://10.0.0.1",
+    ],
+)
+def test_a_token_may_go_over_https_anywhere_and_over_http_to_loopback(url: str) -> None:
+    assert insecure_token_problem(url, "tok", allowed=False) is None
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://api.example.invalid",
+        "http://10.0.0.1:8000",
+        "http://[fe80::1]",
+        "http://127.0.0.1.example.invalid",
+        "http://localhost.example.invalid",
+        "http://[::ffff:10.0.0.1]",
+    ],
+)
+def test_a_token_over_plain_http_to_another_host_is_refused_unless_allowed(url: str) -> None:
+    problem = insecure_token_problem(url, "s3cret-token", allowed=False)
+    assert problem is not None and "plain http://" in problem
+    assert "allow_insecure_http" in problem and "s3cret-token" not in problem
+    assert insecure_token_problem(url, "s3cret-token", allowed=True) is None
+    assert insecure_token_problem(url, None, allowed=False) is None
+
+
+def test_the_backend_is_refused_before_any_connection() -> None:
+    sent: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200, json={"data": [], "has_more": False})
+
+    with pytest.raises(InvalidRequestError, match="plain http://") as info:
+        HTTPBackend("http://svc.invalid", "tok-1234", transport=httpx.MockTransport(answer))
+    assert info.value.param == "base_url" and not info.value.answered
+    assert sent == []

@@ -206,7 +206,8 @@ def test_any_other_path_prefix_is_kept_before_v1() -> None:
         return httpx.Response(200, json={"data": [], "has_more": False})
 
     for base in ("http://svc.test/api", "http://svc.test/api/v1", "http://svc.test/api/v1/"):
-        with HTTPBackend(base, "tok", transport=httpx.MockTransport(answer)) as backend:
+        mock = httpx.MockTransport(answer)
+        with HTTPBackend(base, "tok", transport=mock, allow_insecure_http=True) as backend:
             backend.conversations.list()
     assert seen == ["/api/v1/conversations"] * 3
 
@@ -236,7 +237,8 @@ def test_the_proxy_set_in_the_environment_is_used(
 ) -> None:
     proxy = hostile("page", body=_page_of(400))
     no_proxy_env.setenv("HTTP_PROXY", proxy.url)
-    with HTTPBackend("http://svc.test:8080", "tok") as backend:
+    # The proxy is on loopback, not svc.test: the token would go on over plain http.
+    with HTTPBackend("http://svc.test:8080", "tok", allow_insecure_http=True) as backend:
         page = within(lambda: backend.conversations.list(limit=5))
     assert [c["id"] for c in page["data"]] == ["conv_big"]
     assert proxy.request_lines == ["GET http://svc.test:8080/v1/conversations?limit=5 HTTP/1.1"]
@@ -261,7 +263,9 @@ def test_a_proxy_trickling_its_headers_times_out_too(
 ) -> None:
     proxy = hostile("trickle", pause=0.3)
     no_proxy_env.setenv("HTTP_PROXY", proxy.url)
-    backend = HTTPBackend("http://svc.test:8080", "tok", timeout=1, max_retries=0)
+    backend = HTTPBackend(
+        "http://svc.test:8080", "tok", timeout=1, max_retries=0, allow_insecure_http=True
+    )
     with backend, pytest.raises(APITimeoutError, match="timeout 1 s"):
         within(lambda: backend.conversations.list())
     assert proxy.requests == 1

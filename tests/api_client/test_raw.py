@@ -119,6 +119,11 @@ def test_a_path_is_sent_percent_encoded(path: str, target: str) -> None:
         "/v1/conversations/.%2E%2Fadmin",
         "/v1/conversations/x%5c..%5cadmin",
         "/v1/conversations/x\\..\\admin",
+        "/v1/..;/admin",
+        "/v1/%252e%252e/admin",
+        "/v1/conversations/..;jsessionid=x/..;/admin",
+        "/v1/%25252e%25252e/admin",
+        pytest.param("/v1/%252525252525252e", id="encoded-too-many-times"),
         pytest.param("/v1/conversations?group_id=" + "x" * 40_000, id="too-long"),
         "/v1/x#y",
         "/v1/\x1b",
@@ -148,6 +153,17 @@ def test_a_redirect_answer_is_an_error_naming_it() -> None:
     error = answer.error()
     assert isinstance(error, ServiceError) and error.status == 302
     assert "HTTP 302 Found" in error.message and "redirects are not followed" in error.message
+
+
+def test_a_path_read_the_most_decoded_way_is_named_as_leading_outside_v1() -> None:
+    for path in ("/v1/..;/admin", "/v1/%252e%252e/admin"):
+        with pytest.raises(InvalidRequestError, match=r"leads outside /v1/ .*\(as '/admin'\)"):
+            api_target(path)
+
+
+def test_segment_parameters_that_stay_under_v1_are_sent_as_they_are() -> None:
+    target = api_target("/v1/conversations;v=1/conv_1")
+    assert target == "/v1/conversations;v=1/conv_1"
 
 
 def test_an_id_with_an_encoded_slash_is_still_sent() -> None:
@@ -194,3 +210,8 @@ def test_with_default_adds_a_parameter_only_when_the_query_lacks_it() -> None:
     assert with_default("/v1/c?muted=true", "limit", "100") == "/v1/c?muted=true&limit=100"
     assert with_default("/v1/c?limit=3", "limit", "100") == "/v1/c?limit=3"
     assert with_default("/v1/c/conv_1", "limit", "100") == "/v1/c/conv_1"
+
+
+def test_a_redirect_to_a_location_that_is_no_url_says_so() -> None:
+    error = RawAnswer(302, b"", "Found", "http://[bad").error()
+    assert "a redirect to an invalid Location" in error.message and error.status == 302

@@ -331,3 +331,10 @@ def test_a_404_to_a_retried_retrieve_stays_not_found(remote: MakeRemote) -> None
     r = remote(httpx.ReadError("reset"), httpx.Response(404))
     with pytest.raises(NotFoundError):
         r.backend.conversations.retrieve("conv_01")
+
+
+def test_an_answer_that_breaks_http_is_a_service_error_not_retried(remote: MakeRemote) -> None:
+    r = remote(httpx.RemoteProtocolError("illegal header line: bytearray(b'Location: \\x00')"))
+    with pytest.raises(ServiceError, match="is not valid HTTP") as info:
+        r.backend.conversations.list()
+    assert not isinstance(info.value, APIConnectionError) and len(r.requests) == 1

@@ -56,20 +56,45 @@ def test_extra_fields_are_kept_in_the_json_output(remote: MakeRemote) -> None:
     "answer",
     [
         httpx.Response(204),
+        httpx.Response(200),
         httpx.Response(200, json={"id": "conv_01", "deleted": True}),
-        httpx.Response(200, json={}),
-        httpx.Response(200, json=conversation()),
-        httpx.Response(202, text="Accepted"),
-        httpx.Response(200, text="<html>deleted</html>", headers={"Content-Type": "text/html"}),
+        httpx.Response(200, json={"deleted": True}),
+        httpx.Response(200, json={"id": "conv_01", "object": "conversation", "deleted": True}),
     ],
 )
-def test_any_successful_delete_answer_is_the_id_deleted(
+def test_a_delete_answer_without_a_body_or_saying_deleted_is_the_id_deleted(
     remote: MakeRemote, answer: httpx.Response
 ) -> None:
     r = remote(answer)
     result = r.backend.conversations.delete("conv_01")
     assert result == Deleted(id="conv_01", deleted=True)
     assert result == {"id": "conv_01", "deleted": True}
+
+
+@pytest.mark.parametrize(
+    ("answer", "text"),
+    [
+        (httpx.Response(200, json={"id": "conv_01", "deleted": False}), "(deleted: false)"),
+        (httpx.Response(200, json={}), "(deleted: absent)"),
+        (httpx.Response(200, json=conversation()), "(deleted: absent)"),
+        (httpx.Response(200, json={"id": "conv_02", "deleted": True}), 'object ("conv_02")'),
+        (httpx.Response(200, json={"deleted": "yes"}), '(deleted: "yes")'),
+        (httpx.Response(202), "HTTP 202 to the delete of 'conv_01' with no body"),
+        (httpx.Response(202, text="Accepted"), "a body that is not a JSON object"),
+        (
+            httpx.Response(200, text="<html>deleted</html>", headers={"Content-Type": "text/html"}),
+            "a body that is not a JSON object",
+        ),
+    ],
+)
+def test_a_2xx_delete_answer_that_does_not_say_deleted_is_a_service_error(
+    remote: MakeRemote, answer: httpx.Response, text: str
+) -> None:
+    r = remote(answer)
+    with pytest.raises(ServiceError) as info:
+        r.backend.conversations.delete("conv_01")
+    assert text in info.value.message
+    assert info.value.status == answer.status_code and len(r.requests) == 1
 
 
 @pytest.mark.parametrize(
@@ -285,7 +310,8 @@ def test_a_short_token_does_not_mangle_error_messages() -> None:
         body = {"error": {"type": "not_found_error", "message": "No such thing; token T refused"}}
         return httpx.Response(404, json=body)
 
-    backend = HTTPBackend("http://svc.test", "T", transport=httpx.MockTransport(answer))
+    mock = httpx.MockTransport(answer)
+    backend = HTTPBackend("http://svc.test", "T", transport=mock, allow_insecure_http=True)
     try:
         backend.conversations.retrieve("conv_1")
     except NotFoundError as exc:

@@ -80,7 +80,11 @@ class OddService(JSONService):
         if self.path == "/v1/conversations/conv_ms":
             self._send(204)
         elif self.path == "/v1/risk-profiles/rp_1":
-            self._send(200, {"ok": True, "gone": "rp_1"})
+            self._send(200, {"id": "rp_1", "deleted": True, "object": "risk_profile"})
+        elif self.path == "/v1/risk-profiles/rp_odd":
+            self._send(200, {"ok": True, "gone": "rp_odd"})
+        elif self.path == "/v1/risk-profiles/rp_kept":
+            self._send(200, {"id": "rp_kept", "deleted": False})
         else:
             self._send(404, {"error": "not here"})
 
@@ -111,13 +115,26 @@ def test_json_keeps_the_service_values_and_unknown_fields(remote: str, invoke: I
     assert OddService.seen_auth[-1] == f"Bearer {TOKEN}"
 
 
-def test_delete_prints_deleted_true_whatever_the_service_answered(
+def test_delete_prints_deleted_when_the_answer_says_so_or_has_no_body(
     remote: str, invoke: Invoke
 ) -> None:
     no_body = invoke("conv", "delete", "conv_ms", "--yes", "-o", "json").ok().json()
     assert no_body == {"id": "conv_ms", "deleted": True}
-    odd_body = invoke("risk", "delete", "rp_1", "--yes", "-o", "json").ok().json()
-    assert odd_body == {"id": "rp_1", "deleted": True}
+    with_extra = invoke("risk", "delete", "rp_1", "--yes", "-o", "json").ok().json()
+    assert with_extra == {"id": "rp_1", "deleted": True}
+
+
+@pytest.mark.parametrize(
+    ("id", "said"),
+    [("rp_kept", "does not say it was deleted (deleted: false)"), ("rp_odd", "deleted: absent")],
+)
+def test_a_2xx_delete_answer_that_does_not_say_deleted_is_an_error(
+    remote: str, invoke: Invoke, id: str, said: str
+) -> None:
+    result = invoke("risk", "delete", id, "--yes", "-o", "jsonl")
+    assert result.code == 1 and result.stdout == ""
+    error = json.loads(result.stderr)["error"]
+    assert said in error["message"] and error["status"] == 200 and error["id"] == id
 
 
 def test_not_found_carries_the_http_status(remote: str, invoke: Invoke) -> None:

@@ -98,9 +98,9 @@ def test_a_method_the_route_lacks_is_a_405_naming_the_methods_it_has(cli: Cli) -
     [
         (["/conversations"], "PATH must start with /v1/"),
         (["http://127.0.0.1:1/v1/conversations"], "PATH must start with /v1/"),
-        (["/v1/../admin"], "cannot contain . or .. segments"),
-        (["/v1/%2E%2E/admin"], "cannot contain . or .. segments"),
-        (["/v1/conversations/..%2F..%2Fadmin"], "cannot contain . or .. segments"),
+        (["/v1/../admin"], "leads outside /v1/ once decoded"),
+        (["/v1/%2E%2E/admin"], "leads outside /v1/ once decoded"),
+        (["/v1/conversations/..%2F..%2Fadmin"], "leads outside /v1/ once decoded"),
         (["/v1/conversations/x%5C..%5Cadmin"], "cannot contain . or .. segments"),
         (["/v1/conversations?group_id=" + "é" * 20_000], "PATH is too long"),
         (["/v1/conversations#x"], "fragment"),

@@ -104,6 +104,7 @@ def test_config_keys_complete(env: dict[str, str]) -> None:
         "max_retries",
         "page_size",
         "max_response_mb",
+        "allow_insecure_http",
     ]
     assert complete(env, "convrisk config set max") == ["max_retries", "max_response_mb"]
 
