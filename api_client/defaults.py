@@ -14,3 +14,9 @@ DEFAULT_MAX_RETRIES = 2
 # The most one answer may weigh once decoded: a page of 100 risk profiles with up to 1 MiB of
 # details each is about 100 MiB, so this fits the largest legitimate page with room.
 DEFAULT_MAX_RESPONSE_MB = 256
+# A number in a body (a score), integer or float: within the store's 64-bit integers, kept
+# symmetric. Floats are bounded too (JSON Schema counts 2.5e300 as an integer), and at -2**63
+# validators judge a float each in their own way; at +-(2**63 - 1) they all agree with Python.
+MIN_NUMBER, MAX_NUMBER = -(2**63 - 1), 2**63 - 1
+# A timestamp in a body: Unix seconds from 1970 to the end of 9999 (what a date can show).
+MAX_TIMESTAMP = 253402300799  # 9999-12-31T23:59:59Z

@@ -14,6 +14,9 @@ from typing import Any, cast
 
 from .defaults import DEFAULT_LIMIT as DEFAULT_LIMIT
 from .defaults import MAX_LIMIT as MAX_LIMIT
+from .defaults import MAX_NUMBER as MAX_NUMBER
+from .defaults import MAX_TIMESTAMP as MAX_TIMESTAMP
+from .defaults import MIN_NUMBER as MIN_NUMBER
 from .errors import InvalidRequestError
 from .resources import (
     ID_ALPHABET_WORDS,
@@ -47,12 +50,6 @@ MAX_BODY_BYTES = 1024 * 1024
 # The largest request head (request line and headers) serve takes (431 above it); nginx's
 # default large_client_header_buffers hold 32 KiB.
 MAX_HEAD_BYTES = 64 * 1024
-# A number in a body (a score), integer or float: within the store's 64-bit integers, kept
-# symmetric. Floats are bounded too (JSON Schema counts 2.5e300 as an integer), and at -2**63
-# validators judge a float each in their own way; at +-(2**63 - 1) they all agree with Python.
-MIN_NUMBER, MAX_NUMBER = -(2**63 - 1), 2**63 - 1
-# A timestamp in a body: Unix seconds from 1970 to the end of 9999 (what a date can show).
-MAX_TIMESTAMP = 253402300799  # 9999-12-31T23:59:59Z
 # What a required string must hold more than: the characters Python's str.isspace() calls
 # whitespace (a test holds this list to it). Spelled out, so that the rule and the OpenAPI
 # document's pattern mean the same thing: JSON Schema's \s is ECMAScript's, which differs.

@@ -9,8 +9,6 @@ from datetime import UTC, datetime, timedelta
 
 from .errors import UsageProblem
 
-MAX_TIME = 253402300799  # 9999-12-31T23:59:59Z
-
 # TIME (see docs/decisions.md, Command line): `now`; `@SECONDS`; a plain number of seconds; an
 # ISO 8601 calendar date or date-time, extended or basic form, without a zone meaning UTC.
 _SECONDS = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
@@ -95,6 +93,9 @@ def parse_time(text: str, option: str = "--archived-at") -> int | float:
         seconds = None if forced else _iso_seconds(value)
         if seconds is None:
             raise _time_problem(f"{value!r} is not a time. Give {TIME_FORMS}.", option)
+    # Read here, not at the top: `--help` loads this module and must load nothing of the client.
+    from convrisk.api_client.defaults import MAX_TIMESTAMP as MAX_TIME
+
     if not math.isfinite(seconds) or not 0 <= seconds <= MAX_TIME:
         raise _time_problem(
             f"{value!r} is out of range: give a time from 1970 to the end of 9999 "

@@ -67,13 +67,12 @@ def nonempty(value: str | None, option: str) -> str | None:
 
 
 _JSON_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def parse_score(text: str) -> int | float:
     """A finite number written as in JSON: whole numbers stay integers (72 -> 72, 72.5 -> 72.5).
 
-    Only ASCII digits, no `_` or `+`; an integer must fit in 64 bits (what the store keeps).
+    Only ASCII digits, no `_` or `+`; within +-(2**63 - 1), floats too (what the service keeps).
     """
     return parse_number(text, "--score")
 
@@ -90,14 +89,16 @@ def parse_number(text: str, name: str) -> int | float:
         number = int(value)
     except ValueError:
         number = float(value)
-    if isinstance(number, int) and not INT64_MIN <= number <= INT64_MAX:
-        raise UsageProblem(
-            f"{name} {value} is out of range: a whole number must be from {INT64_MIN} "
-            f"to {INT64_MAX}.",
-            param=name,
-        )
     if isinstance(number, float) and not math.isfinite(number):
         raise UsageProblem(f"{name} must be a finite number, not {text!r}.", param=name)
+    # Read here, not at the top: `--help` loads this module and must load nothing of the client.
+    from convrisk.api_client.defaults import MAX_NUMBER, MIN_NUMBER
+
+    if not MIN_NUMBER <= number <= MAX_NUMBER:
+        raise UsageProblem(
+            f"{name} {value} is out of range: a number must be from {MIN_NUMBER} to {MAX_NUMBER}.",
+            param=name,
+        )
     return number
 
 
