@@ -352,7 +352,10 @@ class Importer:
                     return rows, stop
                 continue
             end = index
-            while end < len(ops):
+            # A copy under --stop-on-error creates and updates one record at a time: nothing is
+            # created after the first failure, its update's included.
+            last = index + 1 if self.copy and self.stop_on_error else len(ops)
+            while end < last:
                 candidate = ops[end]
                 if isinstance(candidate, Failure) or candidate.operation != "create":
                     break
@@ -366,7 +369,12 @@ class Importer:
         return rows, False
 
     def _create(self, creates: list[Operation]) -> tuple[list[dict[str, Any]], Stop]:
-        """Run consecutive creates together (create_many); their results in order."""
+        """Run consecutive creates together (create_many); their results in order.
+
+        Every record the service made is reported, also after an error that stops the import
+        (raised once, by the caller): a copy whose other fields were then not set is a failure
+        that names the record it made.
+        """
         from convrisk.api_client.errors import ConvriskError, NotSent
 
         results = self.target.create_many(
@@ -386,29 +394,34 @@ class Importer:
                     result = _changed_since_copied(result)
                 rows.append(self.result(Failure(op.line, result)))
                 if self.stop_on_error:
-                    return rows, True
+                    stopped = True
                 continue
-            status = "replayed" if result.replayed else "created"
             made = result.record
-            if op.then is not None and stopped is False:
+            status = "replayed" if result.replayed else "created"
+            if op.then is not None:
                 try:
-                    self._apply(made, op.then)
+                    if stopped is not False:
+                        raise _stopped_before_applied(stopped)
+                    if self._apply(made, op.then, replayed=result.replayed):
+                        status = "updated" if result.replayed else status
                 except ConvriskError as exc:
-                    if stops_the_loop(exc):
-                        return rows, exc
+                    if stopped is False and (stops_the_loop(exc) or self.stop_on_error):
+                        stopped = exc if stops_the_loop(exc) else True
                     failure = Failure(op.line, _not_applied(made, exc), made["id"])
                     rows.append(self.result(failure))
-                    if self.stop_on_error:
-                        return rows, True
                     continue
             rows.append({"line": op.line, "status": status, "id": made["id"]})
         return rows, stopped
 
-    def _apply(self, made: Mapping[str, Any], then: Mapping[str, Any]) -> None:
-        """--copy: update a created (or replayed) record with the settable fields it lacks."""
-        changes = {name: value for name, value in then.items() if made.get(name) != value}
+    def _apply(self, made: Mapping[str, Any], then: Mapping[str, Any], *, replayed: bool) -> bool:
+        """--copy: update a created (or replayed) record with the settable fields that differ;
+        whether an update was sent. A replayed answer is the record as first created, so its
+        current state is read first (it may have changed since)."""
+        current = self.target.retrieve(made["id"]) if replayed else made
+        changes = {name: value for name, value in then.items() if current.get(name) != value}
         if changes:
             self.target.update(made["id"], changes)
+        return bool(changes)
 
     def _update(self, op: Operation) -> tuple[dict[str, Any] | None, Stop]:
         """Run one update; its result (none when an error stops the import)."""
@@ -549,6 +562,15 @@ def _not_applied(made: Mapping[str, Any], exc: ConvriskError) -> ConvriskError:
     )
     changed.args = (changed.message,)
     return changed
+
+
+def _stopped_before_applied(stop: Stop) -> ConvriskError:
+    """Why a copy's other fields were not set: the import stopped before its update was sent."""
+    from convrisk.api_client.errors import ConvriskError
+
+    if isinstance(stop, ConvriskError):
+        return stop
+    return ConvriskError("the import stopped at an earlier failure (--stop-on-error)")
 
 
 def _changed_since_copied(exc: ConvriskError) -> ConvriskError:

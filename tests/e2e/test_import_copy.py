@@ -122,3 +122,38 @@ def test_a_record_changed_since_it_was_copied_is_not_created_twice(cli: Cli) -> 
     (row,) = [json.loads(x) for x in again.stdout.splitlines()]
     assert "already copied in the last 24 hours with other values" in row["error"]["message"]
     assert cli.count("risk_profiles") == 1
+
+
+def test_a_copy_run_again_after_the_source_changed_sets_the_changed_fields(
+    cli: Cli,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    a = source(tmp_path)
+    text, _ = export(a, "conv")
+    assert cli.run("conv", "import", "-", "--copy", input=text).returncode == 0
+    muted = [json.loads(x) for x in text.splitlines() if json.loads(x)["is_muted"]]
+    (record,) = muted
+    assert run(a, "conv", "update", record["id"], "--unmute").returncode == 0
+    newer, wanted = export(a, "conv")
+    again = cli.run("conv", "import", "-", "--copy", input=newer)
+    assert again.returncode == 0, again.stderr
+    n = len(wanted)
+    assert f"{n} records: 0 created, 1 updated, {n - 1} replayed, 0 failed." in again.stderr
+    assert export(cli.env, "conv")[1] == wanted
+
+
+def test_a_copy_that_stops_on_an_error_creates_nothing_after_it(
+    cli: Cli,  # noqa: F811
+) -> None:
+    lines = [
+        {"id": "conv_a", "contact_id": "c_1", "is_muted": True},
+        {"id": "conv_b", "contact_id": "c_2", "archived_at": "soon"},
+        {"id": "conv_c", "contact_id": "c_3", "is_muted": True},
+    ]
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    result = cli.run("conv", "import", "-", "--copy", "--stop-on-error", "-o", "jsonl", input=text)
+    assert result.returncode == 1
+    rows = [json.loads(x) for x in result.stdout.splitlines()]
+    assert [(r["line"], r["status"]) for r in rows] == [(1, "created"), (2, "failed")]
+    assert rows[1]["id"] is not None  # the record its create made is named
+    assert cli.count("conversations") == 2
