@@ -141,7 +141,18 @@ class Session:
             headers.append((b"Authorization", f"Bearer {self._token}".encode()))
         self._headers = headers
         if transport is None:
-            transport = DeadlineTransport(https=url.scheme == "https", proxy=environment_proxy(url))
+            proxy = environment_proxy(url)
+            if proxy is not None and url.scheme == "http":
+                # Over plain http the whole request, token included, reaches the proxy as it is.
+                hop = proxy.url
+                hop_url = f"{hop.scheme.decode()}://{hop.host.decode()}:{hop.port}/"
+                problem = insecure_token_problem(hop_url, self._token, allowed=allow_insecure_http)
+                if problem is not None:
+                    raise InvalidRequestError(
+                        f"{problem} (it is the proxy the environment sets for http://)",
+                        param="proxy",
+                    )
+            transport = DeadlineTransport(https=url.scheme == "https", proxy=proxy)
         self._transport = transport
         self._closed = False
 

@@ -149,3 +149,20 @@ def test_the_backend_is_refused_before_any_connection() -> None:
         HTTPBackend("http://svc.invalid", "tok-1234", transport=httpx.MockTransport(answer))
     assert info.value.param == "base_url" and not info.value.answered
     assert sent == []
+
+
+def test_a_token_to_a_loopback_service_through_a_plain_http_proxy_elsewhere_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The proxy is never contacted: the backend is refused when it is made.
+    monkeypatch.setenv("http_proxy", "http://proxy.invalid:3128")
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    with pytest.raises(InvalidRequestError) as refused:
+        HTTPBackend("http://127.0.0.1:9", "s3cret-token-value")
+    assert "proxy.invalid" in str(refused.value) and "proxy" in str(refused.value)
+    assert "s3cret-token-value" not in str(refused.value)
+    HTTPBackend("http://127.0.0.1:9", "s3cret-token-value", allow_insecure_http=True).close()
+    HTTPBackend("http://127.0.0.1:9", None).close()  # no token: nothing to leak
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:3128")
+    HTTPBackend("http://127.0.0.1:9", "s3cret-token-value").close()  # a proxy on this machine
