@@ -143,7 +143,9 @@ def test_jq_indexing_a_list_as_one_record_says_how_to_mean_each_record(
     store.conversations.create({"contact_id": "c_1"})
     failed = run(env, "conv", "list", "--jq", ".id")
     assert failed.returncode == 1 and failed.stdout == ""
-    assert failed.stderr.startswith('Error: --jq failed: Cannot index array with string ("id").')
+    # libjq's own words ('string "id"' before jq 1.7.1, 'string ("id")' after), then the hint.
+    assert failed.stderr.startswith("Error: --jq failed: Cannot index array with string ")
+    assert len(failed.stderr.splitlines()) == 1
     assert ".[].id" in failed.stderr and "-o jsonl" in failed.stderr
     one = run(env, "conv", "get", store.conversations.list()["data"][0]["id"], "--jq", ".x.y")
     assert one.returncode == 0 and one.stdout == "null\n"
