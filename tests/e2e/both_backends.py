@@ -241,15 +241,17 @@ def local_cli(home: Path) -> Cli:
     return Cli("local", home, db_path, isolated_env(home, CONVRISK_DB=str(db_path)))
 
 
+def remote_cli(home: Path) -> Cli:
+    """convrisk against its own `convrisk serve` of a database under `home` (stop it after)."""
+    served = start_serve(home)
+    env = isolated_env(home, CONVRISK_BASE_URL=served.url, CONVRISK_TOKEN=served.token)
+    return Cli("remote", home, served.db_path, env, serve=served)
+
+
 @pytest.fixture(params=["local", "remote"])
 def cli(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cli]:
     """Each test runs once on the local database and once against its own `convrisk serve`."""
-    if request.param == "local":
-        made = local_cli(tmp_path)
-    else:
-        served = start_serve(tmp_path)
-        env = isolated_env(tmp_path, CONVRISK_BASE_URL=served.url, CONVRISK_TOKEN=served.token)
-        made = Cli("remote", tmp_path, served.db_path, env, serve=served)
+    made = local_cli(tmp_path) if request.param == "local" else remote_cli(tmp_path)
     try:
         yield made
     finally:

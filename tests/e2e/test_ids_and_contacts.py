@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .both_backends import Cli, cli, isolated_env, start_serve  # noqa: F401
+from .both_backends import Cli, cli, isolated_env, remote_cli  # noqa: F401
 from .console import CONVRISK, SAFETY_TIMEOUT, run
 from .screen import Terminal
 
@@ -169,14 +169,13 @@ def test_an_empty_contact_id_is_a_usage_error(cli: Cli) -> None:  # noqa: F811
 @pytest.fixture
 def remote(tmp_path: Path) -> Iterator[Cli]:
     """convrisk against its own `convrisk serve` only (what a remote scan needs)."""
-    served = start_serve(tmp_path)
-    env = isolated_env(tmp_path, CONVRISK_BASE_URL=served.url, CONVRISK_TOKEN=served.token)
-    made = Cli("remote", tmp_path, served.db_path, env, serve=served)
+    made = remote_cli(tmp_path)
+    assert made.serve is not None
     try:
         yield made
     finally:
         made.close()
-        code, log = served.stop()
+        code, log = made.serve.stop()
         assert code == 0, log[-2000:]
 
 

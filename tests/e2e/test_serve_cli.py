@@ -10,6 +10,7 @@ import socket
 import subprocess
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -130,25 +131,7 @@ def test_half_sent_connections_beyond_the_descriptor_limit_do_not_stop_service(
 ) -> None:
     """250 clients that send half a request, against a server with 128 descriptors: the head
     deadline frees them, and a normal client is served (the old server stopped for everyone)."""
-    db_path = tmp_path / "serve.db"
-    proc = subprocess.Popen(
-        [CONVRISK, "serve", "--port", "0", "--db", str(db_path), "--token", TOKEN],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=isolated_env(tmp_path),
-        preexec_fn=_nofile_128,
-    )
-    assert proc.stderr is not None
-    url = ""
-    for line in proc.stderr:
-        match = re.match(r"convrisk serve: listening on (http://\S+)$", line)
-        if match:
-            url = match.group(1)
-            break
-    assert url, "serve did not start"
-    port = int(url.rsplit(":", 1)[1])
+    proc, port = _serve_limited(tmp_path, tmp_path / "serve.db", _nofile_128)
     half: list[socket.socket] = []
     try:
         for _ in range(250):
@@ -156,7 +139,7 @@ def test_half_sent_connections_beyond_the_descriptor_limit_do_not_stop_service(
             sock.sendall(b"GET /v1/conversations HTTP/1.1\r\nHost: x\r\n")
             half.append(sock)
         cpu_before, wall_before = cpu_seconds(proc.pid), time.monotonic()
-        result = Remote(tmp_path, url, TOKEN).run(
+        result = Remote(tmp_path, f"http://127.0.0.1:{port}", TOKEN).run(
             "conv", "list", "-o", "json", CONVRISK_MAX_RETRIES="10", CONVRISK_TIMEOUT="60"
         )
         assert result.returncode == 0, result.stderr
@@ -307,24 +290,7 @@ def _nofile_48() -> None:
 def test_over_the_connection_limit_the_503_is_in_the_error_shape(tmp_path: Path) -> None:
     """48 descriptors leave serve 16 connections (local_backend.server): the 17th is refused
     with a 503 that carries the error shape and Retry-After, like every other error."""
-    proc = subprocess.Popen(
-        [CONVRISK, "serve", "--port", "0", "--db", str(tmp_path / "s.db"), "--token", TOKEN],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=isolated_env(tmp_path),
-        preexec_fn=_nofile_48,
-    )
-    assert proc.stderr is not None
-    url = ""
-    for line in proc.stderr:
-        match = re.match(r"convrisk serve: listening on (http://\S+)$", line)
-        if match:
-            url = match.group(1)
-            break
-    assert url, "serve did not start"
-    port = int(url.rsplit(":", 1)[1])
+    proc, port = _serve_limited(tmp_path, tmp_path / "s.db", _nofile_48)
     idle: list[socket.socket] = []
     try:
         for _ in range(16):
@@ -380,3 +346,28 @@ def test_the_served_document_says_what_the_server_does_at_the_edges(serve: Serve
             else:
                 answer = http.put(f"/v1/conversations/{conv['id']}", json=body)
             assert answer.status_code == (200 if valid else 400), (body, valid, answer.text)
+
+
+def _serve_limited(
+    tmp_path: Path, db_path: Path, limit: Callable[[], None]
+) -> tuple[subprocess.Popen[str], int]:
+    """`convrisk serve` on `db_path` whose descriptors `limit` caps (run in the child before it
+    starts); it and its port once it listens."""
+    proc = subprocess.Popen(
+        [CONVRISK, "serve", "--port", "0", "--db", str(db_path), "--token", TOKEN],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=isolated_env(tmp_path),
+        preexec_fn=limit,
+    )
+    assert proc.stderr is not None
+    url = ""
+    for line in proc.stderr:
+        match = re.match(r"convrisk serve: listening on (http://\S+)$", line)
+        if match:
+            url = match.group(1)
+            break
+    assert url, "serve did not start"
+    return proc, int(url.rsplit(":", 1)[1])
