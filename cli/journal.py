@@ -1,0 +1,239 @@
+"""The journal of writes (DESIGN 5.3): one JSON line per record a command wrote, appended to
+`$XDG_STATE_HOME/convrisk/journal.jsonl`, read back by `history` and `undo`.
+
+The folder is 0700 and the file 0600, never followed through a symlink and never another user's.
+Appends take an exclusive flock and write each batch of lines with one os.write, so that writers
+in several processes lose no line. Past ROTATE_BYTES the file is renamed to `journal.1.jsonl`
+(the one before is dropped) and a new one is started.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, NotRequired, TypedDict
+
+JOURNAL_NAME = "journal.jsonl"
+ROTATED_NAME = "journal.1.jsonl"
+# Past this size an append starts a new file (the old one kept as journal.1.jsonl).
+ROTATE_BYTES = 32 * 1024 * 1024
+# A line longer than this is not read back (reported as a problem, the rest goes on).
+MAX_LINE_BYTES = 4 * 1024 * 1024
+
+Operation = Literal["create", "update", "delete", "api"]
+Status = Literal["ok", "replayed", "failed"]
+
+
+class Outcome(TypedDict):
+    """What became of the write: ok, replayed (an earlier request's answer), or failed."""
+
+    status: Status
+    # The error's one-line message when it failed; the HTTP status where there was one.
+    error: NotRequired[str | None]
+    http_status: NotRequired[int | None]
+
+
+class Entry(TypedDict):
+    """One line of the journal: one record written (or one `api` request) by one command."""
+
+    entry: str  # this line's id, time-sortable: `j_` + 12 hex digits of ms + 6 random hex
+    run: str  # the command's id, shared by every entry it wrote (`r_` + the same shape)
+    time: str  # UTC, ISO 8601 with milliseconds and `Z`
+    profile: str
+    backend: Literal["local", "remote"]
+    target: str  # the base_url (no credentials) or the database path
+    argv: list[str]  # the command line, secrets redacted
+    operation: Operation
+    resource: str | None  # "conversations" | "risk_profiles"; None for an api request
+    id: str | None  # the record's id (for a create: the id the answer gave)
+    before: dict[str, Any] | None  # the record before the write (None for a create)
+    after: dict[str, Any] | None  # the record after it (None for a delete)
+    idempotency_key: str | None
+    outcome: Outcome
+    # Written by `undo`: the entry this one puts back, and for a delete put back by a create,
+    # the old id the new record stands for.
+    undoes: NotRequired[str | None]
+    stands_for: NotRequired[str | None]
+    # `api` requests: the method and the path with its query.
+    method: NotRequired[str]
+    path: NotRequired[str]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A line that could not be read back: its file, line number and why."""
+
+    path: Path
+    line: int
+    reason: str
+
+    def describe(self) -> str:
+        """One line naming the file, the line and the reason."""
+        return f"{self.path} line {self.line}: {self.reason}"
+
+
+class JournalError(Exception):
+    """The journal cannot be used at all (a folder or file convrisk must not touch)."""
+
+
+def journal_path(env: Mapping[str, str]) -> Path:
+    """`CONVRISK_JOURNAL`, else `$XDG_STATE_HOME/convrisk/journal.jsonl` (~/.local/state)."""
+    chosen = env.get("CONVRISK_JOURNAL")
+    if chosen:
+        return Path(chosen).expanduser()
+    state = env.get("XDG_STATE_HOME", "")
+    # The XDG spec says relative paths in these variables are invalid and must be ignored.
+    base = (
+        Path(state)
+        if state and os.path.isabs(state)
+        else Path(env.get("HOME", "~")) / ".local/state"
+    )
+    return base.expanduser() / "convrisk" / JOURNAL_NAME
+
+
+def new_id(prefix: str) -> str:
+    """A time-sortable id: the prefix, 12 hex digits of Unix milliseconds, 6 random hex."""
+    return f"{prefix}{int(time.time() * 1000):012x}{os.urandom(3).hex()}"
+
+
+def utc_now() -> str:
+    """The current time as the journal writes it: `2026-11-25T06:15:00.123Z`."""
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
+
+
+def append(path: Path, entries: Sequence[Entry]) -> None:
+    """Append entries, one JSON line each, in one write under an exclusive lock.
+
+    Raises OSError or JournalError when the journal cannot be written: the caller warns, the
+    write it records has happened all the same.
+    """
+    if not entries:
+        return
+    import json
+
+    from convrisk.local_backend.database import make_private_folder
+
+    data = b"".join(
+        json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+        for entry in entries
+    )
+    make_private_folder(path.parent)
+    fd = _open_for_append(path)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if os.fstat(fd).st_size + len(data) > ROTATE_BYTES and os.fstat(fd).st_size > 0:
+            fd = _rotate(path, fd)
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _open_for_append(path: Path) -> int:
+    """The journal opened to append (created 0600), refused when it is not ours to write."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        if exc.errno == 40:  # ELOOP: a symlink
+            raise JournalError(f"The journal {path} is a symbolic link: not written.") from None
+        raise
+    info = os.fstat(fd)
+    import stat
+
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+        os.close(fd)
+        raise JournalError(f"The journal {path} is not a file of yours: not written.")
+    return fd
+
+
+def _rotate(path: Path, fd: int) -> int:
+    """Move the full journal aside (holding its lock) and open a new one in its place."""
+    rotated = path.with_name(ROTATED_NAME)
+    try:
+        # Another process may have rotated it while this one waited for the lock.
+        if os.path.samestat(os.fstat(fd), os.stat(path, follow_symlinks=False)):
+            os.replace(path, rotated)
+    except FileNotFoundError:
+        pass
+    os.close(fd)
+    fresh = _open_for_append(path)
+    fcntl.flock(fresh, fcntl.LOCK_EX)
+    return fresh
+
+
+def read(path: Path) -> Iterator[Entry | Problem]:
+    """Every line of the journal, oldest first (the rotated file before the current one): each
+    an Entry, or a Problem naming a line that is not one (the others are read all the same).
+
+    Raises JournalError when the file cannot be read at all.
+    """
+    for part in (path.with_name(ROTATED_NAME), path):
+        yield from _read_file(part)
+
+
+def _read_file(path: Path) -> Iterator[Entry | Problem]:
+    """The lines of one journal file (none when it does not exist)."""
+    import json
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise JournalError(f"Cannot read the journal {path}: {exc.strerror or exc}.") from None
+    with os.fdopen(fd, "rb") as stream:
+        import stat
+
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise JournalError(f"The journal {path} is not a file.")
+        for number, raw in enumerate(_lines(stream), start=1):
+            if raw is None:
+                yield Problem(path, number, f"longer than {MAX_LINE_BYTES:,} bytes, skipped")
+                continue
+            if not raw.endswith(b"\n"):
+                yield Problem(path, number, "cut short (no end of line), skipped")
+                continue
+            try:
+                value = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                yield Problem(path, number, "not UTF-8, skipped")
+                continue
+            except ValueError:
+                yield Problem(path, number, "not JSON, skipped")
+                continue
+            if not _is_entry(value):
+                yield Problem(path, number, "not a journal entry, skipped")
+                continue
+            yield value
+
+
+def _lines(stream: Any) -> Iterator[bytes | None]:
+    """Each line with its end of line; None for a line over MAX_LINE_BYTES (skipped unread)."""
+    while True:
+        raw: bytes = stream.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            while raw and not raw.endswith(b"\n"):
+                raw = stream.readline(MAX_LINE_BYTES + 1)
+            yield None
+            continue
+        yield raw
+
+
+_REQUIRED = {"entry": str, "run": str, "time": str, "operation": str, "outcome": dict}
+
+
+def _is_entry(value: object) -> bool:
+    """Whether a parsed line has the keys an Entry must have, of the right types."""
+    return isinstance(value, dict) and all(
+        isinstance(value.get(key), kind) for key, kind in _REQUIRED.items()
+    )
