@@ -436,6 +436,57 @@ class Importer:
             return self.result(Failure(op.line, exc, op.id)), self.stop_on_error
         return {"line": op.line, "status": "updated", "id": updated["id"]}, False
 
+    def print_requests(self, records: Iterator[Record]) -> None:
+        """--as-curl: the request of each record, in file order, printed and not sent.
+
+        A record that fails the checks is reported with its line (its request is not printed)
+        and the others go on, as in an import. Under --copy, the update that sets the fields a
+        create does not take needs the id the create answers: it is not printed, and a hint
+        says so.
+        """
+        from convrisk.api_client.errors import ConvriskError
+
+        captured = self.run.captured()
+        total = failed = updates_left = 0
+        for record in records:
+            total += 1
+            op = _checked(
+                self.spec, self.target, record, self.run_id, check_body=False, copy=self.copy
+            )
+            if isinstance(op, Operation):
+                try:
+                    if op.id is None:
+                        self.target.create(op.body, idempotency_key=op.key)
+                    else:
+                        self.target.update(op.id, op.body)
+                    continue
+                except captured:
+                    if op.then is not None:
+                        updates_left += 1
+                    continue
+                except ConvriskError as exc:
+                    op = Failure(op.line, exc, op.id)
+            info = describe(op.error, remote=self.printer.remote, settings=self.run.settings)
+            info.id = op.id if isinstance(op.id, str) else None
+            info.line_number = op.line
+            self.printer.error(info)
+            failed += 1
+            if self.stop_on_error:
+                break
+        if updates_left:
+            self.printer.hint(
+                f"--as-curl: {counted(updates_left, 'copied record')} may also need an update of "
+                f"{', '.join(self.spec.copy_updates)} (where the create's answer differs), sent "
+                "to the id that answer holds: those updates are not printed."
+            )
+        if failed:
+            summary = (
+                f"{failed:,} of {counted(total, 'record')} failed the checks; their requests "
+                "are not printed."
+            )
+            self.printer.notice(summary)
+            raise RecordsFailed(summary)
+
     def dry_run(self, records: Iterator[Record]) -> None:
         """Check every record and every id (read-only) and print the planned operations."""
         from convrisk.api_client.errors import ConvriskError
@@ -548,6 +599,8 @@ def import_file(
         importer = Importer(run, spec, printer, stop_on_error=stop_on_error, copy=copy)
         if dry_run:
             importer.dry_run(records)
+        elif run.as_curl:
+            importer.print_requests(records)
         else:
             importer.execute(records, source)
 
