@@ -18,6 +18,7 @@ from convrisk.api_client.capture import (
     CaptureTransport,
 )
 from convrisk.api_client.http import HTTPBackend
+from convrisk.api_client.params import ConversationCreateParams
 from convrisk.cli.as_curl import command_line
 
 SECRET = "s3cret-token-value"
@@ -42,8 +43,12 @@ def words_of(line: str) -> list[str]:
 
 def headers_of(words: list[str]) -> dict[str, str]:
     """The -H headers of a curl line's words."""
-    pairs = [words[i + 1] for i, word in enumerate(words) if word == "-H"]
-    return dict(pair.split(": ", 1) if ": " in pair else (pair.rstrip(":"), "") for pair in pairs)
+    headers = {}
+    for i, word in enumerate(words):
+        if word == "-H":
+            name, _, value = words[i + 1].partition(":")
+            headers[name] = value.removeprefix(" ")
+    return headers
 
 
 def shell_value(word: str, **env: str) -> bytes:
@@ -99,7 +104,9 @@ def test_a_batch_of_creates_is_captured_one_at_a_time_in_order(
     captured: tuple[HTTPBackend, list[CapturedRequest]],
 ) -> None:
     backend, seen = captured
-    items = [({"contact_id": f"c_{n}"}, f"key-{n}") for n in range(20)]
+    items: list[tuple[ConversationCreateParams, str | None]] = [
+        ({"contact_id": f"c_{n}"}, f"key-{n}") for n in range(20)
+    ]
     with pytest.raises(Captured):
         backend.conversations.create_many(items)
     # One request: the batch cannot go on without the first answer, and sends nothing at once.

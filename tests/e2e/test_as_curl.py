@@ -55,7 +55,7 @@ def bash(line: str, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def stored(db: Path) -> list[dict[str, Any]]:
+def stored(db: Path) -> list[Any]:
     """Every conversation and risk profile in a database, as stored."""
     backend = LocalBackend(db)
     try:
