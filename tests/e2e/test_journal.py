@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
-from .both_backends import TOKEN, Cli, cli, isolated_env, serve  # noqa: F401
+from .both_backends import Cli, isolated_env
 from .both_backends import Serve as Served
+from .both_backends import cli as cli  # a fixture: each test on the local db and on serve
+from .both_backends import serve as serve  # a fixture: one serve for the module
 from .console import CONVRISK, SAFETY_TIMEOUT, assert_loads_none_of
 
 # A token that a record may carry too (a careless user pasted it into a field).
@@ -192,10 +194,11 @@ def test_a_full_disk_leaves_no_half_line_and_the_write_stands(cli: Cli, tmp_path
     assert cli.store.conversations.retrieve(result.stdout.strip())["contact_id"] == "c_1"
 
 
-def test_a_remote_write_loads_no_sqlite(serve: Served, tmp_path: Path) -> None:  # noqa: F811
+def test_a_remote_write_loads_no_sqlite(serve: Served, tmp_path: Path) -> None:
     """The journal's folder is made without the local backend's database module."""
     env = isolated_env(tmp_path, CONVRISK_BASE_URL=serve.url, CONVRISK_TOKEN=serve.token)
-    call = "from convrisk.cli.app import main\ncode = main(['conv', 'create', '--contact-id', 'c', '-o', 'id'])\n"
+    args = ["conv", "create", "--contact-id", "c", "-o", "id"]
+    call = f"from convrisk.cli.app import main\ncode = main({args!r})\n"
     assert_loads_none_of(env, call, {"sqlite3", "_sqlite3", "convrisk.local_backend.database"})
     assert len(entries(tmp_path / "state" / "convrisk" / "journal.jsonl")) == 1
 
