@@ -77,6 +77,7 @@ class LazyGroup(OneSuggestion, TyperGroup):
             "config": functools.partial(_sub_group, "config", "config_cmd"),
             "status": _status_command,
             "api": _api_command,
+            "history": _history_command,
         }
         lazy = LazyCommands(builders)
         for name, registered in self.commands.items():  # none today; kept if any are added
@@ -132,6 +133,18 @@ def _status_command() -> Command:
 
     return typer.main.get_command_from_info(
         CommandInfo(name="status", callback=status, cls=Command),
+        pretty_exceptions_short=app.pretty_exceptions_short,
+        rich_markup_mode=app.rich_markup_mode,
+    )
+
+
+def _history_command() -> Command:
+    """`history`, built as `app.command("history")(history)` would build it."""
+    from .commands import Command
+    from .history import history
+
+    return typer.main.get_command_from_info(
+        CommandInfo(name="history", callback=history, cls=Command),
         pretty_exceptions_short=app.pretty_exceptions_short,
         rich_markup_mode=app.rich_markup_mode,
     )
@@ -246,6 +259,7 @@ def main(args: Sequence[str] | None = None) -> int:
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     argv = list(sys.argv[1:] if args is None else args)
     run = AppContext()
+    run.argv = argv
     restore_ctrl_c = _interrupt_once()
     try:
         result = command().main(argv, prog_name="convrisk", standalone_mode=False, obj=run)

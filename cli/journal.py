@@ -12,7 +12,8 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict
@@ -81,9 +82,10 @@ class JournalError(Exception):
 
 
 def journal_path(env: Mapping[str, str]) -> Path:
-    """`CONVRISK_JOURNAL`, else `$XDG_STATE_HOME/convrisk/journal.jsonl` (~/.local/state)."""
+    """`CONVRISK_JOURNAL`, else `$XDG_STATE_HOME/convrisk/journal.jsonl` (~/.local/state);
+    with `CONVRISK_JOURNAL=off` (nothing journaled) the default file, for `history` to read."""
     chosen = env.get("CONVRISK_JOURNAL")
-    if chosen:
+    if chosen and not journal_off(env):
         return Path(chosen).expanduser()
     state = env.get("XDG_STATE_HOME", "")
     # The XDG spec says relative paths in these variables are invalid and must be ignored.
@@ -106,6 +108,164 @@ def utc_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
 
 
+def journal_off(env: Mapping[str, str]) -> bool:
+    """Whether `CONVRISK_JOURNAL=off` turns the journal off (for benchmarks)."""
+    return env.get("CONVRISK_JOURNAL", "").strip().lower() == "off"
+
+
+# Options whose value is a secret, wherever they stand in a command line.
+_SECRET_OPTIONS = ("--token",)
+_HEADER_OPTIONS = ("-H", "--header")
+_SECRET_HEADERS = ("authorization:", "proxy-authorization:", "cookie:")
+
+
+def redact_argv(argv: Sequence[str], secrets: Sequence[str] = ()) -> list[str]:
+    """The command line with every secret replaced by `***`: the value of --token, an
+    Authorization (or Cookie) header given with -H, and each of `secrets` wherever it appears."""
+    from convrisk.api_client.endpoint import Scrubber
+
+    scrubbers = [Scrubber(secret) for secret in secrets if secret]
+    shown: list[str] = []
+    hide_next: str | None = None
+    for arg in argv:
+        if hide_next is not None:
+            arg = _hidden(hide_next, arg)
+            hide_next = None
+        elif arg in _SECRET_OPTIONS:
+            hide_next = "value"
+        elif arg in _HEADER_OPTIONS:
+            hide_next = "header"
+        else:
+            name, equals, value = arg.partition("=")
+            if equals and name in _SECRET_OPTIONS:
+                arg = f"{name}=***"
+            elif equals and name == "--header":
+                arg = f"{name}={_hidden('header', value)}"
+            elif arg.startswith("-H") and len(arg) > 2 and not arg.startswith("--"):
+                arg = "-H" + _hidden("header", arg[2:])
+        for scrubber in scrubbers:
+            arg = scrubber.text(arg)
+        shown.append(arg)
+    return shown
+
+
+def _hidden(kind: str, value: str) -> str:
+    """An option's value with its secret hidden: all of it, or a secret header's value."""
+    if kind == "value":
+        return "***"
+    if value.lstrip().lower().startswith(_SECRET_HEADERS):
+        return value.partition(":")[0] + ": ***"
+    return value
+
+
+def _scrubbed(value: Any, scrub: Callable[[str], str]) -> Any:
+    """`value` (JSON data) with `scrub` applied to every string in it, keys included."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {scrub(key): _scrubbed(item, scrub) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_scrubbed(item, scrub) for item in value]
+    return value
+
+
+class Recorder:
+    """The journal of one command: what its entries share (run, profile, target, command
+    line), the keys a note adds to them, and the appends, which never raise: a journal that
+    cannot be written is one warning, and the command's writes go on."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        profile: str,
+        backend: Literal["local", "remote"],
+        target: str,
+        argv: Sequence[str],
+        secrets: Sequence[str] = (),
+        warn: Callable[[str], None],
+    ) -> None:
+        from convrisk.api_client.endpoint import Scrubber
+
+        self.path = path
+        self.run = new_id("r_")
+        self._scrubbers = [Scrubber(secret) for secret in secrets if secret]
+        self._shared: dict[str, Any] = {
+            "profile": profile,
+            "backend": backend,
+            "target": target,
+            "argv": redact_argv(argv, secrets),
+        }
+        self._extra: dict[str, Any] = {}
+        self._warn = warn
+        self._failed = False
+        self.written = 0
+
+    @contextmanager
+    def note(self, **extra: Any) -> Iterator[None]:
+        """Entries written inside carry these keys too (`undoes`, `stands_for`)."""
+        saved = self._extra
+        self._extra = {**saved, **extra}
+        try:
+            yield
+        finally:
+            self._extra = saved
+
+    def entry(
+        self,
+        operation: Operation,
+        outcome: Outcome,
+        *,
+        resource: str | None = None,
+        id: str | None = None,
+        before: Mapping[str, Any] | None = None,
+        after: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+        **more: Any,
+    ) -> Entry:
+        """One entry of this command, stamped now."""
+        made: dict[str, Any] = {
+            "entry": new_id("j_"),
+            "run": self.run,
+            "time": utc_now(),
+            **self._shared,
+            "operation": operation,
+            "resource": resource,
+            "id": id,
+            "before": None if before is None else dict(before),
+            "after": None if after is None else dict(after),
+            "idempotency_key": idempotency_key,
+            "outcome": outcome,
+            **more,
+            **self._extra,
+        }
+        return made  # type: ignore[return-value]
+
+    def write(self, entries: Sequence[Entry]) -> None:
+        """Append entries now; on failure, warn once and write nothing more for this command."""
+        if not entries or self._failed:
+            return
+        if self._scrubbers:
+            entries = [_scrubbed(entry, self._scrub) for entry in entries]
+        try:
+            append(self.path, entries)
+        except (OSError, JournalError, ValueError) as exc:
+            self._failed = True
+            where = f"{self.path}: {exc.strerror or exc}" if isinstance(exc, OSError) else None
+            reason = where or str(exc)
+            self._warn(
+                f"The journal was not written ({reason}): this command's writes were done, "
+                "but `history` and `undo` will not know them."
+            )
+            return
+        self.written += len(entries)
+
+    def _scrub(self, text: str) -> str:
+        for scrubber in self._scrubbers:
+            text = scrubber.text(text)
+        return text
+
+
 def append(path: Path, entries: Sequence[Entry]) -> None:
     """Append entries, one JSON line each, in one write under an exclusive lock.
 
@@ -116,7 +276,7 @@ def append(path: Path, entries: Sequence[Entry]) -> None:
         return
     import json
 
-    from convrisk.local_backend.database import make_private_folder
+    from convrisk.local_backend.folders import make_private_folder
 
     data = b"".join(
         json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
@@ -126,12 +286,21 @@ def append(path: Path, entries: Sequence[Entry]) -> None:
     fd = _open_for_append(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        if os.fstat(fd).st_size + len(data) > ROTATE_BYTES and os.fstat(fd).st_size > 0:
+        size = os.fstat(fd).st_size
+        if size + len(data) > ROTATE_BYTES and size > 0:
             fd = _rotate(path, fd)
+            size = os.fstat(fd).st_size
         view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
+        try:
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+        except OSError:
+            # A full disk may have taken part of the batch: cut it off, so that the next
+            # append does not continue a half line (the lock is still held).
+            with suppress(OSError):
+                os.ftruncate(fd, size)
+            raise
     finally:
         os.close(fd)  # closing releases the lock
 
@@ -143,14 +312,14 @@ def _open_for_append(path: Path) -> int:
         fd = os.open(path, flags, 0o600)
     except OSError as exc:
         if exc.errno == 40:  # ELOOP: a symlink
-            raise JournalError(f"The journal {path} is a symbolic link: not written.") from None
+            raise JournalError(f"{path} is a symbolic link") from None
         raise
     info = os.fstat(fd)
     import stat
 
     if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
         os.close(fd)
-        raise JournalError(f"The journal {path} is not a file of yours: not written.")
+        raise JournalError(f"{path} is not a file of yours")
     return fd
 
 
@@ -227,6 +396,134 @@ def _lines(stream: Any) -> Iterator[bytes | None]:
             yield None
             continue
         yield raw
+
+
+# Read from the end in blocks of this size (history lists the newest entries first).
+_BLOCK = 64 * 1024
+
+
+def read_newest(path: Path) -> Iterator[Entry | Problem]:
+    """The journal newest first, read from the end (the current file, then the rotated one):
+    each line an Entry, or a Problem naming a line that is not one. Only what is consumed is
+    read, so the newest entries of a large journal come at once.
+
+    Raises JournalError when a file cannot be read at all.
+    """
+    current = _open_to_read(path)
+    rotated = _open_to_read(path.with_name(ROTATED_NAME))
+    if (
+        current is not None
+        and rotated is not None
+        and os.path.samestat(*map(os.fstat, (current, rotated)))
+    ):
+        # Rotated between the two opens: the same file twice.
+        os.close(rotated)
+        rotated = None
+    try:
+        for fd, part in ((current, path), (rotated, path.with_name(ROTATED_NAME))):
+            if fd is not None:
+                yield from _backwards(fd, part)
+    finally:
+        for fd in (current, rotated):
+            if fd is not None:
+                os.close(fd)
+
+
+def _open_to_read(path: Path) -> int | None:
+    """A journal file opened to read (None when there is none), refused when it is not a file
+    of the user's (a directory, a symlink, another user's)."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == 40:  # ELOOP: a symlink
+            raise JournalError(f"The journal {path} is a symbolic link: not read.") from None
+        raise JournalError(f"Cannot read the journal {path}: {exc.strerror or exc}.") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+        os.close(fd)
+        what = "a directory" if stat.S_ISDIR(info.st_mode) else "not a file of yours"
+        raise JournalError(f"The journal {path} is {what}: not read.")
+    return fd
+
+
+def _backwards(fd: int, path: Path) -> Iterator[Entry | Problem]:
+    """The lines of one open journal file, last first, each parsed (see `_parse`).
+
+    The end is taken under a shared lock, so a line being appended is not read half written.
+    Line numbers are counted only when a problem is reported.
+    """
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    end = os.fstat(fd).st_size
+    fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def number(at: int) -> int:
+        """The 1-based number of the line that starts at byte `at` (counted when needed)."""
+        count = done = 0
+        while done < at:
+            chunk = os.pread(fd, min(_BLOCK * 16, at - done), done)
+            if not chunk:
+                break
+            count += chunk.count(b"\n")
+            done += len(chunk)
+        return count + 1
+
+    first = True  # the segment after the last line break: a line only when not empty
+
+    def line_out(start: int, raw: bytes | None) -> Iterator[Entry | Problem]:
+        nonlocal first
+        ended, first = not first, False
+        if not ended and raw == b"":
+            return  # the file ends with a line break
+        value = _parse(raw, ended)
+        yield Problem(path, number(start), value) if isinstance(value, str) else value
+
+    position = end
+    tail: bytes | None = b""  # the end of the line being read; None once it is too long
+    while position > 0:
+        size = min(_BLOCK, position)
+        position -= size
+        block = os.pread(fd, size, position)
+        if len(block) != size:
+            raise JournalError(f"The journal {path} changed while it was read.")
+        pieces = block.split(b"\n")
+        if tail is not None:
+            tail = pieces[-1] + tail
+            if len(tail) > MAX_LINE_BYTES:
+                tail = None
+        if len(pieces) == 1:
+            continue
+        # Each piece after the first starts right after a line break: a whole line.
+        start = position + size - len(pieces[-1])
+        yield from line_out(start, tail)
+        for piece in reversed(pieces[1:-1]):
+            start -= len(piece) + 1
+            yield from line_out(start, piece)
+        tail = pieces[0]
+    if end > 0:
+        yield from line_out(0, tail)
+
+
+def _parse(raw: bytes | None, ended: bool) -> Entry | str:
+    """A line (without its end of line) as an Entry, or why it is not one; None: too long."""
+    import json
+
+    if raw is None:
+        return f"longer than {MAX_LINE_BYTES:,} bytes, skipped"
+    if not ended:
+        return "cut short (no end of line), skipped"
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return "not UTF-8, skipped"
+    except (ValueError, RecursionError):
+        return "not JSON, skipped"
+    if not _is_entry(value):
+        return "not a journal entry, skipped"
+    return value  # type: ignore[no-any-return]
 
 
 _REQUIRED = {"entry": str, "run": str, "time": str, "operation": str, "outcome": dict}
