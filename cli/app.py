@@ -335,6 +335,15 @@ def _requests_printed(run: AppContext) -> None:
         )
     elif settings.token:
         printer.hint(f"Before running {them}, set CONVRISK_TOKEN (named in the line, not written).")
+    marks = [mark for mark in ("protected", "read_only") if getattr(settings, mark, False)]
+    if run.writes_printed and marks:
+        # Printing is not writing, so the profile's guards let it pass; a line run by hand does
+        # write, and no guard of convrisk's stands in its way.
+        printer.warning(
+            f"The profile {settings.profile!r} is {' and '.join(marks).replace('_', '-')}: "
+            f"run as {them} {'is' if count == 1 else 'are'}, the printed writes change its "
+            "service, with no question asked."
+        )
 
 
 def _interrupt_once() -> Callable[[], object]:

@@ -23,7 +23,7 @@ from .errors import UsageProblem
 
 GLOBAL_OPTIONS = ("profile", "base_url", "db", "debug", "as_curl")
 # Commands that send no request to the service: --as-curl has nothing to print there.
-_NO_REQUESTS = ("config", "serve")
+_NO_REQUESTS = ("config", "serve", "history")
 _copies: dict[int, list[Any]] = {}
 
 

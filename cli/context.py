@@ -53,6 +53,7 @@ class AppContext:
         # guards read it: printing is not writing, so nothing is asked or refused).
         self.as_curl = False
         self.requests_printed = 0
+        self.writes_printed = 0
         self._settings: Settings | None = None
         # Each config file read once per run; a failure is kept and raised again, never retried.
         self._configs: dict[Path, ConfigFile | UsageProblem] = {}
@@ -196,6 +197,8 @@ class AppContext:
 
         self.printer().line(command_line(request))
         self.requests_printed += 1
+        if request.method not in ("GET", "HEAD"):
+            self.writes_printed += 1
 
     def recorder(self) -> Recorder | None:
         """The journal of this run's writes; None when CONVRISK_JOURNAL=off, or with --as-curl

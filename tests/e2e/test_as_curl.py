@@ -91,7 +91,10 @@ def test_every_command_that_sends_prints_its_requests_and_sends_nothing(cli: Cli
     ).stdout.strip()  # fmt: skip
     records = cli.home / "records.jsonl"
     records.write_text(
-        '{"contact_id": "c_new"}\n{"group_id": "g_new"}\n' + json.dumps({"id": a, "is_muted": True})
+        '{"contact_id": "c_new"}\n{"group_id": "g_new"}\n'
+        + json.dumps({"id": a, "is_muted": True})
+        + "\n"
+        + json.dumps({"id": b, "is_pinned": True})
     )
     before = stored(cli.db_path)
     logged = len(cli.serve.log) if cli.serve is not None else 0
@@ -102,7 +105,8 @@ def test_every_command_that_sends_prints_its_requests_and_sends_nothing(cli: Cli
         (["risk", "delete", rp, "--yes"], ["DELETE"]),
         (["conv", "get", a, b, "-o", "json"], ["GET", "GET"]),
         (["conv", "list", "--all", "-o", "jsonl"], ["GET"]),
-        (["conv", "import", str(records)], ["POST", "POST", "PUT"]),
+        (["conv", "import", str(records)], ["POST", "POST", "PUT", "PUT"]),
+        (["conv", "import", str(records), "--dry-run"], ["GET", "GET"]),
         (["api", "-X", "PUT", f"/v1/conversations/{a}", "-d", '{"is_muted": true}'], ["PUT"]),
         (["status", "-o", "json"], ["GET"]),
         (["conv", "update", a, "--unmute", "--dry-run"], ["GET"]),
@@ -128,7 +132,11 @@ def test_a_list_prints_its_first_page_and_says_why_it_stops_there(cli: Cli) -> N
 
 
 def test_commands_that_send_nothing_refuse_as_curl(cli: Cli) -> None:  # noqa: F811
-    for argv in (["config", "path", "--as-curl"], ["--as-curl", "serve", "--port", "0"]):
+    for argv in (
+        ["config", "path", "--as-curl"],
+        ["--as-curl", "serve", "--port", "0"],
+        ["history", "--as-curl"],
+    ):
         result = cli.run(*argv)
         assert result.returncode == 2 and "sends none" in result.stderr, argv
         assert result.stdout == ""
@@ -336,5 +344,8 @@ def test_guarded_profiles_print_without_a_question_and_nothing_is_journaled(
             )
             assert curl_lines(result), (profile, args)
             assert "nothing was sent" in result.stderr
+            # Run by hand, the line writes past every guard: said once, as a warning.
+            warning = f"Warning: The profile {profile!r} is {profile.replace('_', '-')}: run as"
+            assert warning in result.stderr
     assert stored(cli.db_path) == before
     assert not journal.exists()
