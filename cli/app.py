@@ -249,6 +249,7 @@ def main(args: Sequence[str] | None = None) -> int:
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     argv = list(sys.argv[1:] if args is None else args)
     run = AppContext()
+    run.argv = argv
     restore_ctrl_c = _interrupt_once()
     try:
         result = command().main(argv, prog_name="convrisk", standalone_mode=False, obj=run)

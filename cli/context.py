@@ -5,9 +5,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -27,7 +28,9 @@ if TYPE_CHECKING:
     import logging
 
     from convrisk.api_client import Client
+    from convrisk.api_client.protocol import Backend
 
+    from .journal import Recorder
     from .shape import FieldChoice
 
 
@@ -48,6 +51,9 @@ class AppContext:
         self._printer: Printer | None = None
         self._client: Client | None = None
         self._log_handler: logging.Handler | None = None
+        # The command line as typed (main() sets it), for the journal.
+        self.argv: list[str] = []
+        self._recorder: Recorder | None = None
 
     def config_file(self, path: Path | None = None, *, warn: bool = True) -> ConfigFile:
         """The config file (default: the one `env` names), read once per run.
@@ -160,8 +166,45 @@ class AppContext:
                     f"No token is set for {where}: set CONVRISK_TOKEN, or run "
                     "`convrisk config set token` and paste it."
                 )
-            self._client = build_client(settings)
+            self._client = build_client(settings, self.recorder())
         return self._client
+
+    def recorder(self) -> Recorder | None:
+        """The journal of this run's writes; None when CONVRISK_JOURNAL=off, or with --as-curl
+        (nothing is sent, so nothing is written)."""
+        from .journal import journal_off
+
+        if (
+            self._recorder is None
+            and not journal_off(self.env)
+            and not getattr(self, "as_curl", False)
+        ):
+            from convrisk.api_client.endpoint import shown_url
+
+            from .journal import Recorder, journal_path
+
+            settings = self.settings()
+            remote = settings.base_url is not None
+            self._recorder = Recorder(
+                journal_path(self.env),
+                profile=settings.profile,
+                backend="remote" if remote else "local",
+                target=shown_url(settings.base_url or "") if remote else str(settings.db),
+                argv=["convrisk", *self.argv],
+                secrets=[s for s in (settings.token, self.env.get("CONVRISK_TOKEN")) if s],
+                warn=lambda text: self.printer().warning(text),
+            )
+        return self._recorder
+
+    @contextmanager
+    def journal_note(self, **extra: Any) -> Iterator[None]:
+        """Entries journaled inside carry these keys too (`undoes`, `stands_for`: undo)."""
+        recorder = self.recorder()
+        if recorder is None:
+            yield
+            return
+        with recorder.note(**extra):
+            yield
 
     def start_debug_log(self) -> None:
         """Send the "convrisk" loggers to stderr at DEBUG level (--debug)."""
@@ -192,9 +235,21 @@ class AppContext:
             client.close()
 
 
-def build_client(settings: Settings) -> Client:
-    """The composition root: a remote HTTPBackend for a base_url, else the local SQLite file."""
+def build_client(settings: Settings, journal: Recorder | None = None) -> Client:
+    """The composition root: a remote HTTPBackend for a base_url, else the local SQLite file;
+    its writes journaled when a `journal` is given."""
     from convrisk.api_client import Client
+
+    backend = _backend(settings)
+    if journal is not None:
+        from .journaled import JournaledBackend
+
+        backend = JournaledBackend(backend, journal)
+    return Client(backend, page_size=settings.page_size)
+
+
+def _backend(settings: Settings) -> Backend:
+    """The remote HTTPBackend for a base_url, else the local SQLite file."""
 
     if settings.base_url is not None:
         from convrisk.api_client.errors import ConvriskError
@@ -212,17 +267,17 @@ def build_client(settings: Settings) -> Client:
         except ConvriskError as exc:
             # Nothing was sent: the settings are what is wrong (exit 2), not an HTTP answer.
             raise UsageProblem(f"{exc}", param=getattr(exc, "param", None)) from exc
-        return Client(remote, page_size=settings.page_size)
+        return remote
     from convrisk.local_backend.store import LocalBackend
 
-    return Client(LocalBackend(database_path(settings)), page_size=settings.page_size)
+    return LocalBackend(database_path(settings))
 
 
 def database_path(settings: Settings) -> Path:
     """The local database file; only the default data folder is created (mode 0700, as are its
     missing parents), a chosen one must exist. A file convrisk must not use is refused here."""
     if settings.sources.get("db") == "default":
-        from convrisk.local_backend.database import make_private_folder
+        from convrisk.local_backend.folders import make_private_folder
 
         try:
             make_private_folder(settings.db.parent)

@@ -25,6 +25,8 @@ from typing import TypeVar
 
 from convrisk.api_client.errors import ServiceError
 
+from .folders import make_private_folder
+
 T = TypeVar("T")
 
 # "cvrk": marks the file as ours, so a foreign SQLite file is refused instead of altered.
@@ -105,25 +107,6 @@ SCHEMA_VERSION = len(MIGRATIONS)
 READABLE_FROM = 2
 
 _BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-
-
-def make_private_folder(folder: Path) -> None:
-    """Create `folder`, and each missing parent, with mode 0700 (the XDG base directory rule).
-
-    A folder that exists keeps its mode: its owner may have opened it on purpose.
-    """
-    missing: list[Path] = []
-    current = folder
-    while not current.is_dir() and current.parent != current:
-        missing.append(current)
-        current = current.parent
-    for path in reversed(missing):
-        try:
-            os.mkdir(path, 0o700)
-        except FileExistsError:
-            if not path.is_dir():
-                raise
-            # another process made it meanwhile
 
 
 # Files SQLite keeps beside a database, and writes the database's content to.

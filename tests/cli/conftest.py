@@ -56,7 +56,12 @@ def no_controlling_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty HOME with XDG folders inside it, and no CONVRISK_* or NO_COLOR variables."""
     for name in list(os.environ):
-        if name.startswith("CONVRISK_") or name in ("NO_COLOR", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
+        if name.startswith("CONVRISK_") or name in (
+            "NO_COLOR",
+            "XDG_CONFIG_HOME",
+            "XDG_DATA_HOME",
+            "XDG_STATE_HOME",
+        ):
             monkeypatch.delenv(name)
     home = tmp_path / "home"
     home.mkdir()

@@ -35,6 +35,7 @@ def isolated_env(home: Path, **extra: str) -> dict[str, str]:
         HOME=str(home),
         XDG_CONFIG_HOME=str(home / "config"),
         XDG_DATA_HOME=str(home / "data"),
+        XDG_STATE_HOME=str(home / "state"),
         NO_COLOR="1",
     )
     env.update(extra)

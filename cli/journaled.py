@@ -1,0 +1,314 @@
+"""A Backend that journals every write of the one it wraps (DESIGN 5.3): create, create_many,
+update, delete, and `send` with a method other than GET or HEAD.
+
+What each entry holds: a create's `after` is the answer (its outcome `replayed` when the service
+answered an earlier request with the same Idempotency-Key); an update's and a delete's `before`
+is a retrieve made just before the write (locally one SELECT, remotely one more GET), `after`
+the update's answer. An `api` request records its method, path and status; its `after` is the
+answer when a POST or PUT answered a record, its `before` is never fetched (`api` sends the
+requests it is given, no other). A write that fails is journaled as `failed` with its error,
+unless a check refused it before anything was attempted (nothing was written: no entry), and a
+batch's items that were never sent are not journaled. Entries are appended as each write
+returns: a create_many's entries together (an import's batch), so a killed command loses at
+most the entries of the batch in flight.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from convrisk.api_client.errors import APIError, ConvriskError, InvalidRequestError, NotSent
+from convrisk.api_client.params import DEFAULT_LIMIT
+from convrisk.api_client.protocol import (
+    Backend,
+    ConversationsBackend,
+    ResourceBackend,
+    RiskProfilesBackend,
+)
+from convrisk.api_client.records import Created, Deleted, JsonPage, Page, Record
+
+from .journal import Entry, Outcome, Recorder
+
+if TYPE_CHECKING:
+    from convrisk.api_client.raw import RawAnswer
+
+M = TypeVar("M", bound=Record)
+C = TypeVar("C")
+U = TypeVar("U")
+F = TypeVar("F")
+
+# `api` requests that change nothing: not journaled.
+_READS = ("GET", "HEAD")
+
+
+def attempted(error: BaseException) -> bool:
+    """Whether a write that raised `error` may have written something: not when a check of the
+    input refused it before any request (or transaction), nor when it was never sent."""
+    if isinstance(error, NotSent):
+        return False
+    return not (isinstance(error, InvalidRequestError) and not error.answered)
+
+
+def failed(error: BaseException) -> Outcome:
+    """The outcome of a write that raised `error`: its one-line message, its HTTP status."""
+    if isinstance(error, KeyboardInterrupt):
+        return {
+            "status": "failed",
+            "error": "Interrupted: the write may or may not have been done.",
+        }
+    message = getattr(error, "message", None) or str(error) or type(error).__name__
+    status = error.status if isinstance(error, APIError) and error.answered else None
+    return {"status": "failed", "error": message.splitlines()[0], "http_status": status}
+
+
+OK: Outcome = {"status": "ok"}
+REPLAYED: Outcome = {"status": "replayed"}
+
+
+class JournaledResource(Generic[M, C, U, F]):
+    """One resource's operations, its writes journaled; reads pass straight through."""
+
+    def __init__(self, inner: ResourceBackend[M, C, U, F], name: str, journal: Recorder) -> None:
+        self._inner = inner
+        self._name = name
+        self._journal = journal
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def list(
+        self,
+        filters: F | None = None,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        starting_after: str | None = None,
+        ending_before: str | None = None,
+    ) -> Page[M]:
+        """One page, as the wrapped backend gives it."""
+        return self._inner.list(
+            filters, limit=limit, starting_after=starting_after, ending_before=ending_before
+        )
+
+    def list_json(
+        self,
+        filters: F | None = None,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        starting_after: str | None = None,
+    ) -> JsonPage:
+        """One page as JSON texts, as the wrapped backend gives it."""
+        return self._inner.list_json(filters, limit=limit, starting_after=starting_after)
+
+    def scanned_filters(self, filters: F | None) -> tuple[str, ...]:
+        """The filters a list applies by a scan, as the wrapped backend says."""
+        return self._inner.scanned_filters(filters)
+
+    def watch_scan(self, report: Callable[[int, int], None] | None) -> None:
+        """Passed on to the wrapped backend."""
+        self._inner.watch_scan(report)
+
+    def replays(self, items: Sequence[tuple[C, str | None]]) -> builtins.list[M | None] | None:
+        """Read-only (a dry run): passed on."""
+        return self._inner.replays(items)
+
+    def retrieve(self, id: str) -> M:
+        """The object with this id."""
+        return self._inner.retrieve(id)
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def create(self, params: C, *, idempotency_key: str | None = None) -> M:
+        """Create an object and journal it (replayed when the key's earlier answer came back)."""
+        try:
+            if idempotency_key is None:
+                made = Created(self._inner.create(params), False)
+            else:
+                # The batch form says whether the answer was replayed; the single form does not.
+                (result,) = self._inner.create_many([(params, idempotency_key)])
+                if isinstance(result, ConvriskError):
+                    raise result
+                made = result
+        except BaseException as exc:
+            self._failed("create", None, None, exc, idempotency_key)
+            raise
+        self._journal.write([self._created(made, idempotency_key)])
+        return made.record
+
+    def create_many(
+        self,
+        items: Sequence[tuple[C, str | None]],
+        *,
+        stop_on_error: bool = False,
+    ) -> builtins.list[Created[M] | ConvriskError]:
+        """Create several objects; one entry per item attempted, appended together."""
+        try:
+            results = self._inner.create_many(items, stop_on_error=stop_on_error)
+        except BaseException as exc:
+            # The whole batch failed (a database error rolled it back, or an interruption):
+            # one entry, since which items landed is not known.
+            self._failed("create", None, None, exc, None)
+            raise
+        entries: builtins.list[Entry] = []
+        for (_, key), result in zip(items, results, strict=False):
+            if isinstance(result, ConvriskError):
+                if attempted(result):
+                    entries.append(self._entry("create", failed(result), None, None, None, key))
+            else:
+                entries.append(self._created(result, key))
+        self._journal.write(entries)
+        return results
+
+    def update(self, id: str, params: U) -> M:
+        """Change an object; journaled with the object as it was just before."""
+        before = self._before(id)
+        try:
+            after = self._inner.update(id, params)
+        except BaseException as exc:
+            self._failed("update", id, before, exc, None)
+            raise
+        self._journal.write([self._entry("update", OK, id, before, after, None)])
+        return after
+
+    def delete(self, id: str) -> Deleted:
+        """Remove an object; journaled with the object as it was just before."""
+        before = self._before(id)
+        try:
+            answer = self._inner.delete(id)
+        except BaseException as exc:
+            self._failed("delete", id, before, exc, None)
+            raise
+        self._journal.write([self._entry("delete", OK, id, before, None, None)])
+        return answer
+
+    # -- entries --------------------------------------------------------------------------------
+
+    def _before(self, id: str) -> M | None:
+        """The object as it is now, or None when it cannot be read (the write says why)."""
+        try:
+            return self._inner.retrieve(id)
+        except ConvriskError:
+            return None
+
+    def _created(self, made: Created[M], key: str | None) -> Entry:
+        outcome = REPLAYED if made.replayed else OK
+        return self._entry("create", outcome, made.record.get("id"), None, made.record, key)
+
+    def _failed(
+        self,
+        operation: str,
+        id: str | None,
+        before: Mapping[str, Any] | None,
+        error: BaseException,
+        key: str | None,
+    ) -> None:
+        if isinstance(error, Exception | KeyboardInterrupt) and attempted(error):
+            self._journal.write([self._entry(operation, failed(error), id, before, None, key)])
+
+    def _entry(
+        self,
+        operation: str,
+        outcome: Outcome,
+        id: object,
+        before: Mapping[str, Any] | None,
+        after: Mapping[str, Any] | None,
+        key: str | None,
+    ) -> Entry:
+        return self._journal.entry(
+            operation,  # type: ignore[arg-type]
+            outcome,
+            resource=self._name,
+            id=id if isinstance(id, str) else None,
+            before=before,
+            after=after,
+            idempotency_key=key,
+        )
+
+
+class JournaledBackend:
+    """The Backend `build_client` hands out: the one it wraps, with every write journaled."""
+
+    def __init__(self, inner: Backend, journal: Recorder) -> None:
+        self._inner = inner
+        self.journal = journal
+        self._conversations: ConversationsBackend = JournaledResource(
+            inner.conversations, "conversations", journal
+        )
+        self._risk_profiles: RiskProfilesBackend = JournaledResource(
+            inner.risk_profiles, "risk_profiles", journal
+        )
+
+    @property
+    def conversations(self) -> ConversationsBackend:
+        """The conversations resource, journaled."""
+        return self._conversations
+
+    @property
+    def risk_profiles(self) -> RiskProfilesBackend:
+        """The risk profiles resource, journaled."""
+        return self._risk_profiles
+
+    def send(self, method: str, target: str, body: bytes | None) -> RawAnswer:
+        """One request as it is (`convrisk api`); journaled unless it is a GET or HEAD."""
+        if method in _READS:
+            return self._inner.send(method, target, body)
+        resource, id = _resource_of(target)
+        try:
+            answer = self._inner.send(method, target, body)
+        except BaseException as exc:
+            if isinstance(exc, Exception | KeyboardInterrupt):
+                entry = self._api_entry(method, target, resource, id, failed(exc), None)
+                self.journal.write([entry])
+            raise
+        after = _record_of(answer) if method in ("POST", "PUT") and answer.ok else None
+        if after is not None and id is None:
+            id = after.get("id") if isinstance(after.get("id"), str) else None
+        if answer.ok:
+            outcome: Outcome = {"status": "ok", "http_status": answer.status}
+        else:
+            error = answer.error()
+            outcome = {"status": "failed", "error": error.message, "http_status": answer.status}
+        self.journal.write([self._api_entry(method, target, resource, id, outcome, after)])
+        return answer
+
+    def _api_entry(
+        self,
+        method: str,
+        target: str,
+        resource: str | None,
+        id: str | None,
+        outcome: Outcome,
+        after: dict[str, Any] | None,
+    ) -> Entry:
+        return self.journal.entry(
+            "api", outcome, resource=resource, id=id, after=after, method=method, path=target
+        )
+
+    def close(self) -> None:
+        """Release the wrapped backend."""
+        self._inner.close()
+
+
+def _resource_of(target: str) -> tuple[str | None, str | None]:
+    """The resource and record id a request's path names (`/v1/conversations/conv_1`), if any."""
+    from urllib.parse import unquote
+
+    from convrisk.api_client.resources import RESOURCES
+
+    path = target.partition("?")[0]
+    for name, resource in RESOURCES.items():
+        if path == resource.path:
+            return name, None
+        if path.startswith(resource.path + "/"):
+            rest = unquote(path[len(resource.path) + 1 :])
+            return name, rest if rest and "/" not in rest else None
+    return None, None
+
+
+def _record_of(answer: RawAnswer) -> dict[str, Any] | None:
+    """The answer's body when it is one record (a JSON object with an id), else None."""
+    try:
+        body = answer.json()
+    except (ValueError, RecursionError):
+        return None
+    return body if isinstance(body, dict) and isinstance(body.get("id"), str) else None
