@@ -528,16 +528,44 @@ def import_file(
     stop_on_error: bool,
     output: str | None,
     copy: bool = False,
+    yes: bool = False,
+    max_affected: int | None = None,
 ) -> None:
-    """`conv import` / `risk import`: read FILE (or - for stdin) and run or plan each record."""
+    """`conv import` / `risk import`: read FILE (or - for stdin) and run or plan each record.
+
+    When the count must be known before the first write (--max-affected, a protected profile's
+    question), every record is read and counted first, then the file is read again from the
+    start (stdin is kept in a temporary file for that)."""
+    from . import guard
+
     printer = run.printer(output)
+    what = f"import {spec.kind.plural}"
+    if not dry_run:
+        guard.refuse_read_only(run, what)
     with Source(file) as source:
         if source.path is None and printer.stdin_is_terminal():
             printer.hint("Reading records from the terminal; end with Ctrl-D.")
-        # Under --copy an export's read-only columns are read too (and ignored).
         # An export's read-only columns are read too: --copy ignores them; without it the first
         # record that has them is the one error that says to add --copy.
         columns: dict[str, CellType] = {**spec.columns, **dict.fromkeys(spec.read_only, "text")}
+
+        def count() -> int:
+            """How many records the file holds (each is one write at most)."""
+            source.rewind()
+            _, counted_records = read(source, given_format, columns, spec.kind.plural)
+            number = sum(1 for _ in _first_checked(spec, counted_records, copy))
+            source.rewind()
+            return number
+
+        if not dry_run:
+            guard.check_write(
+                run,
+                count=count,
+                what=what,
+                max_affected=max_affected,
+                yes=yes,
+                stdin_free=source.path is not None,
+            )
         _, records = read(source, given_format, columns, spec.kind.plural)
         records = _first_checked(spec, records, copy)
         if copy:

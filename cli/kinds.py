@@ -124,7 +124,18 @@ _PROFILE_COLUMNS = (
     Column("base_url", "BASE URL"),
     Column("db", "DB"),
     Column("token", "TOKEN", "bool"),
+    Column("protected", "PROTECTED", "bool"),
+    Column("read_only", "READ ONLY", "bool"),
 )
+
+
+def marks(row: Row) -> str:
+    """A profile's guard marks in words: read-only, protected, both, or nothing."""
+    shown = [name for key, name in _MARKS if row.get(key)]
+    return ", ".join(shown)
+
+
+_MARKS = (("read_only", "read-only"), ("protected", "protected"))
 PROFILES = Kind(
     "profile",
     "profiles",
@@ -138,6 +149,7 @@ PROFILES = Kind(
             value=lambda row: row.get("base_url") or row.get("db") or "local (default database)",
         ),
         Column("token", "TOKEN", value=lambda row: "set" if row.get("token") else ""),
+        Column("marks", "MARKS", value=marks),
     ),
     id_key="name",
 )
@@ -167,9 +179,19 @@ def _status_lines(row: Row) -> list[str]:
         ("profile", f"{row.get('profile')} (from {row.get('profile_source')})"),
         ("backend", backend),
         ("token", token),
+        ("writes", _writes(row)),
         ("service", service),
     ]
     return [f"{key:<8} {value}" for key, value in lines]
+
+
+def _writes(row: Row) -> str:
+    """What becomes of a write under this profile (its guard marks)."""
+    if row.get("read_only"):
+        return "refused: the profile is read-only"
+    if row.get("protected"):
+        return "protected: each asks for the number of records typed back (or --yes)"
+    return "allowed"
 
 
 _STATUS_COLUMNS = tuple(
@@ -181,6 +203,8 @@ _STATUS_COLUMNS = tuple(
         "base_url",
         "db",
         "token_source",
+        "protected",
+        "read_only",
         "ok",
         "ms",
         "exit_code",

@@ -137,6 +137,21 @@ def plan_each_id(
     for_each_id(run, plan_kind(kind), ids, check, output=output)
 
 
+def guard_ids(run: AppContext, ids: IdList, what: str, max_affected: int | None, yes: bool) -> None:
+    """The guards of a write to each of `ids` (cli/guard.py): ids from stdin are read (and
+    counted) only when the count is needed."""
+    from . import guard
+
+    guard.check_write(
+        run,
+        count=(lambda: len(ids.read_all())) if ids.from_stdin else len(ids.given),
+        what=what,
+        max_affected=max_affected,
+        yes=yes,
+        stdin_free=not ids.from_stdin,
+    )
+
+
 def delete_each(
     run: AppContext,
     kind: Kind,
@@ -146,27 +161,35 @@ def delete_each(
     resource: Resource,
     *,
     dry_run: bool = False,
+    max_affected: int | None = None,
 ) -> None:
     """Delete each id after a confirmation on a terminal (or --yes); refuse without either.
 
     Prints `{"id": ..., "deleted": true}` per id that the answer says was deleted. A dry run asks
-    nothing: it checks that each id exists and prints the deletions it would make.
+    nothing: it checks that each id exists and prints the deletions it would make. A protected
+    profile's question (the count typed back, cli/guard.py) replaces the yes/no one.
     """
+    from . import guard
+
     if dry_run:
         plan_each_id(run, kind, ids, "delete", {}, resource, output)
         return
     printer = run.printer(output)
-    if not yes:
-        # Ids from stdin leave stdin busy: the question goes to the controlling terminal.
-        stdin_free = not ids.from_stdin
-        if not printer.can_ask(stdin_free=stdin_free):
-            raise UsageProblem(
-                f"Refusing to delete {kind.plural} without confirmation: there is no terminal "
-                "to ask on. Pass --yes to delete.",
-                param="--yes",
-            )
-        if ids.from_stdin:
-            printer.reading_stdin("the ids to delete, one per line,")
+    what = f"delete {kind.plural}"
+    guard.refuse_read_only(run, what)
+    # Ids from stdin leave stdin busy: the question goes to the controlling terminal.
+    stdin_free = not ids.from_stdin
+    ask = not yes and not guard.is_protected(run) and not getattr(run, "as_curl", False)
+    if ask and not printer.can_ask(stdin_free=stdin_free):
+        raise UsageProblem(
+            f"Refusing to delete {kind.plural} without confirmation: there is no terminal "
+            "to ask on. Pass --yes to delete.",
+            param="--yes",
+        )
+    if ids.from_stdin and (ask or guard.is_protected(run) or max_affected is not None):
+        printer.reading_stdin("the ids to delete, one per line,")
+    guard_ids(run, ids, what, max_affected, yes)
+    if ask:
         given = ids.read_all()  # ids from stdin are read first, to be shown in the question
         if given:
             shown = ", ".join(given[:5]) + (", ..." if len(given) > 5 else "")

@@ -42,7 +42,7 @@ R = TypeVar("R", bound="Record")
 
 # SGR codes of the one-line messages on stderr (drawn without rich: an error or a hint must not
 # cost rich's import).
-DIM, YELLOW, RED = "2", "33", "31"
+DIM, YELLOW, RED, BANNER = "2", "33", "31", "1;33"
 # Between two tracebacks of a chain, as Python says it.
 CAUSE = "The above exception was the direct cause of the following exception:"
 CONTEXT = "During handling of the above exception, another exception occurred:"
@@ -260,6 +260,27 @@ class Printer:
             with contextlib.closing(tty):
                 answer = ask(prompt, tty, tty)
         return answer.strip().lower() in ("y", "yes")
+
+    def banner(self, text: str) -> None:
+        """A one-line banner on stderr before a write to a protected profile (bold on a
+        terminal)."""
+        self._message(self._color(BANNER, shown(text)))
+
+    def type_back(self, question: str, *, stdin_free: bool = True) -> str | None:
+        """Ask for a line to be typed back (as `confirm` chooses the terminal): the line as
+        typed, "" at end of input, None when there is no terminal to ask on. Ctrl-C raises
+        KeyboardInterrupt."""
+        prompt = shown(question)
+        self._own_line()
+        if stdin_free and self.stdin_is_terminal():
+            answer = ask(prompt, self.streams.stdin, self.streams.stderr, eof_is_answer=True)
+        else:
+            tty = self.streams.controlling_terminal()
+            if tty is None:
+                return None
+            with contextlib.closing(tty):
+                answer = ask(prompt, tty, tty, eof_is_answer=True)
+        return answer
 
     def ask_value(self, question: str, *, hidden: bool) -> str:
         """A line typed on the terminal (stdin), Enter finishing it; `hidden`: not echoed.
