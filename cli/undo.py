@@ -14,7 +14,6 @@ Client, each write noting the entry it undoes.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,8 @@ import typer
 from . import options as opt
 from .context import AppContext, app_context
 from .errors import CliError, Failures, UsageProblem, describe, stops_the_loop
-from .journal import Entry, JournalError, Problem, journal_path, read
+from .guard import check_write, refuse_read_only
+from .journal import Entry, JournalError, Problem, journal_off, journal_path, read
 from .kinds import UNDONE
 
 if TYPE_CHECKING:
@@ -471,25 +471,6 @@ def recreation(
 # -- the writes ---------------------------------------------------------------------------------
 
 
-def _journal_note(run: AppContext, **extra: str | None) -> contextlib.AbstractContextManager[Any]:
-    """The journal's note on the entries written inside (until the journal lands: nothing)."""
-    note = getattr(run, "journal_note", None)
-    return note(**extra) if note is not None else contextlib.nullcontext()
-
-
-def _check_write(
-    run: AppContext, *, count: int | None, what: str, max_affected: int | None, yes: bool
-) -> None:
-    """The guard every write command calls before its first write (until guards lands: the
-    --max-affected part alone)."""
-    if max_affected is not None and count is not None and count > max_affected:
-        raise UsageProblem(
-            f"{what} would touch {count:,} records, over --max-affected {max_affected:,}: "
-            "nothing was written.",
-            param="--max-affected",
-        )
-
-
 def row(step: Step, status: str, *, id: str | None = None) -> dict[str, Any]:
     """One result: the entry undone, the write that undid it and the record it touched."""
     made = id if id is not None else step.id
@@ -524,9 +505,10 @@ def execute(run: AppContext, printer: Printer, steps: Sequence[Step]) -> BaseExc
                 continue
             id = renamed.get(key, step.id)
             target: ResourceClient[Any, Any, Any, Any] = getattr(run.client(), step.resource)
-            stands_for = step.id if id != step.id else None
+            # A record made anew stands for the deleted one, and so do later writes to it.
+            stands_for = step.id if step.operation == "create" or id != step.id else None
             try:
-                with _journal_note(run, undoes=step.entry, stands_for=stands_for):
+                with run.journal_note(undoes=step.entry, stands_for=stands_for):
                     if step.operation == "delete":
                         target.delete(id)
                     elif step.operation == "update":
@@ -579,15 +561,6 @@ Last = Annotated[
         "undo's own and commands already undone.",
     ),
 ]
-MaxAffected = Annotated[
-    int | None,
-    typer.Option(
-        "--max-affected",
-        metavar="N",
-        min=0,
-        help="Refuse, writing nothing, when more than N records would be touched.",
-    ),
-]
 Entries = Annotated[
     list[str] | None,
     typer.Argument(
@@ -595,12 +568,6 @@ Entries = Annotated[
         help="Journal entry ids (j_...) or run ids (r_..., every entry of one command); "
         "with --last, the number of commands N.",
         show_default=False,
-    ),
-]
-UndoYes = Annotated[
-    bool,
-    typer.Option(
-        "--yes", "-y", help="Under a protected profile: write without asking (no terminal)."
     ),
 ]
 
@@ -611,8 +578,8 @@ def undo(
     last: Last = False,
     force: Force = False,
     dry_run: opt.DryRun = False,
-    max_affected: MaxAffected = None,
-    yes: UndoYes = False,
+    max_affected: opt.MaxAffected = None,
+    yes: opt.WriteYes = False,
     output: opt.Output = None,
 ) -> None:
     """Put back the records that journal entries wrote, newest first: a create is undone by a
@@ -635,8 +602,16 @@ def undo(
     printer = run.printer(output)
     printer.format_for(UNDONE)
     ids, count = _arguments(entries or [], last)
+    cap = opt.max_affected(max_affected)
+    if not dry_run:
+        refuse_read_only(run, "undo")  # before the journal is read or anything is retrieved
     settings = run.settings()
     here = place_of(settings)
+    if journal_off(run.env):
+        raise UsageProblem(
+            "The journal is off (CONVRISK_JOURNAL=off): undo has no entries to read.",
+            param="CONVRISK_JOURNAL",
+        )
     path = journal_path(run.env)
     chosen = choose(path, here, printer, ids=ids, last=count)
     to_touch = sum(
@@ -645,8 +620,7 @@ def undo(
         if reversible(_light(entry)) and entry["entry"] not in chosen.undone_by
     )
     if not dry_run:
-        what = f"undo of {_counted(len(chosen.entries), 'entry', 'entries')}"
-        _check_write(run, count=to_touch, what=what, max_affected=max_affected, yes=yes)
+        check_write(run, count=to_touch, what="undo journal entries", max_affected=cap, yes=yes)
     plan = Planner(run, printer, chosen, force=force).make()
     first: BaseException | None = plan.refused[0] if plan.refused else None
     failed = len(plan.refused)

@@ -222,6 +222,8 @@ def test_last_n_counts_commands_and_skips_those_undone(
     written.add("delete", c["id"], dict(c), None, undoes=c_entry["entry"])
     rows = invoke("undo", "--last", "2", "-o", "json").ok().json()
     assert [r["id"] for r in rows] == [b["id"], a["id"]]
+    result = invoke("undo", "--last")
+    assert result.code == 1 and "Nothing to undo" in result.stderr
 
 
 @pytest.mark.parametrize("given", [["0"], ["x"], ["1", "2"], ["10001"]])
@@ -268,7 +270,7 @@ def test_max_affected_refuses_before_any_write(
     run = journal.new_id("r_")
     records = [created(backend, written, run=run)[0] for _ in range(3)]
     result = invoke("undo", run, "--max-affected", "2")
-    assert result.code == 2 and "over --max-affected 2" in result.stderr
+    assert result.code == 2 and "3 records, more than --max-affected 2" in result.stderr
     assert all(exists(backend, r["id"]) for r in records)
     invoke("undo", run, "--max-affected", "3").ok()
     assert not any(exists(backend, r["id"]) for r in records)
