@@ -14,7 +14,8 @@ import pytest
 from convrisk.api_client.resources import RESOURCES
 from convrisk.cli import journal
 
-from .both_backends import Cli, cli  # noqa: F401
+from .both_backends import Cli, cli, isolated_env  # noqa: F401
+from .console import SAFETY_TIMEOUT, on_a_terminal, read_until, run
 
 pytestmark = pytest.mark.e2e
 
@@ -182,3 +183,105 @@ def _every(cli: Cli) -> list[dict[str, Any]]:  # noqa: F811
             return rows
         cursor = page["data"][-1]["id"]
     raise AssertionError("more than 100,000 conversations")
+
+
+def test_undo_is_refused_on_a_read_only_profile(cli: Cli) -> None:  # noqa: F811
+    journaled(cli)
+    id = ok(cli, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
+    ok(cli, "config", "set", "read_only", "true")
+    result = cli.run("undo", "--last")
+    assert result.returncode == 2
+    assert "The profile 'default' is read-only" in result.stderr
+    assert record(cli, "conversations", id) is not None
+    # --dry-run writes nothing: it is allowed, and shows what undo would do.
+    planned = cli.run("undo", "--last", "--dry-run")
+    assert planned.returncode == 0, planned.stderr
+    assert planned.stdout.startswith(f"would delete {id} ")
+
+
+def test_undo_on_a_protected_profile_needs_yes_without_a_terminal(cli: Cli) -> None:  # noqa: F811
+    path = journaled(cli)
+    ids = ok(cli, "conv", "import", "-", input='{"contact_id": "a"}\n{"contact_id": "b"}\n')
+    ok(cli, "config", "set", "protected", "true")
+    refused = cli.run("undo", "--last")
+    assert refused.returncode == 2 and "Pass --yes" in refused.stderr
+    assert cli.count("conversations") == 2
+    before = len(entries(path))
+    done = cli.run("undo", "--last", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert "Protected profile 'default'" in done.stderr and ": 2 records." in done.stderr
+    assert cli.count("conversations") == 0 and len(ids.splitlines()) == 2
+    assert len(entries(path)) == before + 2  # the two deletes, journaled
+
+
+def test_max_affected_and_dry_run_write_nothing(cli: Cli) -> None:  # noqa: F811
+    path = journaled(cli)
+    lines = "".join(f'{{"contact_id": "c_{n}"}}\n' for n in range(5))
+    ok(cli, "conv", "import", "-", input=lines)
+    written = len(entries(path))
+    over = cli.run("undo", "--last", "--max-affected", "4")
+    assert over.returncode == 2
+    assert "5 records, more than --max-affected 4; nothing was sent." in over.stderr
+    planned = cli.run("undo", "--last", "--dry-run", "-o", "jsonl")
+    assert planned.returncode == 0, planned.stderr
+    assert [json.loads(line)["status"] for line in planned.stdout.splitlines()] == ["planned"] * 5
+    assert cli.count("conversations") == 5 and len(entries(path)) == written
+    ok(cli, "undo", "--last", "--max-affected", "5")
+    assert cli.count("conversations") == 0
+
+
+def test_a_record_changed_since_is_named_and_kept_unless_forced(cli: Cli) -> None:  # noqa: F811
+    journaled(cli)
+    id = ok(cli, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
+    ok(cli, "conv", "update", id, "--pin")  # the last command: undo it, then the create
+    ok(cli, "undo", "--last")
+    ok(cli, "conv", "update", id, "--mute")
+    ok(cli, "undo", "--last")
+    ok(cli, "conv", "update", id, "--archive")  # and not undone: the create is refused
+    journal_entries = entries(cli.home / "journal.jsonl")
+    create = next(e for e in journal_entries if e["operation"] == "create")
+    refused = cli.run("undo", create["entry"])
+    assert refused.returncode == 1
+    assert f"{create['entry']}: {id} changed since it was created (archived_at)" in refused.stderr
+    assert record(cli, "conversations", id) is not None
+    ok(cli, "undo", create["entry"], "--force")
+    assert record(cli, "conversations", id) is None
+
+
+def test_unknown_entries_and_entries_written_elsewhere_are_usage_errors(cli: Cli) -> None:  # noqa: F811
+    path = journaled(cli)
+    here = ok(cli, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
+    elsewhere = isolated_env(cli.home / "other", CONVRISK_DB=str(cli.home / "other.db"))
+    made = run({**elsewhere, "CONVRISK_JOURNAL": str(path)}, "conv", "create", "--group-id", "g")
+    assert made.returncode == 0, made.stderr
+    there = entries(path)[-1]
+    refused = cli.run("undo", entries(path)[0]["entry"], there["entry"])
+    assert refused.returncode == 2
+    assert f"{there['entry']} (profile default (local {cli.home / 'other.db'}))" in refused.stderr
+    unknown = cli.run("undo", "j_000000000000abcdef")
+    assert unknown.returncode == 2 and "No entry j_000000000000abcdef" in unknown.stderr
+    assert record(cli, "conversations", here) is not None
+    # --last passes over the other database's command: it undoes the create made here.
+    ok(cli, "undo", "--last")
+    assert record(cli, "conversations", here) is None
+
+
+def test_undo_on_a_protected_profile_asks_for_the_count_on_a_terminal(cli: Cli) -> None:  # noqa: F811
+    import os
+
+    journaled(cli)
+    ok(cli, "conv", "import", "-", input='{"contact_id": "a"}\n{"contact_id": "b"}\n')
+    ok(cli, "config", "set", "protected", "true")
+    child, fd = on_a_terminal(cli.env, "undo", "--last")
+    try:
+        asked = read_until(fd, b"to undo journal entries")
+        assert b"Type the number of records (2)" in asked
+        os.write(fd, b"2\n")
+        shown = read_until(fd, b"(undoes ")
+        assert child.wait(timeout=SAFETY_TIMEOUT) == 0, shown
+    finally:
+        os.close(fd)
+        if child.poll() is None:
+            child.kill()
+            child.wait(timeout=SAFETY_TIMEOUT)
+    assert cli.count("conversations") == 0
