@@ -156,7 +156,9 @@ def choose(
         index.append(light)
         if light.undoes is not None and light.status in ("ok", "replayed"):
             undone_by.setdefault(light.undoes, light.entry)
-    wanted = _named(index, ids, path) if last is None else _last(index, undone_by, here, last)
+    wanted = (
+        _named(index, ids, path) if last is None else _last(index, undone_by, here, last, printer)
+    )
     named = {i for i in ids if i.startswith("j_")}
     elsewhere = [light for light in index if light.entry in wanted and light.place != here]
     if elsewhere:
@@ -202,7 +204,9 @@ def _named(index: list[Light], ids: Sequence[str], path: Path) -> set[str]:
     return wanted
 
 
-def _last(index: list[Light], undone_by: Mapping[str, str], here: Place, count: int) -> set[str]:
+def _last(
+    index: list[Light], undone_by: Mapping[str, str], here: Place, count: int, printer: Printer
+) -> set[str]:
     """The entries of the last `count` commands that wrote here: not undo's own runs, and not
     runs whose every record was put back already."""
     runs: dict[str, list[Light]] = {}
@@ -228,6 +232,8 @@ def _last(index: list[Light], undone_by: Mapping[str, str], here: Place, count: 
             f"Nothing to undo on the {here.describe()}: the journal holds no write there that "
             "is not undone already."
         )
+    if len(picked) < count:
+        printer.notice(f"Only {_counted(len(picked), 'command', 'commands')} to undo here.")
     return {light.entry for run in picked for light in runs[run]}
 
 

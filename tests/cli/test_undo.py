@@ -220,8 +220,9 @@ def test_last_n_counts_commands_and_skips_those_undone(
     backend.conversations.delete(c["id"])
     # undo's own run, which undid the last command: --last passes over both.
     written.add("delete", c["id"], dict(c), None, undoes=c_entry["entry"])
-    rows = invoke("undo", "--last", "2", "-o", "json").ok().json()
-    assert [r["id"] for r in rows] == [b["id"], a["id"]]
+    result = invoke("undo", "--last", "3", "-o", "json").ok()
+    assert [r["id"] for r in result.json()] == [b["id"], a["id"]]
+    assert "Only 2 commands to undo here." in result.stderr
     result = invoke("undo", "--last")
     assert result.code == 1 and "Nothing to undo" in result.stderr
 
