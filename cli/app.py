@@ -77,6 +77,7 @@ class LazyGroup(OneSuggestion, TyperGroup):
             "config": functools.partial(_sub_group, "config", "config_cmd"),
             "status": _status_command,
             "api": _api_command,
+            "history": _history_command,
             "undo": _undo_command,
         }
         lazy = LazyCommands(builders)
@@ -133,6 +134,18 @@ def _status_command() -> Command:
 
     return typer.main.get_command_from_info(
         CommandInfo(name="status", callback=status, cls=Command),
+        pretty_exceptions_short=app.pretty_exceptions_short,
+        rich_markup_mode=app.rich_markup_mode,
+    )
+
+
+def _history_command() -> Command:
+    """`history`, built as `app.command("history")(history)` would build it."""
+    from .commands import Command
+    from .history import history
+
+    return typer.main.get_command_from_info(
+        CommandInfo(name="history", callback=history, cls=Command),
         pretty_exceptions_short=app.pretty_exceptions_short,
         rich_markup_mode=app.rich_markup_mode,
     )

@@ -82,9 +82,10 @@ class JournalError(Exception):
 
 
 def journal_path(env: Mapping[str, str]) -> Path:
-    """`CONVRISK_JOURNAL`, else `$XDG_STATE_HOME/convrisk/journal.jsonl` (~/.local/state)."""
+    """`CONVRISK_JOURNAL`, else `$XDG_STATE_HOME/convrisk/journal.jsonl` (~/.local/state);
+    with `CONVRISK_JOURNAL=off` (nothing journaled) the default file, for `history` to read."""
     chosen = env.get("CONVRISK_JOURNAL")
-    if chosen:
+    if chosen and not journal_off(env):
         return Path(chosen).expanduser()
     state = env.get("XDG_STATE_HOME", "")
     # The XDG spec says relative paths in these variables are invalid and must be ignored.
@@ -395,6 +396,134 @@ def _lines(stream: Any) -> Iterator[bytes | None]:
             yield None
             continue
         yield raw
+
+
+# Read from the end in blocks of this size (history lists the newest entries first).
+_BLOCK = 64 * 1024
+
+
+def read_newest(path: Path) -> Iterator[Entry | Problem]:
+    """The journal newest first, read from the end (the current file, then the rotated one):
+    each line an Entry, or a Problem naming a line that is not one. Only what is consumed is
+    read, so the newest entries of a large journal come at once.
+
+    Raises JournalError when a file cannot be read at all.
+    """
+    current = _open_to_read(path)
+    rotated = _open_to_read(path.with_name(ROTATED_NAME))
+    if (
+        current is not None
+        and rotated is not None
+        and os.path.samestat(*map(os.fstat, (current, rotated)))
+    ):
+        # Rotated between the two opens: the same file twice.
+        os.close(rotated)
+        rotated = None
+    try:
+        for fd, part in ((current, path), (rotated, path.with_name(ROTATED_NAME))):
+            if fd is not None:
+                yield from _backwards(fd, part)
+    finally:
+        for fd in (current, rotated):
+            if fd is not None:
+                os.close(fd)
+
+
+def _open_to_read(path: Path) -> int | None:
+    """A journal file opened to read (None when there is none), refused when it is not a file
+    of the user's (a directory, a symlink, another user's)."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == 40:  # ELOOP: a symlink
+            raise JournalError(f"The journal {path} is a symbolic link: not read.") from None
+        raise JournalError(f"Cannot read the journal {path}: {exc.strerror or exc}.") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+        os.close(fd)
+        what = "a directory" if stat.S_ISDIR(info.st_mode) else "not a file of yours"
+        raise JournalError(f"The journal {path} is {what}: not read.")
+    return fd
+
+
+def _backwards(fd: int, path: Path) -> Iterator[Entry | Problem]:
+    """The lines of one open journal file, last first, each parsed (see `_parse`).
+
+    The end is taken under a shared lock, so a line being appended is not read half written.
+    Line numbers are counted only when a problem is reported.
+    """
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    end = os.fstat(fd).st_size
+    fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def number(at: int) -> int:
+        """The 1-based number of the line that starts at byte `at` (counted when needed)."""
+        count = done = 0
+        while done < at:
+            chunk = os.pread(fd, min(_BLOCK * 16, at - done), done)
+            if not chunk:
+                break
+            count += chunk.count(b"\n")
+            done += len(chunk)
+        return count + 1
+
+    first = True  # the segment after the last line break: a line only when not empty
+
+    def line_out(start: int, raw: bytes | None) -> Iterator[Entry | Problem]:
+        nonlocal first
+        ended, first = not first, False
+        if not ended and raw == b"":
+            return  # the file ends with a line break
+        value = _parse(raw, ended)
+        yield Problem(path, number(start), value) if isinstance(value, str) else value
+
+    position = end
+    tail: bytes | None = b""  # the end of the line being read; None once it is too long
+    while position > 0:
+        size = min(_BLOCK, position)
+        position -= size
+        block = os.pread(fd, size, position)
+        if len(block) != size:
+            raise JournalError(f"The journal {path} changed while it was read.")
+        pieces = block.split(b"\n")
+        if tail is not None:
+            tail = pieces[-1] + tail
+            if len(tail) > MAX_LINE_BYTES:
+                tail = None
+        if len(pieces) == 1:
+            continue
+        # Each piece after the first starts right after a line break: a whole line.
+        start = position + size - len(pieces[-1])
+        yield from line_out(start, tail)
+        for piece in reversed(pieces[1:-1]):
+            start -= len(piece) + 1
+            yield from line_out(start, piece)
+        tail = pieces[0]
+    if end > 0:
+        yield from line_out(0, tail)
+
+
+def _parse(raw: bytes | None, ended: bool) -> Entry | str:
+    """A line (without its end of line) as an Entry, or why it is not one; None: too long."""
+    import json
+
+    if raw is None:
+        return f"longer than {MAX_LINE_BYTES:,} bytes, skipped"
+    if not ended:
+        return "cut short (no end of line), skipped"
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return "not UTF-8, skipped"
+    except (ValueError, RecursionError):
+        return "not JSON, skipped"
+    if not _is_entry(value):
+        return "not a journal entry, skipped"
+    return value  # type: ignore[no-any-return]
 
 
 _REQUIRED = {"entry": str, "run": str, "time": str, "operation": str, "outcome": dict}

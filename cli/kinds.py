@@ -45,6 +45,8 @@ class Kind:
     narrowing: tuple[Narrowing, ...] = ()
     # The field printed by `-o id` (a row without it is left out).
     id_key: str = "id"
+    # Terminal columns never cut (ids: a cut id cannot be pasted back).
+    never_cut: tuple[str, ...] = ("id",)
     # When set, the table format (on a terminal and piped alike) is readable lines made by this
     # function, instead of columns: each item is one screen line (data in it is escaped whole).
     line: Callable[[Row], Sequence[str]] | None = None
@@ -219,6 +221,79 @@ STATUS = Kind(
     _STATUS_COLUMNS,
     line=_status_lines,
     formats=("table", "json", "jsonl", "csv"),
+)
+
+
+def _history_time(row: Row) -> str:
+    """An entry's time as tables show times (`2026-11-25 06:15:00Z`), milliseconds left out."""
+    time = row.get("time")
+    if isinstance(time, str) and len(time) >= 19 and time[10:11] == "T":
+        return f"{time[:10]} {time[11:19]}Z"
+    return format_cell(time, "text")
+
+
+def _history_operation(row: Row) -> str:
+    """The operation, with its method for an `api` request; `undo` when it put a record back."""
+    operation = format_cell(row.get("operation"), "text")
+    if operation == "api":
+        operation = f"api {format_cell(row.get('method'), 'text')}"
+    return f"{operation} (undo)" if row.get("undoes") else operation
+
+
+def _outcome(key: str) -> Callable[[Row], object]:
+    def value(row: Row) -> object:
+        outcome = row.get("outcome")
+        return outcome.get(key) if isinstance(outcome, dict) else None
+
+    return value
+
+
+def _history_outcome(row: Row) -> str:
+    """ok, replayed, or failed with the error."""
+    status = format_cell(_outcome("status")(row), "text")
+    error = _outcome("error")(row)
+    return f"{status}: {error}" if error else status
+
+
+_HISTORY_COLUMNS = (
+    Column("time", "TIME"),
+    Column("entry", "ENTRY"),
+    Column("run", "RUN"),
+    Column("profile", "PROFILE"),
+    Column("backend", "BACKEND"),
+    Column("target", "TARGET"),
+    Column("operation", "OPERATION"),
+    Column("method", "METHOD"),
+    Column("path", "PATH"),
+    Column("resource", "RESOURCE"),
+    Column("id", "ID"),
+    Column("status", "STATUS", value=_outcome("status")),
+    Column("http_status", "HTTP_STATUS", value=_outcome("http_status")),
+    Column("error", "ERROR", value=_outcome("error")),
+    Column("idempotency_key", "IDEMPOTENCY_KEY"),
+    Column("undoes", "UNDOES"),
+    Column("stands_for", "STANDS_FOR"),
+    Column("argv", "ARGV", "json"),
+    Column("before", "BEFORE", "json"),
+    Column("after", "AFTER", "json"),
+)
+# `convrisk history`: journal entries; `-o id` prints entry ids (what `undo` takes).
+HISTORY = Kind(
+    "journal entry",
+    "journal entries",
+    _HISTORY_COLUMNS,
+    (
+        Column("time", "TIME", "time", value=_history_time),
+        Column("entry", "ENTRY"),
+        Column("operation", "OPERATION", value=_history_operation),
+        Column("resource", "RESOURCE"),
+        Column("id", "ID"),
+        Column("outcome", "OUTCOME", value=_history_outcome),
+        Column("profile", "PROFILE"),
+    ),
+    narrowing=(("date", "time"), ("drop", "profile"), ("drop", "resource")),
+    id_key="entry",
+    never_cut=("id", "entry"),
 )
 
 

@@ -66,7 +66,7 @@ def table_layout(
     widths = {i: natural(i) for i in shown}
 
     def is_id(i: int) -> bool:
-        return columns[i].key == "id"
+        return columns[i].key in kind.never_cut
 
     def minimum(i: int) -> int:
         if i in floors:
@@ -104,10 +104,12 @@ def table_layout(
     else:
         while steps and total(minimum) > width:
             apply(*steps.pop(0))
-        while len(shown) > 1 and total(minimum) > width:
+        kept = max(1, sum(map(is_id, shown)))  # the ids stay, or at least one column
+        while len(shown) > kept and total(minimum) > width:
             last = next(i for i in reversed(shown) if not is_id(i))
             left = width - (total(minimum) - minimum(last))
-            if len(shown) == 2 and left >= SQUEEZE_MIN and columns[last].kind == "text":
+            beside = len(shown) == kept + 1
+            if beside and left >= SQUEEZE_MIN and columns[last].kind == "text":
                 widths[last] = left  # the one column beside the id gets what is left
                 break
             shown.remove(last)
