@@ -290,6 +290,8 @@ class Planner:
         self.plan = Plan()
         # The state each record will be in once the steps planned so far are done (None: gone).
         self.state: dict[tuple[str, str], dict[str, Any] | None] = {}
+        # Entries of a whole command (a run id, --last) that need nothing, by reason.
+        self.skipped: dict[str, int] = {}
 
     def target(self, resource: str) -> ResourceClient[Any, Any, Any, Any]:
         """The Client's resource of this name."""
@@ -319,10 +321,16 @@ class Planner:
         """Say on stderr why an entry needs nothing done."""
         self.printer.notice(f"{entry['entry']}: {message}")
 
+    def skip(self, why: str) -> None:
+        """Count an entry of a whole command that needs nothing (one note per reason)."""
+        self.skipped[why] = self.skipped.get(why, 0) + 1
+
     def make(self) -> Plan:
         """Plan every chosen entry, newest first."""
         for entry in self.chosen.entries:
             self.entry(entry)
+        for why, count in self.skipped.items():
+            self.printer.notice(f"Skipped {_counted(count, 'entry', 'entries')}: {why}.")
         return self.plan
 
     def entry(self, entry: Entry) -> None:
@@ -341,23 +349,23 @@ class Planner:
             if name in self.chosen.named:
                 self.refuse(entry, message)
             else:
-                self.note(entry, message.replace("cannot", "skipped: it cannot"))
+                self.skip("`api` requests (convrisk cannot undo them; see `convrisk history`)")
             return
         if by is not None:
             if name in self.chosen.named:
                 self.refuse(entry, f"already undone by {by}.")
             else:
-                self.note(entry, f"already undone by {by}: skipped.")
+                self.skip("already undone")
             return
-        if light.status == "failed":
-            self.note(entry, f"its {light.operation} failed, nothing was written: skipped.")
-            return
-        if light.status == "replayed":
-            self.note(
-                entry,
-                f"its {light.operation} was a replay (an earlier command wrote it; undo that "
-                "one): skipped.",
-            )
+        if light.status in ("failed", "replayed"):
+            if light.status == "failed":
+                what, why = "failed", "undo puts back only what the service confirmed"
+            else:
+                what, why = "was a replay", "an earlier command made that record: undo that one"
+            if name in self.chosen.named:
+                self.note(entry, f"its {light.operation} {what}: skipped ({why}).")
+            else:
+                self.skip(f"their {light.operation} {what} ({why})")
             return
         resource = RESOURCES.get(light.resource) if light.resource else None  # type: ignore[call-overload]
         id = entry.get("id")

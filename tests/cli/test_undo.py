@@ -246,7 +246,7 @@ def test_an_entry_undone_already_is_refused(
     assert f"{entry['entry']}: already undone by {undoing['entry']}." in result.stderr
 
 
-def test_api_requests_are_refused_and_failures_skipped(
+def test_named_api_requests_are_refused_and_failures_skipped(
     invoke: Invoke, backend: LocalBackend, written: Journal
 ) -> None:
     api = written.add("api", None, None, None, resource=None, method="PUT", path="/v1/x")  # type: ignore[arg-type]
@@ -254,7 +254,7 @@ def test_api_requests_are_refused_and_failures_skipped(
     result = invoke("undo", api["entry"], failed["entry"])
     assert result.code == 1
     assert "an `api` request (PUT /v1/x) cannot be undone" in result.stderr
-    assert f"{failed['entry']}: its update failed, nothing was written: skipped." in result.stderr
+    assert f"{failed['entry']}: its update failed: skipped (undo puts back only" in result.stderr
 
 
 def test_dry_run_writes_nothing(invoke: Invoke, backend: LocalBackend, written: Journal) -> None:
@@ -302,3 +302,19 @@ def test_create_update_delete_of_one_record_undone_together_leave_it_gone(
     assert [r["id"] for r in rows] == [new_id] * 3
     assert all(r["stands_for"] == record["id"] for r in rows)
     assert not exists(backend, new_id) and not exists(backend, record["id"])
+
+
+def test_a_command_s_failed_and_api_entries_are_skipped_with_one_note_each(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    run = journal.new_id("r_")
+    record, _ = created(backend, written, run=run)
+    for _ in range(3):
+        written.add("create", None, None, None, run=run, status="failed")
+    written.add("api", None, None, None, run=run, resource=None, method="POST", path="/v1/x")  # type: ignore[arg-type]
+    result = invoke("undo", "--last").ok()
+    assert not exists(backend, record["id"])
+    assert result.stderr.splitlines() == [
+        "Skipped 1 entry: `api` requests (convrisk cannot undo them; see `convrisk history`).",
+        "Skipped 3 entries: their create failed (undo puts back only what the service confirmed).",
+    ]
