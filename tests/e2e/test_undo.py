@@ -103,13 +103,39 @@ def test_undo_of_an_update_puts_every_field_back(
             assert after[name] == before[name], name
 
 
-def test_undo_of_a_delete_makes_a_new_record_with_the_old_fields(cli: Cli) -> None:  # noqa: F811
+@pytest.mark.parametrize(
+    ("group", "resource", "make", "change", "writes"),
+    [
+        (
+            "conv",
+            "conversations",
+            ["--group-id", "g_1"],
+            ["--mute", "--archived-at", "1700000000"],
+            ["create", "update"],  # a create does not take is_muted or archived_at
+        ),
+        (
+            "risk",
+            "risk_profiles",
+            ["--customer-id", "cus_1", "--profile-type", "moderate", "--score", "72"],
+            ["--details", '{"x": [1, {"y": null}]}'],
+            ["create"],
+        ),
+    ],
+)
+def test_undo_of_a_delete_makes_a_new_record_with_the_old_fields(
+    cli: Cli,  # noqa: F811
+    group: str,
+    resource: str,
+    make: list[str],
+    change: list[str],
+    writes: list[str],
+) -> None:
     path = journaled(cli)
-    old = ok(cli, "conv", "create", "--group-id", "g_1", "-o", "id").strip()
-    ok(cli, "conv", "update", old, "--mute", "--archived-at", "1700000000")
-    before = record(cli, "conversations", old)
+    old = ok(cli, group, "create", *make, "-o", "id").strip()
+    ok(cli, group, "update", old, *change)
+    before = record(cli, resource, old)
     assert before is not None
-    ok(cli, "conv", "delete", old, "--yes")
+    ok(cli, group, "delete", old, "--yes")
     deleted = entries(path)[-1]
     result = cli.run("undo", "--last")
     assert result.returncode == 0, result.stderr
@@ -117,12 +143,12 @@ def test_undo_of_a_delete_makes_a_new_record_with_the_old_fields(cli: Cli) -> No
     new = line.split()[1]
     assert line.startswith(f"create {new} in place of {old}: ")
     assert line.endswith(f"(undoes {deleted['entry']})")
-    made = record(cli, "conversations", new)
-    assert new != old and made is not None and record(cli, "conversations", old) is None
-    assert settable("conversations", made) == settable("conversations", before)
+    made = record(cli, resource, new)
+    assert new != old and made is not None and record(cli, resource, old) is None
+    assert settable(resource, made) == settable(resource, before)
     # The journal says which old id the new record stands for, and which entry it undoes.
     undoing = [e for e in entries(path) if e.get("undoes") == deleted["entry"]]
-    assert [e["operation"] for e in undoing] == ["create", "update"]
+    assert [e["operation"] for e in undoing] == writes
     assert all(e["id"] == new and e.get("stands_for") == old for e in undoing)
 
 
