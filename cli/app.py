@@ -78,6 +78,7 @@ class LazyGroup(OneSuggestion, TyperGroup):
             "status": _status_command,
             "api": _api_command,
             "history": _history_command,
+            "undo": _undo_command,
         }
         lazy = LazyCommands(builders)
         for name, registered in self.commands.items():  # none today; kept if any are added
@@ -145,6 +146,18 @@ def _history_command() -> Command:
 
     return typer.main.get_command_from_info(
         CommandInfo(name="history", callback=history, cls=Command),
+        pretty_exceptions_short=app.pretty_exceptions_short,
+        rich_markup_mode=app.rich_markup_mode,
+    )
+
+
+def _undo_command() -> Command:
+    """`undo`, built as `app.command("undo")(undo)` would build it."""
+    from .commands import Command
+    from .undo import undo
+
+    return typer.main.get_command_from_info(
+        CommandInfo(name="undo", callback=undo, cls=Command),
         pretty_exceptions_short=app.pretty_exceptions_short,
         rich_markup_mode=app.rich_markup_mode,
     )

@@ -295,3 +295,33 @@ HISTORY = Kind(
     id_key="entry",
     never_cut=("id", "entry"),
 )
+
+
+def _undone_line(row: Row) -> list[str]:
+    """One result of `undo` as a readable line: the write, the record, the entry it undoes."""
+    planned = row.get("status") == "planned"
+    operation = row.get("operation")
+    id = row.get("id")
+    body = format_cell(row.get("body") or {}, "json")
+    if operation == "create":
+        made = "a new record" if planned else id
+        text = f"create {made} in place of {row.get('stands_for')}: {body}"
+    elif operation == "update":
+        text = f"update {id}: {body}"
+    else:
+        text = f"delete {id}"
+    if row.get("stands_for") and operation != "create":
+        text += f" (in place of {row['stands_for']})"
+    return [f"{'would ' if planned else ''}{text} (undoes {row.get('entry')})"]
+
+
+_UNDONE_COLUMNS = (
+    Column("entry", "ENTRY"),
+    Column("status", "STATUS"),
+    Column("operation", "OPERATION"),
+    Column("id", "ID"),
+    Column("stands_for", "STANDS FOR"),
+    Column("body", "BODY", "json"),
+)
+# What `undo` did (or would do): one row per write, naming the entry it undoes.
+UNDONE = Kind("undone entry", "undone entries", _UNDONE_COLUMNS, _UNDONE_COLUMNS, line=_undone_line)
