@@ -92,9 +92,7 @@ def check_write(
         return
     expected = settings.profile if number is None else str(number)
     noun = "the profile's name" if number is None else "the number of records"
-    typed = printer.type_back(
-        f"Type {noun} ({expected}) to {what}, anything else to stop: ", stdin_free=stdin_free
-    )
+    typed = printer.type_back(f"Type {noun} ({expected}) to {what}: ", stdin_free=stdin_free)
     if typed is None:  # the terminal went away since can_ask
         raise UsageProblem(
             f"The profile {settings.profile!r} is protected and there is no terminal to ask "

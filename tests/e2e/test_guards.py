@@ -323,7 +323,7 @@ def test_a_mark_that_is_not_true_or_false_is_exit_2_naming_the_key(cli: Cli) -> 
 
 # -- the protected question on a terminal ---------------------------------------------------------
 
-QUESTION = "Type the number of records ({n}) to {what}, anything else to stop:"
+QUESTION = "Type the number of records ({n}) to {what}:"
 
 
 def test_the_protected_question_on_a_terminal_writes_when_the_count_is_typed_back(
@@ -332,7 +332,7 @@ def test_the_protected_question_on_a_terminal_writes_when_the_count_is_typed_bac
     convs, _ = seed(cli, 3)
     mark(cli, "prod", "protected")
     term = Terminal(cli.env, ["--profile", "prod", "conv", "delete", *convs[:2]], columns=80)
-    term.read_until(b"to stop: ")
+    term.read_until(b"to delete conversations: ")
     screen = term.text()
     assert screen[0].startswith("Protected profile 'prod' ("), screen
     where = cli.serve.url if cli.serve is not None else f"database {cli.db_path}"
@@ -343,9 +343,9 @@ def test_the_protected_question_on_a_terminal_writes_when_the_count_is_typed_bac
     assert term.finish() == 0
     assert cli.count("conversations") == 1
     shown = term.text()
-    asked = shown.index(QUESTION.format(n=2, what="delete conversations") + " 2")
-    assert shown[asked + 1].split() == ["ID", "DELETED"]
-    assert [line.split()[0] for line in shown[asked + 2 :]] == convs[:2]
+    question = shown.index(QUESTION.format(n=2, what="delete conversations") + " 2")
+    assert shown[question + 1].split() == ["ID", "DELETED"]
+    assert [line.split()[0] for line in shown[question + 2 :]] == convs[:2]
     # No yes/no question after the count: the typed-back count is the confirmation.
     assert not any("[y/N]" in line for line in shown)
 
@@ -358,7 +358,7 @@ def test_a_wrong_count_or_no_answer_at_the_protected_question_writes_nothing(
     convs, _ = seed(cli, 2)
     mark(cli, "prod", "protected")
     term = Terminal(cli.env, ["--profile", "prod", "conv", "update", *convs, "--mute"], columns=80)
-    term.read_until(b"to stop: ")
+    term.read_until(b"to update conversations: ")
     term.send(answer)
     assert term.finish() == 1
     last = term.text()[-1]
@@ -384,7 +384,7 @@ def test_the_protected_question_goes_to_the_terminal_when_stdin_carries_the_reco
             columns=80,
             stdin=stdin,
         )
-        term.read_until(b"to stop: ")
+        term.read_until(b"to import conversations: ")
         assert term.text()[-1] == QUESTION.format(n=3, what="import conversations")
         term.send(b"3\r")
         assert term.finish() == 0
