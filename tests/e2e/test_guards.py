@@ -267,8 +267,10 @@ def test_max_affected_that_is_not_a_whole_number_is_exit_2_naming_it(cli: Cli) -
 def test_status_and_config_profiles_show_both_marks(cli: Cli) -> None:  # noqa: F811
     mark(cli, "prod", "protected")
     mark(cli, "ro", "read_only")
+    mark(cli, "both", "protected", "read_only")
     for profile, protected, read_only, writes in [
         ("default", False, False, "allowed"),
+        ("both", True, True, "refused: the profile is read-only (and protected)"),
         ("prod", True, False, "protected: each asks for the number of records typed back"),
         ("ro", False, True, "refused: the profile is read-only"),
     ]:
@@ -281,6 +283,7 @@ def test_status_and_config_profiles_show_both_marks(cli: Cli) -> None:  # noqa: 
         ("default", False, False),
         ("prod", True, False),
         ("ro", False, True),
+        ("both", True, True),
     ]
     csv = ok(cli.run("config", "profiles", "-o", "csv")).splitlines()
     assert csv[0].endswith(",protected,read_only") and csv[2].endswith(",true,false")
@@ -290,6 +293,7 @@ def test_status_and_config_profiles_show_both_marks(cli: Cli) -> None:  # noqa: 
     assert screen[0].split() == ["PROFILE", "BACKEND", "TOKEN", "MARKS"]
     assert screen[2].split()[0] == "prod" and screen[2].endswith("protected")
     assert screen[3].split()[0] == "ro" and screen[3].endswith("read-only")
+    assert screen[4].split()[0] == "both" and screen[4].endswith("read-only, protected")
 
 
 # -- bad values -----------------------------------------------------------------------------------
@@ -366,6 +370,26 @@ def test_a_wrong_count_or_no_answer_at_the_protected_question_writes_nothing(
     assert last == f"Aborted ({said}): nothing was sent."
     rows = json.loads(ok(cli.run("conv", "list", "-o", "json")))
     assert [row["is_muted"] for row in rows] == [False, False]
+
+
+def test_ctrl_c_at_the_protected_question_is_interrupted_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    from .both_backends import local_cli
+
+    local = local_cli(tmp_path)
+    mark(local, "prod", "protected")
+    term = Terminal(
+        local.env, ["--profile", "prod", "conv", "create", "--contact-id", "c"], columns=80
+    )
+    term.read_until(b"to create a conversation: ")
+    term.send(b"\x03")
+    assert term.finish() == 130
+    shown = term.text()
+    assert shown[-2].startswith(QUESTION.format(n=1, what="create a conversation"))
+    assert shown[-1] == "Interrupted."
+    assert local.count("conversations") == 0
+    local.close()
 
 
 def test_the_protected_question_goes_to_the_terminal_when_stdin_carries_the_records(
