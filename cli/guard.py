@@ -84,7 +84,7 @@ def check_write(
                 f"{max_affected:,}; nothing was sent.",
                 param="--max-affected",
             )
-    if not settings.protected:
+    if not settings.protected or number == 0:  # nothing to write: nothing to confirm
         return
     size = "" if number is None else f": {_records(number)}"
     printer.banner(f"Protected profile {settings.profile!r} ({_where(run)}): {what}{size}.")
