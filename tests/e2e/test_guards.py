@@ -201,6 +201,59 @@ def test_a_protected_profile_with_yes_writes_after_a_banner_naming_the_profile_a
     assert plain.returncode == 0 and plain.stderr == ""
 
 
+@pytest.mark.parametrize("mark_key", ["protected", "read_only"])
+def test_a_refused_write_does_not_wait_for_its_stdin(tmp_path: Path, mark_key: str) -> None:
+    """Refused before stdin is read: stdin stays open with nothing written to it, and the
+    command still ends at once."""
+    import subprocess
+
+    from .both_backends import local_cli
+    from .console import CONVRISK, SAFETY_TIMEOUT
+
+    local = local_cli(tmp_path)
+    mark(local, "guarded", mark_key)
+    for args in (
+        [
+            "risk",
+            "create",
+            "--customer-id",
+            "c",
+            "--profile-type",
+            "moderate",
+            "--score",
+            "1",
+            "--details",
+            "-",
+        ],
+        ["risk", "update", "rp_01HVZ8Q2K4M6P8R0T2V4X6Z8B0", "--details", "-"],
+        ["conv", "update", "-", "--mute"],
+        ["conv", "delete", "-"],
+        ["conv", "import", "-"],
+        ["api", "-X", "POST", "/v1/conversations", "-d", "-"],
+    ):
+        child = subprocess.Popen(
+            [str(CONVRISK), "--profile", "guarded", *args],
+            env=local.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        assert child.stdin is not None and child.stderr is not None
+        try:
+            code = child.wait(timeout=SAFETY_TIMEOUT / 4)  # stdin stays open meanwhile
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait(timeout=SAFETY_TIMEOUT)
+            child.stdin.close()
+        err = child.stderr.read()
+        assert code == 2, (args, err)
+        assert "nothing was sent" in err, (args, err)
+    local.close()
+
+
 # -- --max-affected -------------------------------------------------------------------------------
 
 
