@@ -345,7 +345,8 @@ def test_guarded_profiles_print_without_a_question_and_nothing_is_journaled(
             assert curl_lines(result), (profile, args)
             assert "nothing was sent" in result.stderr
             # Run by hand, the line writes past every guard: said once, as a warning.
-            warning = f"Warning: The profile {profile!r} is {profile.replace('_', '-')}: run as"
+            mark = profile.replace("_", "-")
+            warning = f"Warning: The profile {profile!r} is {mark}: the printed writes, run by hand"
             assert warning in result.stderr
     assert stored(cli.db_path) == before
     assert not journal.exists()
