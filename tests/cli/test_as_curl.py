@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import shlex
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,8 @@ from convrisk.api_client.capture import (
 from convrisk.api_client.http import HTTPBackend
 from convrisk.api_client.params import ConversationCreateParams
 from convrisk.cli.as_curl import command_line
+
+from .conftest import Invoke
 
 SECRET = "s3cret-token-value"
 BASE = "http://127.0.0.1:8765"
@@ -166,3 +169,45 @@ def test_a_url_with_glob_characters_turns_curl_s_globbing_off() -> None:
     request = CapturedRequest("GET", f"{BASE}/v1/conversations?a[]={{x}}", (), b"")
     words = words_of(command_line(request))
     assert "--globoff" in words and f"{BASE}/v1/conversations?a[]={{x}}" in words
+
+
+def test_stdout_holds_curl_lines_only_whatever_the_output_format(
+    invoke: Invoke, db_path: Path, terminal: Callable[..., None]
+) -> None:
+    ids = ["conv_01HV0000000000000000000000", "conv_01HV0000000000000000000001"]
+    for extra in (["-o", "json"], ["-o", "csv"], ["--jq", ".id"], ["-o", "table"]):
+        if extra == ["-o", "table"]:
+            terminal("stdout", "stderr")
+        result = invoke("conv", "get", *ids, *extra, "--as-curl").ok()
+        lines = result.lines()
+        assert [shlex.split(line)[2:4] for line in lines] == [
+            ["GET", f"$CONVRISK_BASE_URL/v1/conversations/{id}"] for id in ids
+        ]
+        assert "2 requests printed" in result.stderr
+    assert not db_path.exists()  # the local database is not even opened
+
+
+def test_the_token_never_reaches_a_line_and_the_service_s_url_is_written_out(
+    invoke: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CONVRISK_BASE_URL", "http://127.0.0.1:9/")
+    monkeypatch.setenv("CONVRISK_TOKEN", SECRET)
+    created = invoke("--as-curl", "conv", "create", "--contact-id", "c_1").ok()
+    assert SECRET not in created.stdout + created.stderr
+    (line,) = created.lines()
+    assert shlex.split(line)[3] == "http://127.0.0.1:9/v1/conversations"
+    assert "set CONVRISK_TOKEN" in created.stderr and "CONVRISK_BASE_URL" not in created.stderr
+    monkeypatch.delenv("CONVRISK_TOKEN")
+    untokened = invoke("conv", "create", "--contact-id", "c_1", "--as-curl").ok()
+    assert "Authorization" not in untokened.stdout  # the request carries none either
+    assert "No token is set" in untokened.stderr
+
+
+def test_a_command_that_fails_its_checks_prints_nothing_and_keeps_its_exit_code(
+    invoke: Invoke,
+) -> None:
+    both = invoke("conv", "create", "--contact-id", "c", "--group-id", "g", "--as-curl")
+    assert both.code == 2 and both.stdout == "" and "printed" not in both.stderr
+    mixed = invoke("conv", "get", "conv_01HV0000000000000000000000", "rp_1", "--as-curl")
+    assert mixed.code == 2 and len(mixed.lines()) == 1
+    assert "1 request printed" in mixed.stderr
