@@ -109,7 +109,13 @@ EndingBefore = Annotated[
     ),
 ]
 Yes = Annotated[
-    bool, typer.Option("--yes", "-y", help="Delete without asking (needed without a terminal).")
+    bool,
+    typer.Option(
+        "--yes",
+        "-y",
+        help="Delete without asking (needed without a terminal); on a protected profile, "
+        "without the count typed back.",
+    ),
 ]
 WriteYes = Annotated[
     bool,
