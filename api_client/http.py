@@ -327,7 +327,7 @@ class HTTPResource(Generic[M, C, U, F]):
         that every request would meet (a refused token, an unreachable service) stops the batch:
         the other requests give up their retries and the items not yet sent are `NotSent`.
         """
-        if stop_on_error or len(items) < 2:
+        if stop_on_error or len(items) < 2 or self._t.one_at_a_time:
             results: builtins.list[Created[M] | ConvriskError] = []
             for params, key in items:
                 result = self._create_or_error(params, key, None)

@@ -97,7 +97,14 @@ def api(
     client = run.client()
     if paginate:
         pages = cast("Any", client.raw_pages(target))
-        printer.pages(ANSWER, pages, hint_more=False, cursor_option="starting_after={} in PATH")
+        try:
+            printer.pages(ANSWER, pages, hint_more=False, cursor_option="starting_after={} in PATH")
+        except run.captured():
+            printer.hint(
+                "--as-curl: only the first page's request is printed: each later page's "
+                "cursor comes from the answer to the page before it."
+            )
+            raise
         return
     answer = client.send(verb, target, body)
     printer.answer(answer.body)

@@ -19,7 +19,13 @@ import builtins
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from convrisk.api_client.errors import APIError, ConvriskError, InvalidRequestError, NotSent
+from convrisk.api_client.errors import (
+    APIError,
+    ConvriskError,
+    InvalidRequestError,
+    NotSent,
+    stops_every_request,
+)
 from convrisk.api_client.params import DEFAULT_LIMIT
 from convrisk.api_client.protocol import (
     Backend,
@@ -184,10 +190,16 @@ class JournaledResource(Generic[M, C, U, F]):
     # -- entries --------------------------------------------------------------------------------
 
     def _before(self, id: str) -> M | None:
-        """The object as it is now, or None when it cannot be read (the write says why)."""
+        """The object as it is now, or None when it cannot be read (the write then says why).
+
+        An error every request would meet (the token refused, the service unreachable) is
+        raised at once: the write is not sent to meet it again.
+        """
         try:
             return self._inner.retrieve(id)
-        except ConvriskError:
+        except ConvriskError as exc:
+            if stops_every_request(exc):
+                raise
             return None
 
     def _created(self, made: Created[M], key: str | None) -> Entry:

@@ -291,7 +291,7 @@ HISTORY = Kind(
         Column("outcome", "OUTCOME", value=_history_outcome),
         Column("profile", "PROFILE"),
     ),
-    narrowing=(("date", "time"), ("drop", "profile"), ("drop", "resource")),
+    narrowing=(("date", "time"), ("drop", "profile"), ("drop", "resource"), ("drop", "time")),
     id_key="entry",
     never_cut=("id", "entry"),
 )

@@ -50,14 +50,22 @@ def print_list(
                 f"scanned {read:,} {kind.plural}, {matched:,} matching..."
             )
         )
-    if printer.takes_json_text() and ending_before is None:
-        texts = target.iter_json_pages(filters, limit=limit, starting_after=starting_after)
-        printer.json_pages(kind, texts, hint_more=hint_more, cursor_option=going_on)
-    else:
-        pages = target.iter_pages(
-            filters, limit=limit, starting_after=starting_after, ending_before=ending_before
-        )
-        printer.pages(kind, pages, hint_more=hint_more, cursor_option=going_on)
+    try:
+        if printer.takes_json_text() and ending_before is None:
+            texts = target.iter_json_pages(filters, limit=limit, starting_after=starting_after)
+            printer.json_pages(kind, texts, hint_more=hint_more, cursor_option=going_on)
+        else:
+            pages = target.iter_pages(
+                filters, limit=limit, starting_after=starting_after, ending_before=ending_before
+            )
+            printer.pages(kind, pages, hint_more=hint_more, cursor_option=going_on)
+    except run.captured():
+        if scanned or limit is None or limit > run.client().page_size:
+            printer.hint(
+                "--as-curl: only the first page's request is printed: each later page's "
+                "cursor comes from the answer to the page before it."
+            )
+        raise
 
 
 def for_each_id(
@@ -83,10 +91,13 @@ def for_each_id(
         printer.reading_stdin("ids, one per line,")
     first: BaseException | None = None
     failed = 0
+    captured = run.captured()
     with printer.records(kind, many=ids.many) as sink:
         for id in ids:
             try:
                 row = action(id)
+            except captured:
+                continue  # --as-curl: printed, not sent; the next id's request needs no answer
             except ConvriskError as exc:
                 # An id no service has (too long) is named by its start, as its error does.
                 named = id if len(id) <= MAX_ID_LENGTH else cut_id(id)

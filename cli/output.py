@@ -27,7 +27,7 @@ from .cells import json_text, shown
 from .errors import ErrorInfo, JqFailed, OutputFailed, StdoutClosed, UsageProblem
 from .iostreams import IOStreams, ask
 from .kinds import ANSWER, Kind, Row
-from .sinks import CsvSink, IdSink, JsonlSink, JsonSink, LineSink, Sink, TsvSink
+from .sinks import CsvSink, IdSink, JsonlSink, JsonSink, LineSink, NullSink, Sink, TsvSink
 
 if TYPE_CHECKING:
     import logging
@@ -61,8 +61,11 @@ class Printer:
         json_errors: bool | None = None,
         streams: IOStreams | None = None,
         chosen: bool = False,
+        requests_only: bool = False,
     ) -> None:
         self.fmt = fmt
+        # --as-curl: stdout holds the requests' curl lines only, never a record or an answer.
+        self.requests_only = requests_only
         # Whether the format was asked for on this command line (-o): `-o table` draws the
         # table even when piped, and a format the command cannot print is a usage error (a
         # default from the settings gives way to `table` instead).
@@ -332,6 +335,8 @@ class Printer:
     def sink(self, kind: Kind, many: bool) -> Sink:
         """The sink of this format for rows of `kind` (see `records`)."""
         fmt = self.format_for(kind)
+        if self.requests_only:
+            return NullSink(self, kind, many)
         # The --jq and terminal sinks are imported when chosen: a piped format loads neither.
         if self.shape is not None:
             if self.shape.fields is not None:
@@ -373,7 +378,7 @@ class Printer:
     def answer(self, body: bytes) -> None:
         """The body of an answer to `convrisk api`: piped, as it was sent; on a terminal,
         indented (and coloured) when it is JSON, escaped text otherwise; through --jq if given."""
-        if not body:
+        if not body or self.requests_only:
             return
         jq = self.shape.jq if self.shape is not None else None
         if jq is None and not self.stdout_is_terminal():

@@ -96,7 +96,7 @@ def test_a_count_that_costs_is_not_taken_for_an_ordinary_profile(profiles: None)
 def test_printing_requests_as_curl_passes_every_guard(profiles: None) -> None:
     for profile in ("ro", "prod"):
         run = run_of(profile)
-        run.as_curl = True  # type: ignore[attr-defined]
+        run.as_curl = True
         check_write(run, count=10, what="delete conversations", max_affected=None, yes=False)
 
 

@@ -1,0 +1,211 @@
+"""The journal of writes through the installed script, on both backends: what each write
+records, never a token, and a journal that cannot be written (the write still happens)."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .both_backends import Cli, isolated_env
+from .both_backends import Serve as Served
+from .both_backends import cli as cli  # a fixture: each test on the local db and on serve
+from .both_backends import serve as serve  # a fixture: one serve for the module
+from .console import CONVRISK, SAFETY_TIMEOUT, assert_loads_none_of
+
+# A token that a record may carry too (a careless user pasted it into a field).
+LEAKED = "tok-Leak3d-8c1f2a"
+
+
+def journal_file(cli: Cli) -> Path:
+    """Where convrisk run with this Cli's environment keeps its journal."""
+    return Path(cli.env["XDG_STATE_HOME"]) / "convrisk" / "journal.jsonl"
+
+
+def entries(path: Path) -> list[dict[str, Any]]:
+    """Every line of a journal, each of which must be one JSON object."""
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+
+
+def ok(cli: Cli, *args: str, input: str | None = None, **env: str) -> str:
+    """Run convrisk, which must succeed; its stdout."""
+    result = cli.run(*args, input=input, **env)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_each_kind_of_write_records_before_after_and_outcome(cli: Cli) -> None:
+    path = journal_file(cli)
+    conv = ok(cli, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
+    ok(cli, "conv", "update", conv, "--mute", "-o", "id")
+    ok(cli, "conv", "delete", conv, "--yes", "-o", "id")
+    risk = ok(
+        cli, "risk", "create", "--customer-id", "cus_1", "--profile-type", "moderate",
+        "--score", "40", "-o", "id",
+    ).strip()  # fmt: skip
+    lines = "".join(json.dumps({"contact_id": f"c_{n}"}) + "\n" for n in range(3))
+    imported = [json.loads(line) for line in ok(cli, "conv", "import", "-", input=lines).split()]
+    posted = json.loads(
+        ok(cli, "api", "/v1/risk-profiles/" + risk, "-X", "PUT", "-d", '{"score": 7}')
+    )
+    ok(cli, "api", "-X", "DELETE", f"/v1/risk-profiles/{risk}")
+    ok(cli, "conv", "list")  # a read: nothing journaled
+
+    made, updated, deleted, risk_made, *batch, put, api_delete = entries(path)
+    assert (made["operation"], made["id"], made["before"]) == ("create", conv, None)
+    assert made["after"]["contact_id"] == "c_1" and made["outcome"]["status"] == "ok"
+    assert made["argv"][:3] == ["convrisk", "conv", "create"]
+    assert made["backend"] == cli.name and made["profile"] == "default"
+    assert made["target"] == (cli.serve.url if cli.serve else str(cli.db_path))
+    assert updated["before"]["is_muted"] is False and updated["after"]["is_muted"] is True
+    assert (deleted["operation"], deleted["after"]) == ("delete", None)
+    assert deleted["before"]["is_muted"] is True
+    assert (risk_made["resource"], risk_made["id"]) == ("risk_profiles", risk)
+    # An import: one entry per record, one run, each with the key that makes a re-run replay.
+    assert [e["id"] for e in batch] == [r["id"] for r in imported]
+    assert len({e["run"] for e in batch}) == 1 and all(e["idempotency_key"] for e in batch)
+    assert (put["operation"], put["method"], put["id"], put["after"]) == (
+        "api",
+        "PUT",
+        risk,
+        posted,
+    )
+    assert put["outcome"] == {"status": "ok", "http_status": 200}
+    assert (api_delete["method"], api_delete["resource"], api_delete["id"]) == (
+        "DELETE", "risk_profiles", risk,
+    )  # fmt: skip
+    assert len({e["run"] for e in (made, updated, deleted)}) == 3
+    assert len({e["entry"] for e in entries(path)}) == len(entries(path))
+
+
+def test_an_import_run_again_is_journaled_as_replayed(cli: Cli) -> None:
+    lines = json.dumps({"contact_id": "c_9"}) + "\n"
+    ok(cli, "conv", "import", "-", input=lines)
+    ok(cli, "conv", "import", "-", input=lines)
+    first, again = entries(journal_file(cli))
+    assert first["outcome"]["status"] == "ok" and again["outcome"]["status"] == "replayed"
+    assert first["id"] == again["id"] and first["run"] != again["run"]
+
+
+def test_no_form_of_the_token_is_ever_journaled(cli: Cli) -> None:
+    """After every kind of write, with the token in the environment and in the data written
+    (a field, a path, a body): the journal holds none of it, as it is or encoded."""
+    env = {"CONVRISK_TOKEN": cli.env.get("CONVRISK_TOKEN", LEAKED)}
+    token = env["CONVRISK_TOKEN"]
+    conv = ok(cli, "conv", "create", "--contact-id", token, "-o", "id", **env).strip()
+    ok(cli, "conv", "update", conv, "--pinned-message-id", token, **env)
+    ok(cli, "conv", "import", "-", input=json.dumps({"group_id": token}) + "\n", **env)
+    ok(cli, "api", "/v1/conversations", "-d", json.dumps({"contact_id": token}), **env)
+    cli.run("conv", "update", f"conv_{token}", "--mute", **env)  # refused, with the id echoed
+    ok(cli, "conv", "delete", conv, "--yes", **env)
+    text = journal_file(cli).read_text("utf-8")
+    assert len(text.splitlines()) >= 5
+    for form in (token, token.replace("-", "\\u002d"), token.replace("-", "%2D")):
+        assert form not in text
+    assert "***" in text
+
+
+def test_a_failed_write_is_journaled_and_a_refused_one_is_not(cli: Cli) -> None:
+    missing = "conv_01HVZ8Q2K4M6P8R0T2V4X6Z8B0"
+    result = cli.run("conv", "update", missing, "--mute")
+    assert result.returncode == 3, result.stderr
+    (failed,) = entries(journal_file(cli))
+    assert (failed["operation"], failed["id"], failed["before"]) == ("update", missing, None)
+    assert failed["outcome"]["status"] == "failed" and missing in failed["outcome"]["error"]
+    # An id of another shape: refused before anything is done locally (no entry); sent to a
+    # remote service, which refuses it (an entry, with its HTTP status).
+    refused = cli.run("conv", "update", "not-an-id", "--mute")
+    assert refused.returncode == (1 if cli.remote else 2), refused.stderr
+    after = entries(journal_file(cli))[1:]
+    if cli.remote:
+        assert [e["outcome"]["http_status"] for e in after] == [400]
+    else:
+        assert after == []
+
+
+def test_with_the_journal_off_nothing_is_written(cli: Cli) -> None:
+    ok(cli, "conv", "create", "--contact-id", "c_1", CONVRISK_JOURNAL="off")
+    assert not journal_file(cli).parent.exists()
+
+
+@pytest.mark.parametrize("unwritable", ["directory", "symlink", "under_a_file"])
+def test_a_journal_that_cannot_be_written_warns_once_and_the_writes_happen(
+    cli: Cli, tmp_path: Path, unwritable: str
+) -> None:
+    path = tmp_path / "j" / "journal.jsonl"
+    path.parent.mkdir()
+    if unwritable == "directory":
+        path.mkdir()
+    elif unwritable == "symlink":
+        (tmp_path / "elsewhere").write_text("")
+        path.symlink_to(tmp_path / "elsewhere")
+    else:
+        path = tmp_path / "j" / "a-file" / "journal.jsonl"
+        path.parent.write_text("")
+    made = cli.run("conv", "create", "--contact-id", "c_1", "-o", "id", CONVRISK_JOURNAL=str(path))
+    assert made.returncode == 0, made.stderr
+    assert made.stdout.startswith("conv_")
+    (warning,) = made.stderr.splitlines()
+    assert warning.startswith("Warning: The journal was not written") and str(path) in warning
+    ids = [made.stdout.strip(), ok(cli, "conv", "create", "--contact-id", "c_2", "-o", "id")]
+    both = cli.run(
+        "conv", "update", *[i.strip() for i in ids], "--mute", "-o", "id",
+        CONVRISK_JOURNAL=str(path),
+    )  # fmt: skip
+    assert both.returncode == 0 and len(both.stdout.split()) == 2
+    assert len(both.stderr.splitlines()) == 1  # one warning for the command, not one per write
+    assert cli.count("conversations") == 2
+    if unwritable == "symlink":
+        assert (tmp_path / "elsewhere").read_text() == ""
+
+
+def test_a_full_disk_leaves_no_half_line_and_the_write_stands(cli: Cli, tmp_path: Path) -> None:
+    """The file size limit stands in for a full disk: the append fails (EFBIG), the journal is
+    cut back to where it was, the create is done, one warning."""
+    path = tmp_path / "journal.jsonl"
+    ok(cli, "conv", "create", "--contact-id", "c_0", CONVRISK_JOURNAL=str(path))
+    # A journal larger than the database's files, so that only the journal meets the limit.
+    path.write_bytes(path.read_bytes() * 4000)
+    before = path.read_bytes()
+    limit = len(before) + 100  # room for part of a line, not for all of it
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    result = subprocess.run(
+        [str(CONVRISK), "conv", "create", "--contact-id", "c_1", "-o", "id"],
+        env={**cli.env, "CONVRISK_JOURNAL": str(path)},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=SAFETY_TIMEOUT,
+        preexec_fn=small_files,
+    )
+    assert result.returncode == 0, result.stderr
+    (warning,) = result.stderr.splitlines()
+    assert "The journal was not written" in warning and "too large" in warning.lower()
+    assert path.read_bytes() == before
+    assert cli.store.conversations.retrieve(result.stdout.strip())["contact_id"] == "c_1"
+
+
+def test_a_remote_write_loads_no_sqlite(serve: Served, tmp_path: Path) -> None:
+    """The journal's folder is made without the local backend's database module."""
+    env = isolated_env(tmp_path, CONVRISK_BASE_URL=serve.url, CONVRISK_TOKEN=serve.token)
+    args = ["conv", "create", "--contact-id", "c", "-o", "id"]
+    call = f"from convrisk.cli.app import main\ncode = main({args!r})\n"
+    assert_loads_none_of(env, call, {"sqlite3", "_sqlite3", "convrisk.local_backend.database"})
+    assert len(entries(tmp_path / "state" / "convrisk" / "journal.jsonl")) == 1
+
+
+def test_the_journal_is_private(cli: Cli) -> None:
+    ok(cli, "conv", "create", "--contact-id", "c_1")
+    path = journal_file(cli)
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert path.parent.stat().st_mode & 0o777 == 0o700
+    assert sys.platform != "win32" and os.stat(path).st_uid == os.geteuid()
