@@ -298,8 +298,14 @@ class Planner:
         target: ResourceClient[Any, Any, Any, Any] = getattr(self.run.client(), resource)
         return target
 
-    def current(self, resource: str, id: str) -> dict[str, Any] | None:
-        """The record as it is (or will be after the planned steps); None when it is gone."""
+    def current(
+        self, resource: str, id: str, assumed: Mapping[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """The record as it is (or will be after the planned steps); None when it is gone.
+
+        Under --as-curl the read is printed, not sent: the record is taken to be `assumed`,
+        as its entry left it.
+        """
         from convrisk.api_client.errors import NotFoundError
 
         key = (resource, id)
@@ -308,6 +314,8 @@ class Planner:
                 self.state[key] = dict(self.target(resource).retrieve(id))
             except NotFoundError:
                 self.state[key] = None
+            except self.run.captured():
+                self.state[key] = None if assumed is None else dict(assumed)
         return self.state[key]
 
     def refuse(self, entry: Entry, message: str) -> None:
@@ -399,7 +407,7 @@ class Planner:
         if not isinstance(after, dict):
             self.refuse(entry, "the entry lacks the record it created: cannot undo it.")
             return
-        current = self.current(resource.name, id)
+        current = self.current(resource.name, id, after)
         if current is None:
             self.note(entry, f"{id} is gone already: nothing to undo.")
             return
@@ -427,7 +435,7 @@ class Planner:
         if not back:
             self.note(entry, f"the update of {id} changed nothing a client sets: nothing to undo.")
             return
-        current = self.current(resource.name, id)
+        current = self.current(resource.name, id, after)
         if current is None:
             self.refuse(entry, f"{id} was deleted since the update: nothing to put back.")
             return
@@ -449,7 +457,7 @@ class Planner:
         if not isinstance(before, dict):
             self.refuse(entry, "the entry lacks the record it deleted: cannot undo it.")
             return
-        current = self.current(resource.name, id)
+        current = self.current(resource.name, id, None)
         if current is not None:
             names = compared(resource)
             fields = differs(current, before, names)
@@ -517,19 +525,8 @@ def execute(run: AppContext, printer: Printer, steps: Sequence[Step]) -> BaseExc
                 printer.error(describe(refusal, remote=printer.remote))
                 first = first or refusal
                 continue
-            id = renamed.get(key, step.id)
-            target: ResourceClient[Any, Any, Any, Any] = getattr(run.client(), step.resource)
-            # A record made anew stands for the deleted one, and so do later writes to it.
-            stands_for = step.id if step.operation == "create" or id != step.id else None
             try:
-                with run.journal_note(undoes=step.entry, stands_for=stands_for):
-                    if step.operation == "delete":
-                        target.delete(id)
-                    elif step.operation == "update":
-                        target.update(id, step.body)
-                    else:
-                        id = recreate(target, step)
-                        renamed[key] = id
+                id = write(run, step, renamed.get(key, step.id))
             except ConvriskError as exc:
                 printer.error(
                     describe(exc, remote=printer.remote, id=step.entry, settings=run.settings)
@@ -540,8 +537,58 @@ def execute(run: AppContext, printer: Printer, steps: Sequence[Step]) -> BaseExc
                 if stops_the_loop(exc):
                     break
                 continue
+            renamed[key] = id
             sink.write([row(step, "undone", id=id)])
     return first
+
+
+def write(run: AppContext, step: Step, id: str) -> str:
+    """One step's write to the record `id` (a recreated record's new id once made), journaled
+    as undoing its entry; the id of the record it wrote."""
+    target: ResourceClient[Any, Any, Any, Any] = getattr(run.client(), step.resource)
+    # A record made anew stands for the deleted one, and so do later writes to it.
+    stands_for = step.id if step.operation == "create" or id != step.id else None
+    with run.journal_note(undoes=step.entry, stands_for=stands_for):
+        if step.operation == "delete":
+            target.delete(id)
+        elif step.operation == "update":
+            target.update(id, step.body)
+        else:
+            id = recreate(target, step)
+    return id
+
+
+def print_requests(run: AppContext, printer: Printer, steps: Sequence[Step]) -> None:
+    """--as-curl: each step's write printed as a curl command line, not sent. A write to a
+    record made anew (the update after its create, an older entry's write) goes to the id the
+    create answers: it is not printed, and a hint says so."""
+    captured = run.captured()
+    made: set[tuple[str, str]] = set()
+    later = updates = 0
+    for step in steps:
+        key = (step.resource, step.id)
+        if key in made:
+            later += 1
+            continue
+        try:
+            write(run, step, step.id)
+        except captured:
+            if step.operation == "create":
+                made.add(key)
+                updates += bool(step.then)
+    untold = []
+    if later:
+        untold.append(_counted(later, "write to a record made anew", "writes to records made anew"))
+    if updates:
+        untold.append(
+            f"the update of the fields a create does not take, where the answer differs from "
+            f"them ({_counted(updates, 'record', 'records')})"
+        )
+    if untold:
+        printer.hint(
+            f"--as-curl: not printed, as they go to the id a create would answer: "
+            f"{' and '.join(untold)}."
+        )
 
 
 def recreate(target: ResourceClient[Any, Any, Any, Any], step: Step) -> str:
@@ -638,7 +685,10 @@ def undo(
     plan = Planner(run, printer, chosen, force=force).make()
     first: BaseException | None = plan.refused[0] if plan.refused else None
     failed = len(plan.refused)
-    if dry_run:
+    if run.as_curl:
+        if not dry_run:  # a dry run's requests are its reads, printed as the plan made them
+            print_requests(run, printer, plan.steps)
+    elif dry_run:
         with printer.records(UNDONE, many=True) as sink:
             sink.write([row(step, "planned") for step in plan.steps])
         printer.notice(
