@@ -318,3 +318,41 @@ def test_a_command_s_failed_and_api_entries_are_skipped_with_one_note_each(
         "Skipped 1 entry: `api` requests (convrisk cannot undo them; see `convrisk history`).",
         "Skipped 3 entries: their create failed (undo puts back only what the service confirmed).",
     ]
+
+
+def old_id(prefix: str, hours_ago: float) -> str:
+    """An entry or run id made `hours_ago` hours ago."""
+    import os
+    import time
+
+    ms = int((time.time() - hours_ago * 3600) * 1000)
+    return f"{prefix}{ms:012x}{os.urandom(3).hex()}"
+
+
+def test_the_journal_is_read_back_only_as_far_as_the_choice_needs(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    written.path.parent.mkdir(parents=True, exist_ok=True)
+    written.path.write_bytes(b"not json, three hours old\n")
+    run = old_id("r_", 3)
+    old, _ = created(backend, written, run=run, entry=old_id("j_", 3))
+    recent, _ = created(backend, written)
+    result = invoke("undo", "--last").ok()
+    assert "line 1" not in result.stderr  # three hours back: not read
+    assert not exists(backend, recent["id"]) and exists(backend, old["id"])
+    # An old entry named is found however far back it is (and the bad line is named on the way).
+    again = invoke("undo", run).ok()
+    assert f"The journal {written.path} line 1: not JSON, skipped." in again.stderr
+    assert not exists(backend, old["id"])
+
+
+def test_last_takes_every_entry_of_a_command_whose_lines_interleave_with_another(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    long_run, short_run = journal.new_id("r_"), journal.new_id("r_")
+    first, _ = created(backend, written, run=long_run)
+    other, _ = created(backend, written, run=short_run)
+    last, _ = created(backend, written, run=long_run)  # the long command ended last
+    rows = invoke("undo", "--last", "-o", "json").ok().json()
+    assert [r["id"] for r in rows] == [last["id"], first["id"]]
+    assert exists(backend, other["id"])
