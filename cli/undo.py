@@ -7,9 +7,10 @@ an update of the fields it changed back to their values before, a delete by a cr
 fields (a new id, which stands for the old one). A record whose current state is not the entry's
 `after` (compared on the fields a client sets) is left alone unless --force.
 
-The plan is made first (journal read, every record retrieved, nothing written), then the writes
-are counted and checked (read-only, protected, --max-affected), then run through the journaled
-Client, each write noting the entry it undoes.
+The plan is made first (the journal read newest first, only as far back as the choice needs;
+every record retrieved; nothing written), then the writes are counted and checked (read-only,
+protected, --max-affected), then run through the journaled Client, each write noting the entry
+it undoes. --dry-run prints the plan; --as-curl prints its requests.
 """
 
 from __future__ import annotations
@@ -118,6 +119,7 @@ def reversible(light: Light) -> bool:
 
 
 def _light(entry: Entry) -> Light:
+    """What the choice and the plan read of an entry, its optional keys checked."""
     undoes = entry.get("undoes")
     resource = entry.get("resource")
     return Light(
@@ -796,4 +798,5 @@ def _arguments(given: list[str], last: bool) -> tuple[list[str], int | None]:
 
 
 def _counted(count: int, one: str, many: str) -> str:
+    """`1 entry`, `2 entries`."""
     return f"{count:,} {one if count == 1 else many}"
