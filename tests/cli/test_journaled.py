@@ -11,8 +11,7 @@ import pytest
 
 from convrisk.api_client.errors import ConvriskError
 from convrisk.cli.context import AppContext
-from convrisk.cli.journal import Recorder
-from convrisk.cli.journaled import JournaledBackend
+from convrisk.cli.journaled import JournaledBackend, Recorder
 from convrisk.local_backend.store import LocalBackend
 
 
