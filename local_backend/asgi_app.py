@@ -85,6 +85,13 @@ class ServeApp:
 
         try:
             await self._serve(scope, receive, sending)
+        except asyncio.CancelledError:
+            # The stop did not wait for it (a second signal, or the drain ran out): one line,
+            # not uvicorn's traceback of a cancellation.
+            self.log.notice(
+                "warning",
+                f"{scope['method']} {scope['path']}: not answered, the server stopped first.",
+            )
         except Exception:
             if started:
                 raise

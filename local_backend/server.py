@@ -8,7 +8,9 @@ protocols that add what uvicorn lacks (local_backend.uvicorn_protocols), and sta
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import logging
+import os
 import resource
 import signal
 import socket
@@ -37,6 +39,8 @@ from .wire import Wire
 KEEP_ALIVE_SECONDS = 15
 # How long a stop waits for requests in flight before it cancels them.
 DRAIN_SECONDS = 10
+# How long a stop may take in all, drain included, before the process ends itself.
+STOP_SECONDS = DRAIN_SECONDS + 20
 BACKLOG = 2048
 # Descriptors kept back for the database, the log and the process itself.
 _RESERVED_FDS = 32
@@ -180,6 +184,16 @@ class ConvriskServer:
         """Stop accepting; requests in flight go on (server_close waits for them)."""
         self._uvicorn.should_exit = True
 
+    @property
+    def stopped(self) -> bool:
+        """Whether the serving thread has ended (or never started)."""
+        return self._thread is None or not self._thread.is_alive()
+
+    def force_exit(self) -> None:
+        """Stop without waiting for requests in flight (a second Ctrl-C)."""
+        self._uvicorn.should_exit = True
+        self._uvicorn.force_exit = True
+
     def server_close(self) -> None:
         """Wait for the requests in flight (DRAIN_SECONDS at most), then close everything."""
         self.shutdown()
@@ -215,16 +229,25 @@ def run_server(
     log_format: str = "text",
     chaos: Chaos | None = None,
 ) -> None:
-    """Serve the SQLite file at `db_path` until SIGINT or SIGTERM, then close everything."""
+    """Serve the SQLite file at `db_path` until SIGINT or SIGTERM, then close everything.
+
+    A second signal stops at once, without waiting for requests in flight; a stop that has not
+    ended STOP_SECONDS after the first signal ends the process (exit 1) with a line in the log.
+    """
     from .store import LocalBackend
 
-    stop = threading.Event()
+    # Signal handlers only append here: one that took a lock (threading.Event.set) could run
+    # while the main thread holds that same lock inside Event.wait, and wait for ever.
+    signals: list[int] = []
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
+        signals.append(signum)
+        if len(signals) > 1:
+            server.force_exit()
 
     backend = LocalBackend(db_path)
     previous: dict[signal.Signals, Any] = {}
+    watchdog: threading.Timer | None = None
     try:
         try:
             server = make_server(
@@ -244,10 +267,28 @@ def run_server(
                 previous[signum] = signal.signal(signum, on_signal)
         with server.running():
             on_ready(server.url)
-            # A timed wait keeps the main thread responsive to signals on every platform.
-            while not stop.wait(0.5):
-                pass
+            # A sleep, not a lock: see `signals`. PEP 475 resumes it after each handler.
+            while not signals:
+                time.sleep(0.1)
+            watchdog = _end_within(STOP_SECONDS, log)
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
         backend.close()
+    if watchdog is not None and server.stopped:
+        watchdog.cancel()
+
+
+def _end_within(seconds: float, log: Log) -> threading.Timer:
+    """End the process `seconds` from now unless cancelled (a stop that hangs): the stacks of
+    its threads on stderr, for the bug report, then exit 1."""
+
+    def end() -> None:
+        log(f"convrisk serve: did not stop within {seconds:g} seconds of the signal; exiting.")
+        faulthandler.dump_traceback(all_threads=True)
+        os._exit(1)
+
+    timer = threading.Timer(seconds, end)
+    timer.daemon = True
+    timer.start()
+    return timer

@@ -63,9 +63,18 @@ class Serve:
         try:
             code = self.proc.wait(timeout=SAFETY_TIMEOUT)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=SAFETY_TIMEOUT)
-            raise AssertionError(f"convrisk serve did not stop on signal {sig}") from None
+            # SIGABRT: the stacks of its threads on stderr (PYTHONFAULTHANDLER), then the end.
+            self.proc.send_signal(signal.SIGABRT)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=SAFETY_TIMEOUT)
+            self.reader.join(timeout=10)
+            stacks = "".join(self.log)[-6000:]
+            raise AssertionError(
+                f"convrisk serve did not stop on signal {sig}; its log and stacks:\n{stacks}"
+            ) from None
         self.reader.join(timeout=SAFETY_TIMEOUT)
         return code, "".join(self.log)
 
@@ -95,7 +104,7 @@ def start_serve(home: Path, *extra: str, token: str | None = TOKEN) -> Serve:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        env=isolated_env(home),
+        env=isolated_env(home, PYTHONFAULTHANDLER="1"),
     )
     assert proc.stderr is not None
     banner: list[str] = []

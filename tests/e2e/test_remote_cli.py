@@ -6,6 +6,8 @@ import json
 import re
 import shlex
 import signal
+import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -206,3 +208,28 @@ def _export_line(served: Serve) -> dict[str, str]:
     assert len(lines) == 1, served.banner
     words = shlex.split(lines[0])
     return dict(word.split("=", 1) for word in words[1:])
+
+
+def test_a_second_signal_stops_serve_at_once_with_a_request_in_flight(tmp_path: Path) -> None:
+    served = start_serve(tmp_path, "--latency", "30000")
+    try:
+        host, port = served.url.removeprefix("http://").rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=10) as held:
+            held.sendall(
+                b"GET /v1/conversations HTTP/1.1\r\nHost: x\r\n"
+                + f"Authorization: Bearer {TOKEN}\r\n\r\n".encode()
+            )
+            time.sleep(0.5)  # the request is in the server, waiting out its latency
+            served.proc.send_signal(signal.SIGTERM)
+            time.sleep(0.5)
+            assert served.proc.poll() is None  # draining: the first signal waits for it
+            started = time.monotonic()
+            code, log = served.stop(signal.SIGINT)
+            took = time.monotonic() - started
+    finally:
+        if served.proc.poll() is None:
+            served.stop(signal.SIGKILL)
+    assert code == 0, log
+    assert took < 5, f"stopped {took:.1f} s after the second signal"
+    assert "Traceback" not in log
+    assert "GET /v1/conversations: not answered, the server stopped first." in log

@@ -7,6 +7,8 @@ import re
 import signal
 import socket
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -168,3 +170,18 @@ def test_run_server_on_a_busy_port_is_a_clear_error(tmp_path: Path) -> None:
                 on_ready=lambda url: None,
                 log=lambda line: None,
             )
+
+
+def test_a_stop_that_hangs_ends_the_process_with_its_stacks_in_the_log() -> None:
+    script = (
+        "import time\n"
+        "from convrisk.local_backend.server import _end_within\n"
+        "_end_within(0.3, lambda line: print(line, flush=True))\n"
+        "time.sleep(30)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1
+    assert "did not stop within 0.3 seconds of the signal; exiting." in done.stdout
+    assert 'File "<string>", line 4 in <module>' in done.stderr  # the main thread, asleep
