@@ -94,11 +94,16 @@ class JournalError(Exception):
     """The journal cannot be used at all (a folder or file convrisk must not touch)."""
 
 
+def journal_off(env: Mapping[str, str]) -> bool:
+    """Whether `CONVRISK_JOURNAL=off` turns the journal off (for benchmarks)."""
+    return env.get("CONVRISK_JOURNAL", "").strip().lower() == "off"
+
+
 def journal_path(env: Mapping[str, str]) -> Path:
     """`CONVRISK_JOURNAL`, else `$XDG_STATE_HOME/convrisk/journal.jsonl` (~/.local/state);
     with `CONVRISK_JOURNAL=off` (nothing journaled) the default file, for `history` to read."""
     chosen = env.get("CONVRISK_JOURNAL")
-    if chosen and chosen.strip().lower() != "off":  # `off`: see journaled.journal_off
+    if chosen and not journal_off(env):
         return Path(chosen).expanduser()
     state = env.get("XDG_STATE_HOME", "")
     # The XDG spec says relative paths in these variables are invalid and must be ignored.

@@ -111,7 +111,8 @@ def _scrubbed(value: Any, scrub: Callable[[str], str]) -> Any:
 
 
 def journal_off(env: Mapping[str, str]) -> bool:
-    """Whether `CONVRISK_JOURNAL=off` turns the journal off (for benchmarks)."""
+    """Whether `CONVRISK_JOURNAL=off` turns the journal off (journal.journal_off's rule, here
+    so that a command that writes nothing need not import the journal to know it)."""
     return env.get("CONVRISK_JOURNAL", "").strip().lower() == "off"
 
 
