@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from convrisk.api_client.capture import CapturedRequest
     from convrisk.api_client.protocol import Backend
 
-    from .journal import Recorder
+    from .journaled import Recorder
     from .shape import FieldChoice
 
 
@@ -203,24 +203,20 @@ class AppContext:
     def recorder(self) -> Recorder | None:
         """The journal of this run's writes; None when CONVRISK_JOURNAL=off, or with --as-curl
         (nothing is sent, so nothing is written)."""
-        from .journal import journal_off
+        from .journaled import Recorder, journal_off
 
-        if (
-            self._recorder is None
-            and not journal_off(self.env)
-            and not getattr(self, "as_curl", False)
+        if self._recorder is None and not (
+            journal_off(self.env) or getattr(self, "as_curl", False)
         ):
-            from convrisk.api_client.endpoint import shown_url
-
-            from .journal import Recorder, journal_path
-
             settings = self.settings()
             remote = settings.base_url is not None
             self._recorder = Recorder(
-                journal_path(self.env),
+                None,
+                env=self.env,
                 profile=settings.profile,
                 backend="remote" if remote else "local",
-                target=shown_url(settings.base_url or "") if remote else str(settings.db),
+                # A base_url holds no credentials (settings refuse them): shown as it is.
+                target=settings.base_url or "" if remote else str(settings.db),
                 argv=["convrisk", *self.argv],
                 secrets=[s for s in (settings.token, self.env.get("CONVRISK_TOKEN")) if s],
                 warn=lambda text: self.printer().warning(text),

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from convrisk.cli import journal
-from convrisk.cli.journal import Entry, JournalError, Problem, Recorder, redact_argv
+from convrisk.cli.journal import Entry, JournalError, Problem
+from convrisk.cli.journaled import Recorder, redact_argv
 
 
 def _entry(n: int, **extra: Any) -> Entry:

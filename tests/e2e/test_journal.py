@@ -209,3 +209,43 @@ def test_the_journal_is_private(cli: Cli) -> None:
     assert path.stat().st_mode & 0o777 == 0o600
     assert path.parent.stat().st_mode & 0o777 == 0o700
     assert sys.platform != "win32" and os.stat(path).st_uid == os.geteuid()
+
+
+def test_a_killed_import_loses_at_most_the_batch_in_flight(cli: Cli) -> None:
+    """The journal is appended batch by batch as an import goes: killed at any point, every
+    line it holds is whole and names a record that exists, and at most one batch (256 records)
+    was written without its lines."""
+    import signal
+    import time
+
+    count = 20_000
+    records = "".join(json.dumps({"contact_id": f"c_{n}"}) + "\n" for n in range(count))
+    source = cli.home / "records.jsonl"
+    source.write_text(records)
+    path = journal_file(cli)
+    proc = cli.popen("conv", "import", str(source))
+    deadline = time.monotonic() + SAFETY_TIMEOUT
+    while proc.poll() is None and time.monotonic() < deadline:
+        if path.exists() and path.stat().st_size > 0:
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=SAFETY_TIMEOUT)
+    journaled = [entry["id"] for entry in entries(path)]  # every line whole
+    stored = {record["id"] for record in _every(cli.store.conversations)}
+    assert journaled and set(journaled) <= stored and len(set(journaled)) == len(journaled)
+    assert len(stored) - len(journaled) <= 256, (len(stored), len(journaled))
+    print(f"killed after {len(stored)} of {count} records, {len(journaled)} journaled")
+
+
+def _every(resource: Any) -> list[dict[str, Any]]:
+    """Every record of a resource of the local store, page by page."""
+    found: list[dict[str, Any]] = []
+    cursor = None
+    for _ in range(10_000):
+        page = resource.list(limit=100, starting_after=cursor)
+        found += page["data"]
+        if not page["has_more"]:
+            return found
+        cursor = page["data"][-1]["id"]
+    raise AssertionError("more pages than records")
