@@ -215,8 +215,7 @@ class AppContext:
                 env=self.env,
                 profile=settings.profile,
                 backend="remote" if remote else "local",
-                # A base_url holds no credentials (settings refuse them): shown as it is.
-                target=settings.base_url or "" if remote else str(settings.db),
+                target=journal_target(settings),
                 argv=["convrisk", *self.argv],
                 secrets=[s for s in (settings.token, self.env.get("CONVRISK_TOKEN")) if s],
                 warn=lambda text: self.printer().warning(text),
@@ -260,6 +259,15 @@ class AppContext:
         if self._client is not None:
             client, self._client = self._client, None
             client.close()
+
+
+def journal_target(settings: Settings) -> str:
+    """Where writes go, as the journal records it and `undo` compares it: the base_url (it holds
+    no credentials: settings refuse them), or the database's absolute path (a relative --db
+    names another file from another folder)."""
+    if settings.base_url is not None:
+        return settings.base_url
+    return str(settings.db.absolute())
 
 
 def build_client(

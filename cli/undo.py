@@ -65,11 +65,10 @@ class Place:
 
 def place_of(settings: Settings) -> Place:
     """The place the current settings write to."""
-    if settings.base_url is not None:
-        from convrisk.api_client.endpoint import shown_url
+    from .context import journal_target
 
-        return Place(settings.profile, "remote", shown_url(settings.base_url))
-    return Place(settings.profile, "local", str(settings.db))
+    backend = "local" if settings.base_url is None else "remote"
+    return Place(settings.profile, backend, journal_target(settings))
 
 
 def entry_place(entry: Mapping[str, Any]) -> Place:

@@ -356,3 +356,21 @@ def test_last_takes_every_entry_of_a_command_whose_lines_interleave_with_another
     rows = invoke("undo", "--last", "-o", "json").ok().json()
     assert [r["id"] for r in rows] == [last["id"], first["id"]]
     assert exists(backend, other["id"])
+
+
+def test_a_relative_db_is_the_file_it_named_where_the_write_ran(
+    invoke: Invoke, written: Journal, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, other = tmp_path / "first", tmp_path / "other"
+    first.mkdir()
+    other.mkdir()
+    monkeypatch.chdir(first)
+    id = invoke("--db", "x.db", "conv", "create", "--contact-id", "c", "-o", "id").ok().stdout
+    invoke("--db", "x.db", "conv", "delete", id.strip(), "--yes").ok()
+    monkeypatch.chdir(other)  # the same words name another file here: not where it was deleted
+    result = invoke("--db", "x.db", "undo", "--last")
+    assert result.code == 1 and f"(local {other / 'x.db'})" in result.stderr
+    assert not (other / "x.db").exists()  # nothing was made there
+    monkeypatch.chdir(first)
+    [row] = invoke("--db", "x.db", "undo", "--last", "-o", "json").ok().json()
+    assert (row["operation"], row["stands_for"]) == ("create", id.strip())
