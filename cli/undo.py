@@ -694,9 +694,9 @@ Last = Annotated[
 Entries = Annotated[
     list[str] | None,
     typer.Argument(
-        metavar="ENTRY...",
-        help="Journal entry ids (j_...) or run ids (r_..., every entry of one command); "
-        "with --last, the number of commands N.",
+        metavar="ENTRY",
+        help="Journal entry ids (j_...) or run ids (r_..., every entry of one command), as "
+        "`convrisk history` shows them; with --last, the number of commands N.",
         show_default=False,
     ),
 ]
