@@ -374,3 +374,69 @@ def test_a_relative_db_is_the_file_it_named_where_the_write_ran(
     monkeypatch.chdir(first)
     [row] = invoke("--db", "x.db", "undo", "--last", "-o", "json").ok().json()
     assert (row["operation"], row["stands_for"]) == ("create", id.strip())
+
+
+def test_what_is_already_as_undo_would_leave_it_needs_nothing(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    gone, made = created(backend, written)
+    backend.conversations.delete(gone["id"])
+    record, _ = created(backend, written)
+    _, changed = updated(backend, written, record["id"], {"is_muted": True})
+    backend.conversations.update(record["id"], {"is_muted": False})  # put back by hand
+    result = invoke("undo", made["entry"], changed["entry"], "-o", "json").ok()
+    assert result.json() == []
+    assert f"{made['entry']}: {gone['id']} is gone already: nothing to undo." in result.stderr
+    assert f"{record['id']} is as it was before the update already" in result.stderr
+
+
+def test_a_deleted_id_that_exists_again_is_compared_with_the_record_deleted(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    record, _ = created(backend, written)
+    # The journal says it was deleted, yet the id is there (a service restored it).
+    entry = written.add("delete", record["id"], dict(record), None)
+    same = invoke("undo", entry["entry"]).ok()
+    assert f"{record['id']} exists again as it was: nothing to undo." in same.stderr
+    backend.conversations.update(record["id"], {"is_pinned": True})
+    changed = invoke("undo", entry["entry"])
+    assert changed.code == 1
+    assert "changed since the delete (it exists again) (is_pinned)" in changed.stderr
+    [row] = invoke("undo", entry["entry"], "--force", "-o", "json").ok().json()
+    assert (row["operation"], row["id"], row["body"]) == (
+        "update",
+        record["id"],
+        {"is_pinned": False},
+    )
+    assert backend.conversations.retrieve(record["id"])["is_pinned"] is False
+
+
+def test_an_entry_without_its_records_cannot_be_undone(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    record, _ = created(backend, written)
+    entry = written.add("update", record["id"], None, dict(record))
+    result = invoke("undo", entry["entry"])
+    assert result.code == 1
+    assert "lacks the record before or after it: cannot undo it." in result.stderr
+
+
+def test_with_the_journal_off_undo_has_nothing_to_read(
+    invoke: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CONVRISK_JOURNAL", "off")
+    result = invoke("undo", "--last")
+    assert result.code == 2 and "The journal is off (CONVRISK_JOURNAL=off)" in result.stderr
+
+
+def test_refusals_are_json_lines_on_stderr_with_json_output(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    import json
+
+    record, entry = created(backend, written)
+    backend.conversations.update(record["id"], {"is_muted": True})
+    result = invoke("undo", entry["entry"], "-o", "json")
+    assert result.code == 1 and result.json() == []
+    [error] = [json.loads(line)["error"] for line in result.stderr.splitlines()]
+    assert error["type"] == "undo_refused" and entry["entry"] in error["message"]
