@@ -82,7 +82,7 @@ def api(
     writes = verb not in _READS
     what = f"send {verb} {path}"
     if writes:
-        guard.refuse_read_only(run, what)
+        guard.refuse_early(run, what, yes=yes, stdin_free=data != "-")
     if data == "-" and verb not in _NO_BODY:
         printer.reading_stdin("the body of -d (JSON)")
     body = None if data is None else _body(data, verb)

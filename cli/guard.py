@@ -38,6 +38,25 @@ def refuse_read_only(run: AppContext, what: str) -> None:
         )
 
 
+def refuse_early(run: AppContext, what: str, *, yes: bool, stdin_free: bool = True) -> None:
+    """What `check_write` refuses without a count, checked before any input is read: a
+    read-only profile, and a protected one with neither --yes nor a terminal to ask on."""
+    refuse_read_only(run, what)
+    if not yes and is_protected(run):
+        _refuse_without_terminal(run, what, stdin_free)
+
+
+def _refuse_without_terminal(run: AppContext, what: str, stdin_free: bool) -> None:
+    """The protected profile's refusal when there is no terminal to ask on (exit 2)."""
+    if not run.printer().can_ask(stdin_free=stdin_free):
+        raise UsageProblem(
+            f"The profile {run.settings().profile!r} is protected: refusing to {what} without "
+            "confirmation, and there is no terminal to ask on. Pass --yes to go on; nothing "
+            "was sent.",
+            param="--yes",
+        )
+
+
 def check_write(
     run: AppContext,
     *,
@@ -62,13 +81,8 @@ def check_write(
     settings = run.settings()
     printer = run.printer()
     asking = settings.protected and not yes
-    if asking and not printer.can_ask(stdin_free=stdin_free):
-        raise UsageProblem(
-            f"The profile {settings.profile!r} is protected: refusing to {what} without "
-            "confirmation, and there is no terminal to ask on. Pass --yes to go on; nothing "
-            "was sent.",
-            param="--yes",
-        )
+    if asking:
+        _refuse_without_terminal(run, what, stdin_free)
     known = count() if callable(count) and (asking or max_affected is not None) else count
     number = known if isinstance(known, int) else None
     if max_affected is not None:
@@ -84,7 +98,7 @@ def check_write(
                 f"{max_affected:,}; nothing was sent.",
                 param="--max-affected",
             )
-    if not settings.protected:
+    if not settings.protected or number == 0:  # nothing to write: nothing to confirm
         return
     size = "" if number is None else f": {_records(number)}"
     printer.banner(f"Protected profile {settings.profile!r} ({_where(run)}): {what}{size}.")
@@ -92,9 +106,7 @@ def check_write(
         return
     expected = settings.profile if number is None else str(number)
     noun = "the profile's name" if number is None else "the number of records"
-    typed = printer.type_back(
-        f"Type {noun} ({expected}) to {what}, anything else to stop: ", stdin_free=stdin_free
-    )
+    typed = printer.type_back(f"Type {noun} ({expected}) to {what}: ", stdin_free=stdin_free)
     if typed is None:  # the terminal went away since can_ask
         raise UsageProblem(
             f"The profile {settings.profile!r} is protected and there is no terminal to ask "

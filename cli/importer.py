@@ -596,7 +596,7 @@ def import_file(
     printer = run.printer(output)
     what = f"import {spec.kind.plural}"
     if not dry_run:
-        guard.refuse_read_only(run, what)
+        guard.refuse_early(run, what, yes=yes, stdin_free=file != "-")
     with Source(file) as source:
         if source.path is None and printer.stdin_is_terminal():
             printer.hint("Reading records from the terminal; end with Ctrl-D.")

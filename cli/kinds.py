@@ -190,7 +190,8 @@ def _status_lines(row: Row) -> list[str]:
 def _writes(row: Row) -> str:
     """What becomes of a write under this profile (its guard marks)."""
     if row.get("read_only"):
-        return "refused: the profile is read-only"
+        also = " (and protected)" if row.get("protected") else ""
+        return f"refused: the profile is read-only{also}"
     if row.get("protected"):
         return "protected: each asks for the number of records typed back (or --yes)"
     return "allowed"

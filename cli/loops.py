@@ -153,9 +153,14 @@ def guard_ids(run: AppContext, ids: IdList, what: str, max_affected: int | None,
     counted) only when the count is needed."""
     from . import guard
 
+    def count() -> int:
+        """The ids from stdin, read now (said so when stdin is a terminal)."""
+        run.printer().reading_stdin("ids, one per line,")
+        return len(ids.read_all())
+
     guard.check_write(
         run,
-        count=(lambda: len(ids.read_all())) if ids.from_stdin else len(ids.given),
+        count=count if ids.from_stdin else len(ids.given),
         what=what,
         max_affected=max_affected,
         yes=yes,
@@ -197,10 +202,10 @@ def delete_each(
             "to ask on. Pass --yes to delete.",
             param="--yes",
         )
-    if ids.from_stdin and (ask or guard.is_protected(run) or max_affected is not None):
-        printer.reading_stdin("the ids to delete, one per line,")
     guard_ids(run, ids, what, max_affected, yes)
     if ask:
+        if ids.from_stdin and ids.read is None:
+            printer.reading_stdin("the ids to delete, one per line,")
         given = ids.read_all()  # ids from stdin are read first, to be shown in the question
         if given:
             shown = ", ".join(given[:5]) + (", ..." if len(given) > 5 else "")

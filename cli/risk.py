@@ -115,7 +115,7 @@ def create(
     run = app_context(ctx)
     what = "create a risk profile"
     if not dry_run:
-        guard.refuse_read_only(run, what)
+        guard.refuse_early(run, what, yes=yes, stdin_free=details != "-")
     if details == "-":
         run.printer(output).reading_stdin("--details (a JSON object)")
     params = bodies.risk_profile_fields(customer_id, profile_type, score, details)
@@ -182,7 +182,8 @@ def update(
     cap = opt.max_affected(max_affected)
     what = f"update {RISK_PROFILES.plural}"
     if not dry_run:
-        guard.refuse_read_only(run, what)
+        stdin_free = not id_list.from_stdin and details != "-"
+        guard.refuse_early(run, what, yes=yes, stdin_free=stdin_free)
     if details == "-":
         run.printer(output).reading_stdin("--details (a JSON object)")
     changes = bodies.risk_profile_changes(profile_type, score, details)

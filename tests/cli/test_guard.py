@@ -113,3 +113,14 @@ def test_config_show_lists_both_marks_and_where_they_come_from(
     shown = invoke("--profile", "ro", "config", "show").ok().lines()
     assert "read_only            true  (profile ro)" in shown
     assert "protected            false  (default)" in shown
+
+
+def test_a_protected_import_of_an_empty_file_asks_nothing(
+    invoke: Invoke, profiles: None, terminal: Callable[..., None], tmp_path: Path
+) -> None:
+    terminal("stdin", "stderr")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    result = invoke("--profile", "prod", "conv", "import", str(empty), input="")
+    result.ok()
+    assert "Type the number" not in result.stderr and "Protected profile" not in result.stderr

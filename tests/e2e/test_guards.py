@@ -201,6 +201,59 @@ def test_a_protected_profile_with_yes_writes_after_a_banner_naming_the_profile_a
     assert plain.returncode == 0 and plain.stderr == ""
 
 
+@pytest.mark.parametrize("mark_key", ["protected", "read_only"])
+def test_a_refused_write_does_not_wait_for_its_stdin(tmp_path: Path, mark_key: str) -> None:
+    """Refused before stdin is read: stdin stays open with nothing written to it, and the
+    command still ends at once."""
+    import subprocess
+
+    from .both_backends import local_cli
+    from .console import CONVRISK, SAFETY_TIMEOUT
+
+    local = local_cli(tmp_path)
+    mark(local, "guarded", mark_key)
+    for args in (
+        [
+            "risk",
+            "create",
+            "--customer-id",
+            "c",
+            "--profile-type",
+            "moderate",
+            "--score",
+            "1",
+            "--details",
+            "-",
+        ],
+        ["risk", "update", "rp_01HVZ8Q2K4M6P8R0T2V4X6Z8B0", "--details", "-"],
+        ["conv", "update", "-", "--mute"],
+        ["conv", "delete", "-"],
+        ["conv", "import", "-"],
+        ["api", "-X", "POST", "/v1/conversations", "-d", "-"],
+    ):
+        child = subprocess.Popen(
+            [str(CONVRISK), "--profile", "guarded", *args],
+            env=local.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        assert child.stdin is not None and child.stderr is not None
+        try:
+            code = child.wait(timeout=SAFETY_TIMEOUT / 4)  # stdin stays open meanwhile
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait(timeout=SAFETY_TIMEOUT)
+            child.stdin.close()
+        err = child.stderr.read()
+        assert code == 2, (args, err)
+        assert "nothing was sent" in err, (args, err)
+    local.close()
+
+
 # -- --max-affected -------------------------------------------------------------------------------
 
 
@@ -267,8 +320,10 @@ def test_max_affected_that_is_not_a_whole_number_is_exit_2_naming_it(cli: Cli) -
 def test_status_and_config_profiles_show_both_marks(cli: Cli) -> None:  # noqa: F811
     mark(cli, "prod", "protected")
     mark(cli, "ro", "read_only")
+    mark(cli, "both", "protected", "read_only")
     for profile, protected, read_only, writes in [
         ("default", False, False, "allowed"),
+        ("both", True, True, "refused: the profile is read-only (and protected)"),
         ("prod", True, False, "protected: each asks for the number of records typed back"),
         ("ro", False, True, "refused: the profile is read-only"),
     ]:
@@ -281,6 +336,7 @@ def test_status_and_config_profiles_show_both_marks(cli: Cli) -> None:  # noqa: 
         ("default", False, False),
         ("prod", True, False),
         ("ro", False, True),
+        ("both", True, True),
     ]
     csv = ok(cli.run("config", "profiles", "-o", "csv")).splitlines()
     assert csv[0].endswith(",protected,read_only") and csv[2].endswith(",true,false")
@@ -290,6 +346,7 @@ def test_status_and_config_profiles_show_both_marks(cli: Cli) -> None:  # noqa: 
     assert screen[0].split() == ["PROFILE", "BACKEND", "TOKEN", "MARKS"]
     assert screen[2].split()[0] == "prod" and screen[2].endswith("protected")
     assert screen[3].split()[0] == "ro" and screen[3].endswith("read-only")
+    assert screen[4].split()[0] == "both" and screen[4].endswith("read-only, protected")
 
 
 # -- bad values -----------------------------------------------------------------------------------
@@ -323,7 +380,7 @@ def test_a_mark_that_is_not_true_or_false_is_exit_2_naming_the_key(cli: Cli) -> 
 
 # -- the protected question on a terminal ---------------------------------------------------------
 
-QUESTION = "Type the number of records ({n}) to {what}, anything else to stop:"
+QUESTION = "Type the number of records ({n}) to {what}:"
 
 
 def test_the_protected_question_on_a_terminal_writes_when_the_count_is_typed_back(
@@ -332,7 +389,7 @@ def test_the_protected_question_on_a_terminal_writes_when_the_count_is_typed_bac
     convs, _ = seed(cli, 3)
     mark(cli, "prod", "protected")
     term = Terminal(cli.env, ["--profile", "prod", "conv", "delete", *convs[:2]], columns=80)
-    term.read_until(b"to stop: ")
+    term.read_until(b"to delete conversations: ")
     screen = term.text()
     assert screen[0].startswith("Protected profile 'prod' ("), screen
     where = cli.serve.url if cli.serve is not None else f"database {cli.db_path}"
@@ -343,9 +400,9 @@ def test_the_protected_question_on_a_terminal_writes_when_the_count_is_typed_bac
     assert term.finish() == 0
     assert cli.count("conversations") == 1
     shown = term.text()
-    asked = shown.index(QUESTION.format(n=2, what="delete conversations") + " 2")
-    assert shown[asked + 1].split() == ["ID", "DELETED"]
-    assert [line.split()[0] for line in shown[asked + 2 :]] == convs[:2]
+    question = shown.index(QUESTION.format(n=2, what="delete conversations") + " 2")
+    assert shown[question + 1].split() == ["ID", "DELETED"]
+    assert [line.split()[0] for line in shown[question + 2 :]] == convs[:2]
     # No yes/no question after the count: the typed-back count is the confirmation.
     assert not any("[y/N]" in line for line in shown)
 
@@ -358,7 +415,7 @@ def test_a_wrong_count_or_no_answer_at_the_protected_question_writes_nothing(
     convs, _ = seed(cli, 2)
     mark(cli, "prod", "protected")
     term = Terminal(cli.env, ["--profile", "prod", "conv", "update", *convs, "--mute"], columns=80)
-    term.read_until(b"to stop: ")
+    term.read_until(b"to update conversations: ")
     term.send(answer)
     assert term.finish() == 1
     last = term.text()[-1]
@@ -366,6 +423,26 @@ def test_a_wrong_count_or_no_answer_at_the_protected_question_writes_nothing(
     assert last == f"Aborted ({said}): nothing was sent."
     rows = json.loads(ok(cli.run("conv", "list", "-o", "json")))
     assert [row["is_muted"] for row in rows] == [False, False]
+
+
+def test_ctrl_c_at_the_protected_question_is_interrupted_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    from .both_backends import local_cli
+
+    local = local_cli(tmp_path)
+    mark(local, "prod", "protected")
+    term = Terminal(
+        local.env, ["--profile", "prod", "conv", "create", "--contact-id", "c"], columns=80
+    )
+    term.read_until(b"to create a conversation: ")
+    term.send(b"\x03")
+    assert term.finish() == 130
+    shown = term.text()
+    assert shown[-2].startswith(QUESTION.format(n=1, what="create a conversation"))
+    assert shown[-1] == "Interrupted."
+    assert local.count("conversations") == 0
+    local.close()
 
 
 def test_the_protected_question_goes_to_the_terminal_when_stdin_carries_the_records(
@@ -384,7 +461,7 @@ def test_the_protected_question_goes_to_the_terminal_when_stdin_carries_the_reco
             columns=80,
             stdin=stdin,
         )
-        term.read_until(b"to stop: ")
+        term.read_until(b"to import conversations: ")
         assert term.text()[-1] == QUESTION.format(n=3, what="import conversations")
         term.send(b"3\r")
         assert term.finish() == 0
