@@ -354,8 +354,7 @@ def _requests_printed(run: AppContext) -> None:
         # write, and no guard of convrisk's stands in its way.
         printer.warning(
             f"The profile {settings.profile!r} is {' and '.join(marks).replace('_', '-')}: "
-            f"run as {them} {'is' if count == 1 else 'are'}, the printed writes change its "
-            "service, with no question asked."
+            "the printed writes, run by hand, change its service with no question asked."
         )
 
 

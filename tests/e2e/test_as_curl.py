@@ -345,7 +345,35 @@ def test_guarded_profiles_print_without_a_question_and_nothing_is_journaled(
             assert curl_lines(result), (profile, args)
             assert "nothing was sent" in result.stderr
             # Run by hand, the line writes past every guard: said once, as a warning.
-            warning = f"Warning: The profile {profile!r} is {profile.replace('_', '-')}: run as"
+            mark = profile.replace("_", "-")
+            warning = f"Warning: The profile {profile!r} is {mark}: the printed writes, run by hand"
             assert warning in result.stderr
     assert stored(cli.db_path) == before
     assert not journal.exists()
+
+
+def test_on_a_terminal_a_protected_write_asks_nothing_and_the_line_shows_no_control(
+    cli: Cli,  # noqa: F811
+) -> None:
+    from .screen import Terminal
+
+    a = cli.run("conv", "create", "--contact-id", "c_1", "-o", "id").stdout.strip()
+    assert cli.run("config", "set", "--profile", "prod", "protected", "true").returncode == 0
+    before = stored(cli.db_path)
+    body = '{"is_muted": true,\n "note": "\u202e\x1b"}'.replace("\x1b", "\\u001b")
+    for args in (
+        ["conv", "delete", a],
+        ["api", "-X", "PUT", f"/v1/conversations/{a}", "-d", body],
+    ):
+        # A question would wait for an answer that never comes: finish() would time out.
+        term = Terminal(cli.env, ["--profile", "prod", *args, "--as-curl"], columns=80)
+        assert term.finish() == 0
+        screen = term.text()
+        assert not any("Type the number" in line for line in screen), screen
+        assert not any("\u202e" in line for line in screen), screen
+        assert screen[0].startswith("curl -X ")
+        printed = "".join(
+            screen[: next(n for n, line in enumerate(screen) if "nothing was sent" in line)]
+        )
+        assert ("\\xe2\\x80\\xae" in printed) == (args[0] == "api")
+    assert stored(cli.db_path) == before
