@@ -150,6 +150,10 @@ def append(path: Path, entries: Sequence[Entry]) -> None:
         if size + len(data) > ROTATE_BYTES and size > 0:
             fd = _rotate(path, fd)
             size = os.fstat(fd).st_size
+        if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
+            # A writer killed in the middle of its write left half a line: end it there, so
+            # that it stays one bad line and these entries start lines of their own.
+            data = b"\n" + data
         view = memoryview(data)
         try:
             while view:
@@ -167,7 +171,8 @@ def append(path: Path, entries: Sequence[Entry]) -> None:
 
 def _open_for_append(path: Path) -> int:
     """The journal opened to append (created 0600), refused when it is not ours to write."""
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    # Read too: the last byte tells whether the file ends a line (see append).
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         fd = os.open(path, flags, 0o600)
     except OSError as exc:
