@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from convrisk.api_client.capture import CapturedRequest
     from convrisk.api_client.protocol import Backend
 
-    from .journal import Recorder
+    from .journaled import Recorder
     from .shape import FieldChoice
 
 
@@ -203,24 +203,19 @@ class AppContext:
     def recorder(self) -> Recorder | None:
         """The journal of this run's writes; None when CONVRISK_JOURNAL=off, or with --as-curl
         (nothing is sent, so nothing is written)."""
-        from .journal import journal_off
+        from .journaled import Recorder, journal_off
 
-        if (
-            self._recorder is None
-            and not journal_off(self.env)
-            and not getattr(self, "as_curl", False)
+        if self._recorder is None and not (
+            journal_off(self.env) or getattr(self, "as_curl", False)
         ):
-            from convrisk.api_client.endpoint import shown_url
-
-            from .journal import Recorder, journal_path
-
             settings = self.settings()
             remote = settings.base_url is not None
             self._recorder = Recorder(
-                journal_path(self.env),
+                None,
+                env=self.env,
                 profile=settings.profile,
                 backend="remote" if remote else "local",
-                target=shown_url(settings.base_url or "") if remote else str(settings.db),
+                target=journal_target(settings),
                 argv=["convrisk", *self.argv],
                 secrets=[s for s in (settings.token, self.env.get("CONVRISK_TOKEN")) if s],
                 warn=lambda text: self.printer().warning(text),
@@ -264,6 +259,15 @@ class AppContext:
         if self._client is not None:
             client, self._client = self._client, None
             client.close()
+
+
+def journal_target(settings: Settings) -> str:
+    """Where writes go, as the journal records it and `undo` compares it: the base_url (it holds
+    no credentials: settings refuse them), or the database's absolute path (a relative --db
+    names another file from another folder)."""
+    if settings.base_url is not None:
+        return settings.base_url
+    return str(settings.db.absolute())
 
 
 def build_client(

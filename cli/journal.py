@@ -12,9 +12,8 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict
 
@@ -64,13 +63,27 @@ class Entry(TypedDict):
     path: NotRequired[str]
 
 
-@dataclass(frozen=True)
 class Problem:
     """A line that could not be read back: its file, line number and why."""
 
-    path: Path
-    line: int
-    reason: str
+    # A plain class: a dataclass costs a write command ~0.3 ms more to import.
+    __slots__ = ("line", "path", "reason")
+
+    def __init__(self, path: Path, line: int, reason: str) -> None:
+        self.path = path
+        self.line = line
+        self.reason = reason
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Problem):
+            return NotImplemented
+        return (self.path, self.line, self.reason) == (other.path, other.line, other.reason)
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.line, self.reason))
+
+    def __repr__(self) -> str:
+        return f"Problem({self.path!r}, {self.line!r}, {self.reason!r})"
 
     def describe(self) -> str:
         """One line naming the file, the line and the reason."""
@@ -79,6 +92,11 @@ class Problem:
 
 class JournalError(Exception):
     """The journal cannot be used at all (a folder or file convrisk must not touch)."""
+
+
+def journal_off(env: Mapping[str, str]) -> bool:
+    """Whether `CONVRISK_JOURNAL=off` turns the journal off (for benchmarks)."""
+    return env.get("CONVRISK_JOURNAL", "").strip().lower() == "off"
 
 
 def journal_path(env: Mapping[str, str]) -> Path:
@@ -108,164 +126,6 @@ def utc_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
 
 
-def journal_off(env: Mapping[str, str]) -> bool:
-    """Whether `CONVRISK_JOURNAL=off` turns the journal off (for benchmarks)."""
-    return env.get("CONVRISK_JOURNAL", "").strip().lower() == "off"
-
-
-# Options whose value is a secret, wherever they stand in a command line.
-_SECRET_OPTIONS = ("--token",)
-_HEADER_OPTIONS = ("-H", "--header")
-_SECRET_HEADERS = ("authorization:", "proxy-authorization:", "cookie:")
-
-
-def redact_argv(argv: Sequence[str], secrets: Sequence[str] = ()) -> list[str]:
-    """The command line with every secret replaced by `***`: the value of --token, an
-    Authorization (or Cookie) header given with -H, and each of `secrets` wherever it appears."""
-    from convrisk.api_client.endpoint import Scrubber
-
-    scrubbers = [Scrubber(secret) for secret in secrets if secret]
-    shown: list[str] = []
-    hide_next: str | None = None
-    for arg in argv:
-        if hide_next is not None:
-            arg = _hidden(hide_next, arg)
-            hide_next = None
-        elif arg in _SECRET_OPTIONS:
-            hide_next = "value"
-        elif arg in _HEADER_OPTIONS:
-            hide_next = "header"
-        else:
-            name, equals, value = arg.partition("=")
-            if equals and name in _SECRET_OPTIONS:
-                arg = f"{name}=***"
-            elif equals and name == "--header":
-                arg = f"{name}={_hidden('header', value)}"
-            elif arg.startswith("-H") and len(arg) > 2 and not arg.startswith("--"):
-                arg = "-H" + _hidden("header", arg[2:])
-        for scrubber in scrubbers:
-            arg = scrubber.text(arg)
-        shown.append(arg)
-    return shown
-
-
-def _hidden(kind: str, value: str) -> str:
-    """An option's value with its secret hidden: all of it, or a secret header's value."""
-    if kind == "value":
-        return "***"
-    if value.lstrip().lower().startswith(_SECRET_HEADERS):
-        return value.partition(":")[0] + ": ***"
-    return value
-
-
-def _scrubbed(value: Any, scrub: Callable[[str], str]) -> Any:
-    """`value` (JSON data) with `scrub` applied to every string in it, keys included."""
-    if isinstance(value, str):
-        return scrub(value)
-    if isinstance(value, dict):
-        return {scrub(key): _scrubbed(item, scrub) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_scrubbed(item, scrub) for item in value]
-    return value
-
-
-class Recorder:
-    """The journal of one command: what its entries share (run, profile, target, command
-    line), the keys a note adds to them, and the appends, which never raise: a journal that
-    cannot be written is one warning, and the command's writes go on."""
-
-    def __init__(
-        self,
-        path: Path,
-        *,
-        profile: str,
-        backend: Literal["local", "remote"],
-        target: str,
-        argv: Sequence[str],
-        secrets: Sequence[str] = (),
-        warn: Callable[[str], None],
-    ) -> None:
-        from convrisk.api_client.endpoint import Scrubber
-
-        self.path = path
-        self.run = new_id("r_")
-        self._scrubbers = [Scrubber(secret) for secret in secrets if secret]
-        self._shared: dict[str, Any] = {
-            "profile": profile,
-            "backend": backend,
-            "target": target,
-            "argv": redact_argv(argv, secrets),
-        }
-        self._extra: dict[str, Any] = {}
-        self._warn = warn
-        self._failed = False
-        self.written = 0
-
-    @contextmanager
-    def note(self, **extra: Any) -> Iterator[None]:
-        """Entries written inside carry these keys too (`undoes`, `stands_for`)."""
-        saved = self._extra
-        self._extra = {**saved, **extra}
-        try:
-            yield
-        finally:
-            self._extra = saved
-
-    def entry(
-        self,
-        operation: Operation,
-        outcome: Outcome,
-        *,
-        resource: str | None = None,
-        id: str | None = None,
-        before: Mapping[str, Any] | None = None,
-        after: Mapping[str, Any] | None = None,
-        idempotency_key: str | None = None,
-        **more: Any,
-    ) -> Entry:
-        """One entry of this command, stamped now."""
-        made: dict[str, Any] = {
-            "entry": new_id("j_"),
-            "run": self.run,
-            "time": utc_now(),
-            **self._shared,
-            "operation": operation,
-            "resource": resource,
-            "id": id,
-            "before": None if before is None else dict(before),
-            "after": None if after is None else dict(after),
-            "idempotency_key": idempotency_key,
-            "outcome": outcome,
-            **more,
-            **self._extra,
-        }
-        return made  # type: ignore[return-value]
-
-    def write(self, entries: Sequence[Entry]) -> None:
-        """Append entries now; on failure, warn once and write nothing more for this command."""
-        if not entries or self._failed:
-            return
-        if self._scrubbers:
-            entries = [_scrubbed(entry, self._scrub) for entry in entries]
-        try:
-            append(self.path, entries)
-        except (OSError, JournalError, ValueError) as exc:
-            self._failed = True
-            where = f"{self.path}: {exc.strerror or exc}" if isinstance(exc, OSError) else None
-            reason = where or str(exc)
-            self._warn(
-                f"The journal was not written ({reason}): this command's writes were done, "
-                "but `history` and `undo` will not know them."
-            )
-            return
-        self.written += len(entries)
-
-    def _scrub(self, text: str) -> str:
-        for scrubber in self._scrubbers:
-            text = scrubber.text(text)
-        return text
-
-
 def append(path: Path, entries: Sequence[Entry]) -> None:
     """Append entries, one JSON line each, in one write under an exclusive lock.
 
@@ -290,6 +150,10 @@ def append(path: Path, entries: Sequence[Entry]) -> None:
         if size + len(data) > ROTATE_BYTES and size > 0:
             fd = _rotate(path, fd)
             size = os.fstat(fd).st_size
+        if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
+            # A writer killed in the middle of its write left half a line: end it there, so
+            # that it stays one bad line and these entries start lines of their own.
+            data = b"\n" + data
         view = memoryview(data)
         try:
             while view:
@@ -307,7 +171,8 @@ def append(path: Path, entries: Sequence[Entry]) -> None:
 
 def _open_for_append(path: Path) -> int:
     """The journal opened to append (created 0600), refused when it is not ours to write."""
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    # Read too: the last byte tells whether the file ends a line (see append).
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         fd = os.open(path, flags, 0o600)
     except OSError as exc:

@@ -16,8 +16,9 @@ most the entries of the batch in flight.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 from convrisk.api_client.errors import (
     APIError,
@@ -27,18 +28,22 @@ from convrisk.api_client.errors import (
     stops_every_request,
 )
 from convrisk.api_client.params import DEFAULT_LIMIT
-from convrisk.api_client.protocol import (
-    Backend,
-    ConversationsBackend,
-    ResourceBackend,
-    RiskProfilesBackend,
-)
-from convrisk.api_client.records import Created, Deleted, JsonPage, Page, Record
-
-from .journal import Entry, Outcome, Recorder
+from convrisk.api_client.records import Created, Record
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from convrisk.api_client.endpoint import Scrubber
+    from convrisk.api_client.protocol import (
+        Backend,
+        ConversationsBackend,
+        ResourceBackend,
+        RiskProfilesBackend,
+    )
     from convrisk.api_client.raw import RawAnswer
+    from convrisk.api_client.records import Deleted, JsonPage, Page
+
+    from .journal import Entry, Operation, Outcome
 
 M = TypeVar("M", bound=Record)
 C = TypeVar("C")
@@ -47,6 +52,193 @@ F = TypeVar("F")
 
 # `api` requests that change nothing: not journaled.
 _READS = ("GET", "HEAD")
+
+
+# Options whose value is a secret, wherever they stand in a command line.
+_SECRET_OPTIONS = ("--token",)
+_HEADER_OPTIONS = ("-H", "--header")
+_SECRET_HEADERS = ("authorization:", "proxy-authorization:", "cookie:")
+
+
+def redact_argv(argv: Sequence[str], secrets: Sequence[str] = ()) -> list[str]:
+    """The command line with every secret replaced by `***`: the value of --token, an
+    Authorization (or Cookie) header given with -H, and each of `secrets` wherever it appears."""
+    from convrisk.api_client.endpoint import Scrubber
+
+    scrubbers = [Scrubber(secret) for secret in secrets if secret]
+    shown: list[str] = []
+    hide_next: str | None = None
+    for arg in argv:
+        if hide_next is not None:
+            arg = _hidden(hide_next, arg)
+            hide_next = None
+        elif arg in _SECRET_OPTIONS:
+            hide_next = "value"
+        elif arg in _HEADER_OPTIONS:
+            hide_next = "header"
+        else:
+            name, equals, value = arg.partition("=")
+            if equals and name in _SECRET_OPTIONS:
+                arg = f"{name}=***"
+            elif equals and name == "--header":
+                arg = f"{name}={_hidden('header', value)}"
+            elif arg.startswith("-H") and len(arg) > 2 and not arg.startswith("--"):
+                arg = "-H" + _hidden("header", arg[2:])
+        for scrubber in scrubbers:
+            arg = scrubber.text(arg)
+        shown.append(arg)
+    return shown
+
+
+def _hidden(kind: str, value: str) -> str:
+    """An option's value with its secret hidden: all of it, or a secret header's value."""
+    if kind == "value":
+        return "***"
+    if value.lstrip().lower().startswith(_SECRET_HEADERS):
+        return value.partition(":")[0] + ": ***"
+    return value
+
+
+def _scrubbed(value: Any, scrub: Callable[[str], str]) -> Any:
+    """`value` (JSON data) with `scrub` applied to every string in it, keys included."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {scrub(key): _scrubbed(item, scrub) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_scrubbed(item, scrub) for item in value]
+    return value
+
+
+def journal_off(env: Mapping[str, str]) -> bool:
+    """Whether `CONVRISK_JOURNAL=off` turns the journal off (journal.journal_off's rule, here
+    so that a command that writes nothing need not import the journal to know it)."""
+    return env.get("CONVRISK_JOURNAL", "").strip().lower() == "off"
+
+
+class Recorder:
+    """The journal of one command: what its entries share (run, profile, target, command
+    line), the keys a note adds to them, and the appends, which never raise: a journal that
+    cannot be written is one warning, and the command's writes go on."""
+
+    def __init__(
+        self,
+        path: Path | None,
+        *,
+        env: Mapping[str, str] | None = None,
+        profile: str,
+        backend: Literal["local", "remote"],
+        target: str,
+        argv: Sequence[str],
+        secrets: Sequence[str] = (),
+        warn: Callable[[str], None],
+    ) -> None:
+        # None: the file `env` names (journal.journal_path), found at the first write.
+        self._path = path
+        self._env = env or {}
+        self._secrets = [secret for secret in secrets if secret]
+        self._given: dict[str, Any] = {"profile": profile, "backend": backend, "target": target}
+        self._argv = list(argv)
+        # Made at the first entry: a command that writes nothing pays nothing.
+        self._run: str | None = None
+        self._shared: dict[str, Any] | None = None
+        self._scrubbers: list[Scrubber] | None = None
+        self._extra: dict[str, Any] = {}
+        self._warn = warn
+        self._failed = False
+        self.written = 0
+
+    @contextmanager
+    def note(self, **extra: Any) -> Iterator[None]:
+        """Entries written inside carry these keys too (`undoes`, `stands_for`)."""
+        saved = self._extra
+        self._extra = {**saved, **extra}
+        try:
+            yield
+        finally:
+            self._extra = saved
+
+    @property
+    def path(self) -> Path:
+        """The journal file this command appends to."""
+        if self._path is None:
+            from .journal import journal_path
+
+            self._path = journal_path(self._env)
+        return self._path
+
+    @property
+    def run(self) -> str:
+        """This command's run id, shared by its entries."""
+        if self._run is None:
+            from .journal import new_id
+
+            self._run = new_id("r_")
+        return self._run
+
+    def entry(
+        self,
+        operation: Operation,
+        outcome: Outcome,
+        *,
+        resource: str | None = None,
+        id: str | None = None,
+        before: Mapping[str, Any] | None = None,
+        after: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+        **more: Any,
+    ) -> Entry:
+        """One entry of this command, stamped now."""
+        from .journal import new_id, utc_now
+
+        if self._shared is None:
+            self._shared = {**self._given, "argv": redact_argv(self._argv, self._secrets)}
+        made: dict[str, Any] = {
+            "entry": new_id("j_"),
+            "run": self.run,
+            "time": utc_now(),
+            **self._shared,
+            "operation": operation,
+            "resource": resource,
+            "id": id,
+            "before": None if before is None else dict(before),
+            "after": None if after is None else dict(after),
+            "idempotency_key": idempotency_key,
+            "outcome": outcome,
+            **more,
+            **self._extra,
+        }
+        return cast("Entry", made)
+
+    def write(self, entries: Sequence[Entry]) -> None:
+        """Append entries now; on failure, warn once and write nothing more for this command."""
+        if not entries or self._failed:
+            return
+        from .journal import JournalError, append
+
+        if self._secrets:
+            entries = [_scrubbed(entry, self._scrub) for entry in entries]
+        try:
+            append(self.path, entries)
+        except (OSError, JournalError, ValueError) as exc:
+            self._failed = True
+            where = f"{self.path}: {exc.strerror or exc}" if isinstance(exc, OSError) else None
+            reason = where or str(exc)
+            self._warn(
+                f"The journal was not written ({reason}): this command's writes were done, "
+                "but `history` and `undo` will not know them."
+            )
+            return
+        self.written += len(entries)
+
+    def _scrub(self, text: str) -> str:
+        if self._scrubbers is None:
+            from convrisk.api_client.endpoint import Scrubber
+
+            self._scrubbers = [Scrubber(secret) for secret in self._secrets]
+        for scrubber in self._scrubbers:
+            text = scrubber.text(text)
+        return text
 
 
 def attempted(error: BaseException) -> bool:

@@ -7,9 +7,10 @@ an update of the fields it changed back to their values before, a delete by a cr
 fields (a new id, which stands for the old one). A record whose current state is not the entry's
 `after` (compared on the fields a client sets) is left alone unless --force.
 
-The plan is made first (journal read, every record retrieved, nothing written), then the writes
-are counted and checked (read-only, protected, --max-affected), then run through the journaled
-Client, each write noting the entry it undoes.
+The plan is made first (the journal read newest first, only as far back as the choice needs;
+every record retrieved; nothing written), then the writes are counted and checked (read-only,
+protected, --max-affected), then run through the journaled Client, each write noting the entry
+it undoes. --dry-run prints the plan; --as-curl prints its requests.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from . import options as opt
 from .context import AppContext, app_context
 from .errors import CliError, Failures, UsageProblem, describe, stops_the_loop
 from .guard import check_write, refuse_read_only
-from .journal import Entry, JournalError, Problem, journal_off, journal_path, read
+from .journal import Entry, JournalError, Problem, journal_off, journal_path
 from .kinds import UNDONE
 
 if TYPE_CHECKING:
@@ -64,11 +65,10 @@ class Place:
 
 def place_of(settings: Settings) -> Place:
     """The place the current settings write to."""
-    if settings.base_url is not None:
-        from convrisk.api_client.endpoint import shown_url
+    from .context import journal_target
 
-        return Place(settings.profile, "remote", shown_url(settings.base_url))
-    return Place(settings.profile, "local", str(settings.db))
+    backend = "local" if settings.base_url is None else "remote"
+    return Place(settings.profile, backend, journal_target(settings))
 
 
 def entry_place(entry: Mapping[str, Any]) -> Place:
@@ -78,10 +78,15 @@ def entry_place(entry: Mapping[str, Any]) -> Place:
 
 # -- which entries ------------------------------------------------------------------------------
 
+# The journal is read newest first and no further back than needed. Entries are stamped as they
+# are written and appended at once, so a line stands at most a little out of time order (two
+# processes appending): reading goes on this far (in ms) past the start of a run still wanted.
+OVERLAP_MS = 60 * 60 * 1000
+
 
 @dataclass(frozen=True)
 class Light:
-    """What the selection needs of one entry (the whole entries are read only for the chosen)."""
+    """What the choice needs of one entry."""
 
     entry: str
     run: str
@@ -113,6 +118,7 @@ def reversible(light: Light) -> bool:
 
 
 def _light(entry: Entry) -> Light:
+    """What the choice and the plan read of an entry, its optional keys checked."""
     undoes = entry.get("undoes")
     resource = entry.get("resource")
     return Light(
@@ -126,20 +132,120 @@ def _light(entry: Entry) -> Light:
     )
 
 
-def _entries(path: Path, printer: Printer, *, warn: bool) -> Iterator[Entry]:
-    """The journal's entries, oldest first; each line that is not one is named on stderr (when
-    `warn`: the first of the two readings) and the rest read all the same."""
+def stamp(id: str) -> int | None:
+    """The Unix milliseconds an entry or run id was made at (`j_` + 12 hex digits + ...)."""
     try:
-        for item in read(path):
+        return int(id[2:14], 16) if len(id) >= 14 else None
+    except ValueError:
+        return None
+
+
+def _newest_first(path: Path, printer: Printer) -> Iterator[Entry]:
+    """The journal's entries, newest first; each line that is not one is named on stderr and
+    the rest read all the same."""
+    from .journal import read_newest
+
+    try:
+        for item in read_newest(path):
             if isinstance(item, Problem):
-                if warn:
-                    printer.warning(f"The journal {item.describe()}.")
+                printer.warning(f"The journal {item.describe()}.")
                 continue
             yield item
     except JournalError as exc:
         raise UsageProblem(str(exc)) from None
     except OSError as exc:
         raise UsageProblem(f"Cannot read the journal {path}: {exc.strerror or exc}.") from None
+
+
+@dataclass
+class Run:
+    """The entries of one command seen so far (newest first) and what they say of it."""
+
+    id: str
+    # Each with its place in the reading (0: the newest line), to keep the journal's order.
+    entries: list[tuple[int, Entry]] = field(default_factory=list)
+    undo: bool = False  # written by undo
+    elsewhere: bool = False  # written to another place than the current one
+    reversible: list[str] = field(default_factory=list)  # its entries undo can reverse
+
+    def before(self, now: int | None) -> bool:
+        """Whether reading has gone past this run's start (no entry of it can come later)."""
+        start = stamp(self.id)
+        return now is not None and start is not None and now < start - OVERLAP_MS
+
+
+class Choice:
+    """One newest-first reading of the journal, kept to what the choice needs."""
+
+    def __init__(self, here: Place, ids: Sequence[str], last: int | None) -> None:
+        self.here = here
+        self.last = last
+        self.wanted_entries = {i for i in ids if i.startswith("j_")}
+        self.wanted_runs = {i for i in ids if i.startswith("r_")}
+        self.found: dict[str, tuple[int, Entry]] = {}
+        self.runs: dict[str, Run] = {}
+        self.order: list[Run] = []  # the runs in the order met: newest last entry first
+        self.read = 0
+        self.undone_by: dict[str, str] = {}
+        self.picked: list[Run] = []
+        self._checked = 0  # runs[:_checked] are complete and judged (--last)
+
+    def add(self, entry: Entry) -> None:
+        """Take one entry into account."""
+        light = _light(entry)
+        position = self.read
+        self.read += 1
+        if light.undoes is not None and light.status in ("ok", "replayed"):
+            self.undone_by.setdefault(light.undoes, light.entry)
+        if self.last is None:
+            if light.entry in self.wanted_entries:
+                self.found[light.entry] = (position, entry)
+            if light.run not in self.wanted_runs:
+                return
+        run = self.runs.get(light.run)
+        if run is None:
+            run = self.runs[light.run] = Run(light.run)
+            self.order.append(run)
+        run.undo = run.undo or light.undoes is not None
+        run.elsewhere = run.elsewhere or light.place != self.here
+        if self.last is not None and (run.undo or run.elsewhere):
+            run.entries.clear()  # never chosen by --last: kept no longer
+            return
+        run.entries.append((position, entry))
+        if reversible(light):
+            run.reversible.append(light.entry)
+
+    def done(self, now: int | None) -> bool:
+        """Whether nothing older can change the choice."""
+        if self.last is None:
+            return self.wanted_entries <= self.found.keys() and all(
+                run_id in self.runs and self.runs[run_id].before(now) for run_id in self.wanted_runs
+            )
+        while self._checked < len(self.order) and self.order[self._checked].before(now):
+            run = self.order[self._checked]
+            self._checked += 1
+            if self.wanted(run):
+                self.picked.append(run)
+                if len(self.picked) == self.last:
+                    return True
+        return False
+
+    def wanted(self, run: Run) -> bool:
+        """--last: a command that wrote here, not undo's, with a record left to put back."""
+        return (
+            not run.undo
+            and not run.elsewhere
+            and any(e not in self.undone_by for e in run.reversible)
+        )
+
+    def finish(self) -> None:
+        """The whole journal is read: judge the runs not judged yet (--last)."""
+        if self.last is None:
+            return
+        for run in self.order[self._checked :]:
+            if len(self.picked) < self.last and self.wanted(run):
+                self.picked.append(run)
+        self._checked = len(self.order)
 
 
 def choose(
@@ -149,92 +255,55 @@ def choose(
 
     Unknown ids and entries of another place are usage errors (exit 2), before anything else.
     """
-    index: list[Light] = []
-    undone_by: dict[str, str] = {}
-    for entry in _entries(path, printer, warn=True):
-        light = _light(entry)
-        index.append(light)
-        if light.undoes is not None and light.status in ("ok", "replayed"):
-            undone_by.setdefault(light.undoes, light.entry)
-    wanted = (
-        _named(index, ids, path) if last is None else _last(index, undone_by, here, last, printer)
-    )
-    named = {i for i in ids if i.startswith("j_")}
-    elsewhere = [light for light in index if light.entry in wanted and light.place != here]
+    for given in ids:
+        if not given.startswith(("j_", "r_")):
+            raise UsageProblem(
+                f"{given!r} is not an entry id (j_...) or a run id (r_...): see `convrisk "
+                "history` for them.",
+                param="ENTRY",
+            )
+    choice = Choice(here, ids, last)
+    for entry in _newest_first(path, printer):
+        choice.add(entry)
+        if choice.done(stamp(entry["entry"])):
+            break
+    else:
+        choice.finish()
+    if last is not None:
+        return Chosen(_picked(choice, here, printer), choice.undone_by, set())
+    unknown = [i for i in ids if i not in choice.found and i not in choice.runs]
+    if unknown:
+        raise UsageProblem(
+            f"No entry {', '.join(unknown)} in the journal {path} (see `convrisk history`).",
+            param="ENTRY",
+        )
+    kept = {e["entry"]: (at, e) for run in choice.runs.values() for at, e in run.entries}
+    kept.update(choice.found)
+    chosen = [e for _, e in sorted(kept.values(), key=lambda pair: pair[0])]  # newest first
+    elsewhere = [e for e in chosen if entry_place(e) != here]
     if elsewhere:
-        shown = ", ".join(f"{e.entry} ({e.place.describe()})" for e in elsewhere[:NAMED])
+        shown = ", ".join(f"{e['entry']} ({entry_place(e).describe()})" for e in elsewhere[:NAMED])
         more = f" and {len(elsewhere) - NAMED} more" if len(elsewhere) > NAMED else ""
         raise UsageProblem(
             f"{shown}{more} {'was' if len(elsewhere) == 1 else 'were'} written elsewhere than the "
             f"current {here.describe()}: undo acts only on the service an entry was written to. "
             "Choose it with --profile (and --base-url or --db)."
         )
-    entries = [e for e in _entries(path, printer, warn=False) if e["entry"] in wanted]
-    entries.reverse()  # newest first
-    return Chosen(entries, undone_by, named)
+    return Chosen(chosen, choice.undone_by, choice.wanted_entries)
 
 
-def _named(index: list[Light], ids: Sequence[str], path: Path) -> set[str]:
-    """The entry ids that the given entry and run ids stand for (exit 2 for one not found)."""
-    by_run: dict[str, list[str]] = {}
-    known: set[str] = set()
-    for light in index:
-        known.add(light.entry)
-        by_run.setdefault(light.run, []).append(light.entry)
-    wanted: set[str] = set()
-    unknown: list[str] = []
-    for given in ids:
-        if given.startswith("j_") and given in known:
-            wanted.add(given)
-        elif given.startswith("r_") and given in by_run:
-            wanted.update(by_run[given])
-        elif given.startswith(("j_", "r_")):
-            unknown.append(given)
-        else:
-            raise UsageProblem(
-                f"{given!r} is not an entry id (j_...) or a run id (r_...): see `convrisk "
-                "history` for them.",
-                param="ENTRY",
-            )
-    if unknown:
-        raise UsageProblem(
-            f"No entry {', '.join(unknown)} in the journal {path} (see `convrisk history`).",
-            param="ENTRY",
-        )
-    return wanted
-
-
-def _last(
-    index: list[Light], undone_by: Mapping[str, str], here: Place, count: int, printer: Printer
-) -> set[str]:
-    """The entries of the last `count` commands that wrote here: not undo's own runs, and not
-    runs whose every record was put back already."""
-    runs: dict[str, list[Light]] = {}
-    # A run's place in time is its last entry's (the runs of two processes may interleave).
-    ends: dict[str, int] = {}
-    for position, light in enumerate(index):
-        runs.setdefault(light.run, []).append(light)
-        ends[light.run] = position
-    picked: list[str] = []
-    for run in sorted(runs, key=ends.__getitem__, reverse=True):
-        lights = runs[run]
-        if any(light.undoes is not None for light in lights):
-            continue
-        if any(light.place != here for light in lights):
-            continue
-        if not any(reversible(light) and light.entry not in undone_by for light in lights):
-            continue
-        picked.append(run)
-        if len(picked) == count:
-            break
-    if not picked:
+def _picked(choice: Choice, here: Place, printer: Printer) -> list[Entry]:
+    """--last: the entries of the commands picked, newest first."""
+    assert choice.last is not None
+    if not choice.picked:
         raise Refused(
             f"Nothing to undo on the {here.describe()}: the journal holds no write there that "
             "is not undone already."
         )
-    if len(picked) < count:
-        printer.notice(f"Only {_counted(len(picked), 'command', 'commands')} to undo here.")
-    return {light.entry for run in picked for light in runs[run]}
+    if len(choice.picked) < choice.last:
+        printer.notice(f"Only {_counted(len(choice.picked), 'command', 'commands')} to undo here.")
+    kept = sorted((pair for run in choice.picked for pair in run.entries), key=lambda p: p[0])
+    return [entry for _, entry in kept]  # newest first, as read
 
 
 # -- the plan -----------------------------------------------------------------------------------
@@ -298,8 +367,14 @@ class Planner:
         target: ResourceClient[Any, Any, Any, Any] = getattr(self.run.client(), resource)
         return target
 
-    def current(self, resource: str, id: str) -> dict[str, Any] | None:
-        """The record as it is (or will be after the planned steps); None when it is gone."""
+    def current(
+        self, resource: str, id: str, assumed: Mapping[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """The record as it is (or will be after the planned steps); None when it is gone.
+
+        Under --as-curl the read is printed, not sent: the record is taken to be `assumed`,
+        as its entry left it.
+        """
         from convrisk.api_client.errors import NotFoundError
 
         key = (resource, id)
@@ -308,6 +383,8 @@ class Planner:
                 self.state[key] = dict(self.target(resource).retrieve(id))
             except NotFoundError:
                 self.state[key] = None
+            except self.run.captured():
+                self.state[key] = None if assumed is None else dict(assumed)
         return self.state[key]
 
     def refuse(self, entry: Entry, message: str) -> None:
@@ -399,7 +476,7 @@ class Planner:
         if not isinstance(after, dict):
             self.refuse(entry, "the entry lacks the record it created: cannot undo it.")
             return
-        current = self.current(resource.name, id)
+        current = self.current(resource.name, id, after)
         if current is None:
             self.note(entry, f"{id} is gone already: nothing to undo.")
             return
@@ -427,7 +504,7 @@ class Planner:
         if not back:
             self.note(entry, f"the update of {id} changed nothing a client sets: nothing to undo.")
             return
-        current = self.current(resource.name, id)
+        current = self.current(resource.name, id, after)
         if current is None:
             self.refuse(entry, f"{id} was deleted since the update: nothing to put back.")
             return
@@ -449,7 +526,7 @@ class Planner:
         if not isinstance(before, dict):
             self.refuse(entry, "the entry lacks the record it deleted: cannot undo it.")
             return
-        current = self.current(resource.name, id)
+        current = self.current(resource.name, id, None)
         if current is not None:
             names = compared(resource)
             fields = differs(current, before, names)
@@ -517,19 +594,8 @@ def execute(run: AppContext, printer: Printer, steps: Sequence[Step]) -> BaseExc
                 printer.error(describe(refusal, remote=printer.remote))
                 first = first or refusal
                 continue
-            id = renamed.get(key, step.id)
-            target: ResourceClient[Any, Any, Any, Any] = getattr(run.client(), step.resource)
-            # A record made anew stands for the deleted one, and so do later writes to it.
-            stands_for = step.id if step.operation == "create" or id != step.id else None
             try:
-                with run.journal_note(undoes=step.entry, stands_for=stands_for):
-                    if step.operation == "delete":
-                        target.delete(id)
-                    elif step.operation == "update":
-                        target.update(id, step.body)
-                    else:
-                        id = recreate(target, step)
-                        renamed[key] = id
+                id = write(run, step, renamed.get(key, step.id))
             except ConvriskError as exc:
                 printer.error(
                     describe(exc, remote=printer.remote, id=step.entry, settings=run.settings)
@@ -540,8 +606,58 @@ def execute(run: AppContext, printer: Printer, steps: Sequence[Step]) -> BaseExc
                 if stops_the_loop(exc):
                     break
                 continue
+            renamed[key] = id
             sink.write([row(step, "undone", id=id)])
     return first
+
+
+def write(run: AppContext, step: Step, id: str) -> str:
+    """One step's write to the record `id` (a recreated record's new id once made), journaled
+    as undoing its entry; the id of the record it wrote."""
+    target: ResourceClient[Any, Any, Any, Any] = getattr(run.client(), step.resource)
+    # A record made anew stands for the deleted one, and so do later writes to it.
+    stands_for = step.id if step.operation == "create" or id != step.id else None
+    with run.journal_note(undoes=step.entry, stands_for=stands_for):
+        if step.operation == "delete":
+            target.delete(id)
+        elif step.operation == "update":
+            target.update(id, step.body)
+        else:
+            id = recreate(target, step)
+    return id
+
+
+def print_requests(run: AppContext, printer: Printer, steps: Sequence[Step]) -> None:
+    """--as-curl: each step's write printed as a curl command line, not sent. A write to a
+    record made anew (the update after its create, an older entry's write) goes to the id the
+    create answers: it is not printed, and a hint says so."""
+    captured = run.captured()
+    made: set[tuple[str, str]] = set()
+    later = updates = 0
+    for step in steps:
+        key = (step.resource, step.id)
+        if key in made:
+            later += 1
+            continue
+        try:
+            write(run, step, step.id)
+        except captured:
+            if step.operation == "create":
+                made.add(key)
+                updates += bool(step.then)
+    untold = []
+    if later:
+        untold.append(_counted(later, "write to a record made anew", "writes to records made anew"))
+    if updates:
+        untold.append(
+            f"the update of the fields a create does not take, where the answer differs from "
+            f"them ({_counted(updates, 'record', 'records')})"
+        )
+    if untold:
+        printer.hint(
+            f"--as-curl: not printed, as they go to the id a create would answer: "
+            f"{' and '.join(untold)}."
+        )
 
 
 def recreate(target: ResourceClient[Any, Any, Any, Any], step: Step) -> str:
@@ -578,9 +694,9 @@ Last = Annotated[
 Entries = Annotated[
     list[str] | None,
     typer.Argument(
-        metavar="ENTRY...",
-        help="Journal entry ids (j_...) or run ids (r_..., every entry of one command); "
-        "with --last, the number of commands N.",
+        metavar="ENTRY",
+        help="Journal entry ids (j_...) or run ids (r_..., every entry of one command), as "
+        "`convrisk history` shows them; with --last, the number of commands N.",
         show_default=False,
     ),
 ]
@@ -638,7 +754,10 @@ def undo(
     plan = Planner(run, printer, chosen, force=force).make()
     first: BaseException | None = plan.refused[0] if plan.refused else None
     failed = len(plan.refused)
-    if dry_run:
+    if run.as_curl:
+        if not dry_run:  # a dry run's requests are its reads, printed as the plan made them
+            print_requests(run, printer, plan.steps)
+    elif dry_run:
         with printer.records(UNDONE, many=True) as sink:
             sink.write([row(step, "planned") for step in plan.steps])
         printer.notice(
@@ -678,4 +797,5 @@ def _arguments(given: list[str], last: bool) -> tuple[list[str], int | None]:
 
 
 def _counted(count: int, one: str, many: str) -> str:
+    """`1 entry`, `2 entries`."""
     return f"{count:,} {one if count == 1 else many}"

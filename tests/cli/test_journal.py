@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from convrisk.cli import journal
-from convrisk.cli.journal import Entry, JournalError, Problem, Recorder, redact_argv
+from convrisk.cli.journal import Entry, JournalError, Problem
+from convrisk.cli.journaled import Recorder, redact_argv
 
 
 def _entry(n: int, **extra: Any) -> Entry:
@@ -196,3 +197,19 @@ def test_notes_mark_the_entries_written_inside_them_only(tmp_path: Path) -> None
     assert (inside.get("undoes"), inside.get("stands_for")) == ("j_1", "conv_old")
     assert "undoes" not in outside
     assert inside["run"] == outside["run"]
+
+
+def test_half_a_line_left_by_a_killed_writer_stays_one_bad_line(tmp_path: Path) -> None:
+    """A writer killed in the middle of its write leaves the file without its last line
+    break: the next append starts a line of its own, so only the half line is lost."""
+    path = tmp_path / "journal.jsonl"
+    journal.append(path, [_entry(1)])
+    with path.open("ab") as out:
+        out.write(json.dumps(_entry(2)).encode()[:20])
+    journal.append(path, [_entry(3), _entry(4)])
+    assert [_shown(item) for item in journal.read_newest(path)] == [
+        _entry(4)["entry"],
+        _entry(3)["entry"],
+        (2, "not JSON, skipped"),
+        _entry(1)["entry"],
+    ]

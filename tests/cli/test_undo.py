@@ -318,3 +318,125 @@ def test_a_command_s_failed_and_api_entries_are_skipped_with_one_note_each(
         "Skipped 1 entry: `api` requests (convrisk cannot undo them; see `convrisk history`).",
         "Skipped 3 entries: their create failed (undo puts back only what the service confirmed).",
     ]
+
+
+def old_id(prefix: str, hours_ago: float) -> str:
+    """An entry or run id made `hours_ago` hours ago."""
+    import os
+    import time
+
+    ms = int((time.time() - hours_ago * 3600) * 1000)
+    return f"{prefix}{ms:012x}{os.urandom(3).hex()}"
+
+
+def test_the_journal_is_read_back_only_as_far_as_the_choice_needs(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    written.path.parent.mkdir(parents=True, exist_ok=True)
+    written.path.write_bytes(b"not json, three hours old\n")
+    run = old_id("r_", 3)
+    old, _ = created(backend, written, run=run, entry=old_id("j_", 3))
+    recent, _ = created(backend, written)
+    result = invoke("undo", "--last").ok()
+    assert "line 1" not in result.stderr  # three hours back: not read
+    assert not exists(backend, recent["id"]) and exists(backend, old["id"])
+    # An old entry named is found however far back it is (and the bad line is named on the way).
+    again = invoke("undo", run).ok()
+    assert f"The journal {written.path} line 1: not JSON, skipped." in again.stderr
+    assert not exists(backend, old["id"])
+
+
+def test_last_takes_every_entry_of_a_command_whose_lines_interleave_with_another(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    long_run, short_run = journal.new_id("r_"), journal.new_id("r_")
+    first, _ = created(backend, written, run=long_run)
+    other, _ = created(backend, written, run=short_run)
+    last, _ = created(backend, written, run=long_run)  # the long command ended last
+    rows = invoke("undo", "--last", "-o", "json").ok().json()
+    assert [r["id"] for r in rows] == [last["id"], first["id"]]
+    assert exists(backend, other["id"])
+
+
+def test_a_relative_db_is_the_file_it_named_where_the_write_ran(
+    invoke: Invoke, written: Journal, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, other = tmp_path / "first", tmp_path / "other"
+    first.mkdir()
+    other.mkdir()
+    monkeypatch.chdir(first)
+    id = invoke("--db", "x.db", "conv", "create", "--contact-id", "c", "-o", "id").ok().stdout
+    invoke("--db", "x.db", "conv", "delete", id.strip(), "--yes").ok()
+    monkeypatch.chdir(other)  # the same words name another file here: not where it was deleted
+    result = invoke("--db", "x.db", "undo", "--last")
+    assert result.code == 1 and f"(local {other / 'x.db'})" in result.stderr
+    assert not (other / "x.db").exists()  # nothing was made there
+    monkeypatch.chdir(first)
+    [row] = invoke("--db", "x.db", "undo", "--last", "-o", "json").ok().json()
+    assert (row["operation"], row["stands_for"]) == ("create", id.strip())
+
+
+def test_what_is_already_as_undo_would_leave_it_needs_nothing(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    gone, made = created(backend, written)
+    backend.conversations.delete(gone["id"])
+    record, _ = created(backend, written)
+    _, changed = updated(backend, written, record["id"], {"is_muted": True})
+    backend.conversations.update(record["id"], {"is_muted": False})  # put back by hand
+    result = invoke("undo", made["entry"], changed["entry"], "-o", "json").ok()
+    assert result.json() == []
+    assert f"{made['entry']}: {gone['id']} is gone already: nothing to undo." in result.stderr
+    assert f"{record['id']} is as it was before the update already" in result.stderr
+
+
+def test_a_deleted_id_that_exists_again_is_compared_with_the_record_deleted(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    record, _ = created(backend, written)
+    # The journal says it was deleted, yet the id is there (a service restored it).
+    entry = written.add("delete", record["id"], dict(record), None)
+    same = invoke("undo", entry["entry"]).ok()
+    assert f"{record['id']} exists again as it was: nothing to undo." in same.stderr
+    backend.conversations.update(record["id"], {"is_pinned": True})
+    changed = invoke("undo", entry["entry"])
+    assert changed.code == 1
+    assert "changed since the delete (it exists again) (is_pinned)" in changed.stderr
+    [row] = invoke("undo", entry["entry"], "--force", "-o", "json").ok().json()
+    assert (row["operation"], row["id"], row["body"]) == (
+        "update",
+        record["id"],
+        {"is_pinned": False},
+    )
+    assert backend.conversations.retrieve(record["id"])["is_pinned"] is False
+
+
+def test_an_entry_without_its_records_cannot_be_undone(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    record, _ = created(backend, written)
+    entry = written.add("update", record["id"], None, dict(record))
+    result = invoke("undo", entry["entry"])
+    assert result.code == 1
+    assert "lacks the record before or after it: cannot undo it." in result.stderr
+
+
+def test_with_the_journal_off_undo_has_nothing_to_read(
+    invoke: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CONVRISK_JOURNAL", "off")
+    result = invoke("undo", "--last")
+    assert result.code == 2 and "The journal is off (CONVRISK_JOURNAL=off)" in result.stderr
+
+
+def test_refusals_are_json_lines_on_stderr_with_json_output(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    import json
+
+    record, entry = created(backend, written)
+    backend.conversations.update(record["id"], {"is_muted": True})
+    result = invoke("undo", entry["entry"], "-o", "json")
+    assert result.code == 1 and result.json() == []
+    [error] = [json.loads(line)["error"] for line in result.stderr.splitlines()]
+    assert error["type"] == "undo_refused" and entry["entry"] in error["message"]

@@ -288,6 +288,12 @@ _CLIENT = {
             ["conv", "create", "--contact-id", "c", "-o", "id"],
             {"pydantic", "httpx", "rich", *_READ_ONLY_ABSENT, *_SERVE_STACK},
         ),
+        # the journal is read without a backend: no database, no HTTP client
+        (
+            ["history", "-o", "json"],
+            {"convrisk.local_backend", "sqlite3", "httpx", "pydantic", "rich", "jq"}
+            | {"convrisk.cli.journaled", *_OTHER_COMMANDS, *_SERVE_STACK},
+        ),
         # jq (libjq) only for --jq, not for --fields
         (["conv", "list", "--fields", "id", "-o", "jsonl"], {"httpx", "rich", "jq"}),
     ],

@@ -19,6 +19,8 @@ from .both_backends import cli as cli  # a fixture: each test on the local db an
 from .both_backends import serve as serve  # a fixture: one serve for the module
 from .console import CONVRISK, SAFETY_TIMEOUT, assert_loads_none_of
 
+pytestmark = pytest.mark.e2e
+
 # A token that a record may carry too (a careless user pasted it into a field).
 LEAKED = "tok-Leak3d-8c1f2a"
 
@@ -209,3 +211,48 @@ def test_the_journal_is_private(cli: Cli) -> None:
     assert path.stat().st_mode & 0o777 == 0o600
     assert path.parent.stat().st_mode & 0o777 == 0o700
     assert sys.platform != "win32" and os.stat(path).st_uid == os.geteuid()
+
+
+def test_a_killed_import_loses_at_most_the_batch_in_flight(cli: Cli) -> None:
+    """The journal is appended batch by batch as an import goes: killed at any point, every
+    line it holds names a record that exists (but the last, which a kill in the middle of its
+    write may cut short), and at most one batch (256 records) was written without its lines."""
+    import signal
+    import time
+
+    count = 20_000
+    records = "".join(json.dumps({"contact_id": f"c_{n}"}) + "\n" for n in range(count))
+    source = cli.home / "records.jsonl"
+    source.write_text(records)
+    path = journal_file(cli)
+    proc = cli.popen("conv", "import", str(source))
+    deadline = time.monotonic() + SAFETY_TIMEOUT
+    while proc.poll() is None and time.monotonic() < deadline:
+        if path.exists() and path.stat().st_size > 0:
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=SAFETY_TIMEOUT)
+    from convrisk.cli.journal import Problem, read
+
+    read_back = list(read(path))
+    cut = [item for item in read_back if isinstance(item, Problem)]
+    assert cut in ([], [Problem(path, len(read_back), "cut short (no end of line), skipped")])
+    journaled = [entry["id"] for entry in read_back if not isinstance(entry, Problem)]
+    stored = {record["id"] for record in _every(cli.store.conversations)}
+    assert journaled and set(journaled) <= stored and len(set(journaled)) == len(journaled)
+    assert len(stored) - len(journaled) <= 256, (len(stored), len(journaled))
+    print(f"killed after {len(stored)} of {count} records, {len(journaled)} journaled")
+
+
+def _every(resource: Any) -> list[dict[str, Any]]:
+    """Every record of a resource of the local store, page by page."""
+    found: list[dict[str, Any]] = []
+    cursor = None
+    for _ in range(10_000):
+        page = resource.list(limit=100, starting_after=cursor)
+        found += page["data"]
+        if not page["has_more"]:
+            return found
+        cursor = page["data"][-1]["id"]
+    raise AssertionError("more pages than records")

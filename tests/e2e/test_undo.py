@@ -311,3 +311,36 @@ def test_undo_on_a_protected_profile_asks_for_the_count_on_a_terminal(cli: Cli) 
             child.kill()
             child.wait(timeout=SAFETY_TIMEOUT)
     assert cli.count("conversations") == 0
+
+
+def test_as_curl_prints_the_check_and_the_write_and_sends_nothing(cli: Cli) -> None:  # noqa: F811
+    path = journaled(cli)
+    kept = ok(cli, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
+    gone = ok(cli, "conv", "create", "--group-id", "g_1", "-o", "id").strip()
+    ok(cli, "conv", "delete", gone, "--yes")
+    ok(cli, "config", "set", "read_only", "true")  # printing a request is not a write
+    written = entries(path)
+    result = cli.run("undo", "--last", "3", "--as-curl")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert [line.split()[:3] for line in lines] == [
+        ["curl", "-X", "GET"],  # the deleted record: still gone?
+        ["curl", "-X", "GET"],  # the record created first: still as created?
+        ["curl", "-X", "POST"],  # the deleted record made anew
+        ["curl", "-X", "DELETE"],  # the record created first, removed
+    ]
+    # The undo of gone's create goes to the id the POST would answer: not printed, said so.
+    assert (
+        "--as-curl: not printed, as they go to the id a create would answer: 1 write to a "
+        "record made anew and the update of the fields a create does not take, where the "
+        "answer differs from them (1 record)."
+    ) in result.stderr
+    assert lines[0].split()[3].endswith(f"/v1/conversations/{gone}")
+    assert lines[1].split()[3].endswith(f"/v1/conversations/{kept}")
+    assert f"'Idempotency-Key: undo-{written[-1]['entry']}'" in lines[2]
+    assert """--data-binary '{"group_id":"g_1"}'""" in lines[2]
+    assert lines[3].split()[3].endswith(f"/v1/conversations/{kept}")
+    assert "4 requests printed as curl command lines; nothing was sent." in result.stderr
+    assert entries(path) == written
+    assert record(cli, "conversations", kept) is not None
+    assert record(cli, "conversations", gone) is None and cli.count("conversations") == 1

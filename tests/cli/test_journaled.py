@@ -1,0 +1,113 @@
+"""The journaled Backend over the local store: what each write leaves in the journal."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from convrisk.api_client.errors import ConvriskError
+from convrisk.cli.context import AppContext
+from convrisk.cli.journaled import JournaledBackend, Recorder
+from convrisk.local_backend.store import LocalBackend
+
+
+@pytest.fixture
+def journal(tmp_path: Path) -> Path:
+    return tmp_path / "state" / "journal.jsonl"
+
+
+@pytest.fixture
+def backend(tmp_path: Path, journal: Path) -> Iterator[JournaledBackend]:
+    recorder = Recorder(
+        journal, profile="p", backend="local", target="db", argv=["convrisk"], warn=print
+    )
+    made = JournaledBackend(LocalBackend(tmp_path / "db.sqlite"), recorder)
+    yield made
+    made.close()
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_a_create_with_a_key_used_before_is_journaled_as_replayed(
+    backend: JournaledBackend, journal: Path
+) -> None:
+    first = backend.conversations.create({"contact_id": "c"}, idempotency_key="k-1")
+    again = backend.conversations.create({"contact_id": "c"}, idempotency_key="k-1")
+    assert first == again
+    assert [(e["outcome"]["status"], e["idempotency_key"]) for e in lines(journal)] == [
+        ("ok", "k-1"),
+        ("replayed", "k-1"),
+    ]
+
+
+def test_a_batch_journals_what_was_attempted_and_not_what_a_check_refused(
+    backend: JournaledBackend, journal: Path
+) -> None:
+    results = backend.conversations.create_many(
+        [({"contact_id": "a"}, "k-a"), ({}, "k-b"), ({"contact_id": "c"}, "k-a")]
+    )
+    assert isinstance(results[1], ConvriskError)  # neither contact nor group: refused
+    assert isinstance(results[2], ConvriskError)  # the key of other parameters: refused
+    (made,) = lines(journal)
+    assert made["after"]["contact_id"] == "a" and made["idempotency_key"] == "k-a"
+
+
+def test_an_interrupted_write_is_journaled_as_possibly_done(
+    backend: JournaledBackend, journal: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conv = backend.conversations.create({"contact_id": "c"})
+
+    def interrupted(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    inner: Any = backend._conversations  # the journaled resource
+    monkeypatch.setattr(inner._inner, "update", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        backend.conversations.update(conv["id"], {"is_muted": True})
+    last = lines(journal)[-1]
+    assert last["operation"] == "update" and last["before"] == dict(conv)
+    assert last["outcome"]["status"] == "failed" and "may or may not" in last["outcome"]["error"]
+
+
+def test_an_api_request_that_reads_is_not_journaled(
+    backend: JournaledBackend, journal: Path
+) -> None:
+    assert backend.send("GET", "/v1/conversations", None).status == 200
+    assert backend.send("HEAD", "/v1/conversations", None).status == 405  # answered, not journaled
+    assert lines(journal) == []
+    answer = backend.send("POST", "/v1/conversations", b'{"bad": 1}')
+    (refused,) = lines(journal)
+    assert refused["outcome"]["http_status"] == answer.status == 400
+    assert (refused["method"], refused["path"], refused["after"]) == (
+        "POST",
+        "/v1/conversations",
+        None,
+    )
+
+
+def test_journal_note_marks_what_is_written_inside_it(
+    tmp_path: Path, journal: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `undo` uses: entries written inside a note carry its keys; the run id is shared."""
+    env = {
+        "HOME": str(tmp_path),
+        "CONVRISK_DB": str(tmp_path / "db.sqlite"),
+        "CONVRISK_JOURNAL": str(journal),
+        "CONVRISK_CONFIG": str(tmp_path / "none.toml"),
+    }
+    run = AppContext(env)
+    run.argv = ["undo", "j_1"]
+    with run.journal_note(undoes="j_1", stands_for="conv_old"):
+        run.client().conversations.create({"contact_id": "c"})
+    run.client().conversations.create({"contact_id": "d"})
+    run.close()
+    noted, plain = lines(journal)
+    assert (noted["undoes"], noted["stands_for"]) == ("j_1", "conv_old")
+    assert "undoes" not in plain and noted["run"] == plain["run"]
+    assert noted["argv"] == ["convrisk", "undo", "j_1"]
