@@ -22,7 +22,7 @@ from convrisk.local_backend.store import LocalBackend
 from tests.loopback import JSONService, on_loopback, running, url_of
 
 from .both_backends import Cli, Serve, cli, isolated_env, local_cli, remote_cli, serving  # noqa: F401
-from .console import SAFETY_TIMEOUT, run
+from .console import SAFETY_TIMEOUT, assert_loads_none_of, run
 
 pytestmark = pytest.mark.e2e
 
@@ -377,3 +377,20 @@ def test_on_a_terminal_a_protected_write_asks_nothing_and_the_line_shows_no_cont
         )
         assert ("\\xe2\\x80\\xae" in printed) == (args[0] == "api")
     assert stored(cli.db_path) == before
+
+
+@pytest.mark.parametrize(
+    ("args", "absent"),
+    [
+        # Without --as-curl nothing of it is loaded (nor httpx, for the local database).
+        (["conv", "list", "-o", "json"], {"convrisk.cli.as_curl", "convrisk.api_client.capture"}),
+        (["conv", "create", "--contact-id", "c_1"], {"convrisk.cli.as_curl", "httpx"}),
+        # With it, the local backend is never loaded: the database is not even opened.
+        (["conv", "list", "--as-curl"], {"convrisk.local_backend", "sqlite3"}),
+        (["conv", "import", "-", "--as-curl"], {"convrisk.local_backend", "sqlite3"}),
+    ],
+)
+def test_as_curl_loads_only_when_used_and_never_the_database(
+    env: dict[str, str], args: list[str], absent: set[str]
+) -> None:
+    assert_loads_none_of(env, f"from convrisk.cli.app import main\ncode = main({args!r})\n", absent)
