@@ -323,11 +323,13 @@ class HTTPResource(Generic[M, C, U, F]):
 
         Up to CREATE_MANY_CONCURRENCY requests are in flight at once (so the objects may be
         created in a slightly different order); with `stop_on_error` one at a time, and nothing
-        after the first error is sent. Each request has its retries and its own key. An error
-        that every request would meet (a refused token, an unreachable service) stops the batch:
-        the other requests give up their retries and the items not yet sent are `NotSent`.
+        after the first error is sent; with a capturing transport (api_client.capture) one at a
+        time too, so that requests are shown in order. Each request has its retries and its own
+        key. An error that every request would meet (a refused token, an unreachable service)
+        stops the batch: the other requests give up their retries and the items not yet sent
+        are `NotSent`.
         """
-        if stop_on_error or len(items) < 2:
+        if stop_on_error or len(items) < 2 or self._t.one_at_a_time:
             results: builtins.list[Created[M] | ConvriskError] = []
             for params, key in items:
                 result = self._create_or_error(params, key, None)

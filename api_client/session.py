@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from . import __version__
+from .capture import CaptureTransport
 from .deadline import DeadlineTransport, deadline
 from .defaults import DEFAULT_MAX_RESPONSE_MB
 from .endpoint import (
@@ -154,6 +155,9 @@ class Session:
                     )
             transport = DeadlineTransport(https=url.scheme == "https", proxy=proxy)
         self._transport = transport
+        # A capture (`--as-curl`) hands requests over in the order they are made: no batch
+        # sends several at once.
+        self.one_at_a_time = isinstance(transport, CaptureTransport)
         self._closed = False
 
     def close(self) -> None:

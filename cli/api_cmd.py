@@ -4,7 +4,7 @@ from typing import Annotated, Any, cast
 
 import typer
 
-from . import complete, values
+from . import complete, guard, values
 from . import options as opt
 from .context import app_context
 from .errors import UsageProblem
@@ -12,6 +12,8 @@ from .kinds import ANSWER
 
 # Methods that carry no body: `-d` with them is a mistake, not a request to send.
 _NO_BODY = ("GET", "DELETE", "HEAD")
+# Methods that write nothing: every other one is a write to the guards (cli/guard.py).
+_READS = ("GET", "HEAD")
 
 
 def api(
@@ -52,6 +54,7 @@ def api(
             help="Follow has_more over every page of a list; print each item as one JSON line.",
         ),
     ] = False,
+    yes: opt.WriteYes = False,
     jq: opt.Jq = None,
 ) -> None:
     """Send one request to the interface and print its answer.
@@ -76,15 +79,32 @@ def api(
     printer = run.printer("jsonl" if paginate else "json", json_errors=False)
     target = api_target(path)
     verb = _verb(method, data)
+    writes = verb not in _READS
+    what = f"send {verb} {path}"
+    if writes:
+        guard.refuse_early(run, what, yes=yes, stdin_free=data != "-")
     if data == "-" and verb not in _NO_BODY:
         printer.reading_stdin("the body of -d (JSON)")
     body = None if data is None else _body(data, verb)
     if paginate:
         check_paginate(verb, target)
+    if writes:
+        # One request writes one record at most in this interface.
+        stdin_free = data != "-"
+        guard.check_write(
+            run, count=1, what=what, max_affected=None, yes=yes, stdin_free=stdin_free
+        )
     client = run.client()
     if paginate:
         pages = cast("Any", client.raw_pages(target))
-        printer.pages(ANSWER, pages, hint_more=False, cursor_option="starting_after={} in PATH")
+        try:
+            printer.pages(ANSWER, pages, hint_more=False, cursor_option="starting_after={} in PATH")
+        except run.captured():
+            printer.hint(
+                "--as-curl: only the first page's request is printed: each later page's "
+                "cursor comes from the answer to the page before it."
+            )
+            raise
         return
     answer = client.send(verb, target, body)
     printer.answer(answer.body)

@@ -15,7 +15,7 @@ from typer.core import TyperGroup
 from typer.models import CommandInfo, TyperInfo
 
 from . import complete
-from .commands import OneSuggestion
+from .commands import OneSuggestion, start_as_curl
 from .context import AppContext, app_context
 from .errors import (
     INTERRUPTED,
@@ -78,6 +78,7 @@ class LazyGroup(OneSuggestion, TyperGroup):
             "status": _status_command,
             "api": _api_command,
             "history": _history_command,
+            "undo": _undo_command,
         }
         lazy = LazyCommands(builders)
         for name, registered in self.commands.items():  # none today; kept if any are added
@@ -150,6 +151,18 @@ def _history_command() -> Command:
     )
 
 
+def _undo_command() -> Command:
+    """`undo`, built as `app.command("undo")(undo)` would build it."""
+    from .commands import Command
+    from .undo import undo
+
+    return typer.main.get_command_from_info(
+        CommandInfo(name="undo", callback=undo, cls=Command),
+        pretty_exceptions_short=app.pretty_exceptions_short,
+        rich_markup_mode=app.rich_markup_mode,
+    )
+
+
 app = typer.Typer(
     name="convrisk",
     cls=LazyGroup,
@@ -212,6 +225,14 @@ def root(
     debug: Annotated[
         bool, typer.Option("--debug", help="Debug log and tracebacks on stderr.")
     ] = False,
+    as_curl: Annotated[
+        bool,
+        typer.Option(
+            "--as-curl",
+            help="Print each request as a curl command line (token as $CONVRISK_TOKEN); "
+            "send nothing.",
+        ),
+    ] = False,
     version: Annotated[
         bool,
         typer.Option(
@@ -224,6 +245,8 @@ def root(
     run.flags = Flags(profile=profile, base_url=base_url, db=db, debug=debug)
     if debug:
         run.start_debug_log()
+    if as_curl:
+        start_as_curl(run, ctx.invoked_subcommand)
     ctx.call_on_close(run.close)
 
 
@@ -256,6 +279,7 @@ def main(args: Sequence[str] | None = None) -> int:
         if result == INTERRUPTED:
             # typer turns Ctrl-C into Exit(130) and returns the code: report it as one.
             raise KeyboardInterrupt
+        _requests_printed(run)
         return result if isinstance(result, int) else OK
     except StdoutClosed:
         _silence_stdout()
@@ -264,6 +288,11 @@ def main(args: Sequence[str] | None = None) -> int:
         run.plain_printer().block(exc.format_message())
         return USAGE
     except (Exception, KeyboardInterrupt) as exc:
+        if _captured(exc):
+            # --as-curl: a request was printed, not sent, and the command cannot go on without
+            # its answer. Nothing failed.
+            _requests_printed(run)
+            return OK
         if run.env.get("CONVRISK_RAISE_ERRORS") == "1":
             if isinstance(exc, Failures):
                 raise exc.first from exc
@@ -282,10 +311,51 @@ def main(args: Sequence[str] | None = None) -> int:
             )
         if isinstance(exc, OutputFailed):
             _silence_stdout()  # what is left in its buffer cannot be written at exit either
+        elif run.requests_printed:
+            _requests_printed(run)
         return exit_code(exc)
     finally:
         run.stop_debug_log()
         restore_ctrl_c()
+
+
+def _captured(exc: BaseException) -> bool:
+    """Whether `exc` is --as-curl's stop (a request printed, not sent); the module is loaded
+    only when a capture was made."""
+    capture = sys.modules.get("convrisk.api_client.capture")
+    return capture is not None and isinstance(exc, capture.Captured)
+
+
+def _requests_printed(run: AppContext) -> None:
+    """--as-curl: say on stderr how many requests were printed, that none was sent, and what
+    the lines need from the environment."""
+    if not run.as_curl:
+        return
+    printer = run.plain_printer()
+    count = run.requests_printed
+    if not count:
+        printer.notice("--as-curl: this command made no request; nothing was sent.")
+        return
+    lines = "a curl command line" if count == 1 else "curl command lines"
+    request = "1 request" if count == 1 else f"{count:,} requests"
+    printer.notice(f"--as-curl: {request} printed as {lines}; nothing was sent.")
+    settings = run.settings()
+    them = "it" if count == 1 else "them"
+    if not settings.is_remote:
+        printer.hint(
+            f"Before running {them}, set CONVRISK_BASE_URL (the service's URL, without a final /) "
+            "and CONVRISK_TOKEN."
+        )
+    elif settings.token:
+        printer.hint(f"Before running {them}, set CONVRISK_TOKEN (named in the line, not written).")
+    marks = [mark for mark in ("protected", "read_only") if getattr(settings, mark, False)]
+    if run.writes_printed and marks:
+        # Printing is not writing, so the profile's guards let it pass; a line run by hand does
+        # write, and no guard of convrisk's stands in its way.
+        printer.warning(
+            f"The profile {settings.profile!r} is {' and '.join(marks).replace('_', '-')}: "
+            "the printed writes, run by hand, change its service with no question asked."
+        )
 
 
 def _interrupt_once() -> Callable[[], object]:

@@ -19,8 +19,11 @@ from click.exceptions import UsageError
 from typer.core import TyperCommand, TyperGroup
 
 from .context import AppContext
+from .errors import UsageProblem
 
-GLOBAL_OPTIONS = ("profile", "base_url", "db", "debug")
+GLOBAL_OPTIONS = ("profile", "base_url", "db", "debug", "as_curl")
+# Commands that send no request to the service: --as-curl has nothing to print there.
+_NO_REQUESTS = ("config", "serve", "history")
 _copies: dict[int, list[Any]] = {}
 
 
@@ -29,10 +32,31 @@ def _set_flag(ctx: Any, param: Any, value: Any) -> Any:
     if value is None or value is False:
         return value
     run = ctx.ensure_object(AppContext)
+    if param.name == "as_curl":
+        start_as_curl(run, _top_command(ctx))
+        return value
     run.flags = dataclasses.replace(run.flags, **{param.name: value})
     if param.name == "debug":
         run.start_debug_log()
     return value
+
+
+def _top_command(ctx: Any) -> str | None:
+    """The name of the root's command that `ctx` is under (`conv` for `conv list`)."""
+    while ctx.parent is not None and ctx.parent.parent is not None:
+        ctx = ctx.parent
+    return ctx.info_name if ctx.parent is not None else None
+
+
+def start_as_curl(run: AppContext, command: str | None) -> None:
+    """--as-curl for this run: requests printed, none sent; refused where none would be."""
+    if command in _NO_REQUESTS:
+        raise UsageProblem(
+            f"--as-curl prints the requests a command sends to the service; `{command}` sends "
+            "none.",
+            param="--as-curl",
+        )
+    run.as_curl = True
 
 
 def global_options(ctx: Any) -> list[Any]:

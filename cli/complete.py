@@ -12,6 +12,7 @@ import typer
 
 from .context import AppContext
 from .settings import (
+    BOOLEAN_KEYS,
     DEFAULT_PROFILE,
     KEYS,
     OUTPUT_FORMATS,
@@ -36,7 +37,8 @@ def config_keys(ctx: typer.Context, args: list[str], incomplete: str) -> list[st
 
 def config_values(ctx: typer.Context, args: list[str], incomplete: str) -> list[str]:
     """The values of a config key that has a list of them (`config set output <TAB>`)."""
-    choices = {"output": OUTPUT_FORMATS}.get(str(ctx.params.get("key")), ())
+    known = {"output": OUTPUT_FORMATS, **dict.fromkeys(BOOLEAN_KEYS, ("true", "false"))}
+    choices = known.get(str(ctx.params.get("key")), ())
     return [value for value in choices if value.startswith(incomplete)]
 
 

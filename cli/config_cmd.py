@@ -17,6 +17,7 @@ from .kinds import PROFILES
 from .output import Printer
 from .settings import (
     DEFAULT_PROFILE,
+    GUARD_KEYS,
     KEYS,
     Config,
     ConfigFile,
@@ -39,7 +40,9 @@ app = typer.Typer(
     atomically with mode 0600 (through a symlink, to its target). Keys: base_url, token, db,
     output, timeout (0.1 to 3600 s), max_retries (0 to 10), page_size (1 to 100),
     max_response_mb (1 to 4096), allow_insecure_http (true: a token may go over plain http:// to
-    a host that is not loopback); each can also come from CONVRISK_<KEY>.
+    a host that is not loopback), protected (true: each write shows a banner and asks for the
+    number of records typed back, or needs --yes), read_only (true: every write is refused);
+    each can also come from CONVRISK_<KEY> (which can set protected or read_only, not lift them).
 
     \b
     Example:
@@ -281,6 +284,8 @@ def show(ctx: typer.Context, profile: Profile = None) -> None:
         "page_size": settings.page_size,
         "max_response_mb": settings.max_response_mb,
         "allow_insecure_http": settings.allow_insecure_http,
+        "protected": settings.protected,
+        "read_only": settings.read_only,
     }
     for key in KEYS:
         value = values[key]
@@ -327,7 +332,9 @@ def profiles(ctx: typer.Context, output: opt.Output = None) -> None:
     names = list(config.profiles)
     if DEFAULT_PROFILE not in names:
         names.insert(0, DEFAULT_PROFILE)  # always there, even when the file has no [default]
-    rows = [profile_row(name, config.profiles.get(name, {}), name == active) for name in names]
+    rows = [
+        profile_row(name, config.profiles.get(name, {}), name == active, path) for name in names
+    ]
     printer = run.printer(output)
     with printer.records(PROFILES, many=True) as sink:
         sink.write(rows)
@@ -337,8 +344,9 @@ def profiles(ctx: typer.Context, output: opt.Output = None) -> None:
         printer.hint(f"Active: {active} (from {source}).")
 
 
-def profile_row(name: str, table: dict[str, Any], active: bool) -> dict[str, Any]:
-    """What `config profiles` shows of a profile: never its token, only whether it has one."""
+def profile_row(name: str, table: dict[str, Any], active: bool, path: Path) -> dict[str, Any]:
+    """What `config profiles` shows of a profile: never its token, only whether it has one; its
+    guard marks."""
     from convrisk.api_client.endpoint import shown_url
 
     base_url = table.get("base_url")
@@ -349,6 +357,11 @@ def profile_row(name: str, table: dict[str, Any], active: bool) -> dict[str, Any
         "base_url": shown_url(base_url) if isinstance(base_url, str) else None,
         "db": str(db) if db is not None else None,
         "token": "token" in table,
+        # A mark that is not true or false is an error naming it (exit 2), as for any command.
+        **{
+            key: bool(parse_value(key, table.get(key, False), f"{path} [{name}]"))
+            for key in GUARD_KEYS
+        },
     }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,10 +28,15 @@ if TYPE_CHECKING:
     import logging
 
     from convrisk.api_client import Client
+    from convrisk.api_client.capture import CapturedRequest
     from convrisk.api_client.protocol import Backend
 
     from .journaled import Recorder
     from .shape import FieldChoice
+
+
+class _NeverRaised(Exception):
+    """Caught where --as-curl's stop would be, when --as-curl is off."""
 
 
 class AppContext:
@@ -44,6 +49,11 @@ class AppContext:
         # --fields and --jq as given; the printer checks them (cli/shape.py).
         self.fields: FieldChoice | None = None
         self.jq: str | None = None
+        # --as-curl: every request is printed as a curl command line and none is sent (the
+        # guards read it: printing is not writing, so nothing is asked or refused).
+        self.as_curl = False
+        self.requests_printed = 0
+        self.writes_printed = 0
         self._settings: Settings | None = None
         # Each config file read once per run; a failure is kept and raised again, never retried.
         self._configs: dict[Path, ConfigFile | UsageProblem] = {}
@@ -129,6 +139,7 @@ class AppContext:
                 shape=shape,
                 json_errors=json_errors,
                 chosen=bool(output or self.output_flag),
+                requests_only=self.as_curl,
             )
         return self._printer
 
@@ -166,8 +177,28 @@ class AppContext:
                     f"No token is set for {where}: set CONVRISK_TOKEN, or run "
                     "`convrisk config set token` and paste it."
                 )
-            self._client = build_client(settings, self.recorder())
+            capture = self._print_request if self.as_curl else None
+            self._client = build_client(settings, self.recorder(), capture=capture)
         return self._client
+
+    def captured(self) -> type[Exception]:
+        """What a request printed by --as-curl raises (api_client.capture.Captured): a loop
+        whose requests do not depend on each other's answers catches it and goes on. Without
+        --as-curl, an exception nothing raises (and no HTTP client is loaded)."""
+        if not self.as_curl:
+            return _NeverRaised
+        from convrisk.api_client.capture import Captured
+
+        return Captured
+
+    def _print_request(self, request: CapturedRequest) -> None:
+        """--as-curl: print a captured request as a curl command line on stdout."""
+        from .as_curl import command_line
+
+        self.printer().line(command_line(request))
+        self.requests_printed += 1
+        if request.method not in ("GET", "HEAD"):
+            self.writes_printed += 1
 
     def recorder(self) -> Recorder | None:
         """The journal of this run's writes; None when CONVRISK_JOURNAL=off, or with --as-curl
@@ -184,8 +215,7 @@ class AppContext:
                 env=self.env,
                 profile=settings.profile,
                 backend="remote" if remote else "local",
-                # A base_url holds no credentials (settings refuse them): shown as it is.
-                target=settings.base_url or "" if remote else str(settings.db),
+                target=journal_target(settings),
                 argv=["convrisk", *self.argv],
                 secrets=[s for s in (settings.token, self.env.get("CONVRISK_TOKEN")) if s],
                 warn=lambda text: self.printer().warning(text),
@@ -231,11 +261,31 @@ class AppContext:
             client.close()
 
 
-def build_client(settings: Settings, journal: Recorder | None = None) -> Client:
+def journal_target(settings: Settings) -> str:
+    """Where writes go, as the journal records it and `undo` compares it: the base_url (it holds
+    no credentials: settings refuse them), or the database's absolute path (a relative --db
+    names another file from another folder)."""
+    if settings.base_url is not None:
+        return settings.base_url
+    return str(settings.db.absolute())
+
+
+def build_client(
+    settings: Settings,
+    journal: Recorder | None = None,
+    *,
+    capture: Callable[[CapturedRequest], None] | None = None,
+) -> Client:
     """The composition root: a remote HTTPBackend for a base_url, else the local SQLite file;
-    its writes journaled when a `journal` is given."""
+    its writes journaled when a `journal` is given.
+
+    With `capture` (--as-curl), the remote backend of the same settings, whose requests go to
+    `capture` and are not sent (see `capturing_client`); nothing is journaled.
+    """
     from convrisk.api_client import Client
 
+    if capture is not None:
+        return capturing_client(settings, capture)
     backend = _backend(settings)
     if journal is not None:
         from .journaled import JournaledBackend
@@ -267,6 +317,40 @@ def _backend(settings: Settings) -> Backend:
     from convrisk.local_backend.store import LocalBackend
 
     return LocalBackend(database_path(settings))
+
+
+def capturing_client(settings: Settings, capture: Callable[[CapturedRequest], None]) -> Client:
+    """A Client whose requests are built by the remote backend and handed to `capture`, never
+    sent: the service of the settings, or on the local backend a placeholder URL that
+    `--as-curl` prints as $CONVRISK_BASE_URL (the request a remote service would get).
+
+    The real token never reaches it: a placeholder stands for it, printed as $CONVRISK_TOKEN.
+    Nothing journals these requests: none is sent.
+    """
+    from convrisk.api_client import Client
+    from convrisk.api_client.capture import (
+        PLACEHOLDER_BASE_URL,
+        PLACEHOLDER_TOKEN,
+        CaptureTransport,
+    )
+    from convrisk.api_client.errors import ConvriskError
+    from convrisk.api_client.http import HTTPBackend
+
+    remote = settings.base_url is not None
+    try:
+        backend = HTTPBackend(
+            settings.base_url if settings.base_url is not None else PLACEHOLDER_BASE_URL,
+            PLACEHOLDER_TOKEN if settings.token or not remote else None,
+            timeout=settings.timeout,
+            max_retries=settings.max_retries,
+            max_response_bytes=settings.max_response_mb * 1024 * 1024,
+            transport=CaptureTransport(capture),
+            allow_insecure_http=settings.allow_insecure_http,
+        )
+    except ConvriskError as exc:
+        # The same refusal the command would meet (a token over plain http, ...): exit 2.
+        raise UsageProblem(f"{exc}", param=getattr(exc, "param", None)) from exc
+    return Client(backend, page_size=settings.page_size)
 
 
 def database_path(settings: Settings) -> Path:

@@ -6,10 +6,10 @@ import typer
 
 from convrisk.api_client.resources import CONVERSATIONS as CONVERSATION_RESOURCE
 
-from . import bodies, complete, values
+from . import bodies, complete, guard, values
 from . import options as opt
 from .context import app_context
-from .loops import delete_each, for_each_id, plan_create, plan_each_id, print_list
+from .loops import delete_each, for_each_id, guard_ids, plan_create, plan_each_id, print_list
 from .resource_kinds import CONVERSATIONS
 
 if TYPE_CHECKING:
@@ -106,6 +106,7 @@ def create(
     ] = None,
     group_id: GroupId = None,
     dry_run: opt.DryRun = False,
+    yes: opt.WriteYes = False,
     output: opt.Output = None,
     fields: ConvFields = None,
     jq: opt.Jq = None,
@@ -123,6 +124,7 @@ def create(
     if dry_run:
         return plan_create(run, CONVERSATIONS, params, lambda c: c.conversations, output)
     printer = run.printer(output)
+    guard.check_write(run, count=1, what="create a conversation", max_affected=None, yes=yes)
     printer.one(CONVERSATIONS, run.client().conversations.create(params))
 
 
@@ -182,6 +184,8 @@ def update(
         bool, typer.Option("--clear-pinned-message", help="Unpin the pinned message.")
     ] = False,
     dry_run: opt.DryRun = False,
+    yes: opt.WriteYes = False,
+    max_affected: opt.MaxAffected = None,
     output: opt.Output = None,
     fields: ConvFields = None,
     jq: opt.Jq = None,
@@ -197,12 +201,14 @@ def update(
     """
     run = app_context(ctx)
     id_list = values.id_list(ids)
+    cap = opt.max_affected(max_affected)
     changes = bodies.conversation_changes(
         pin, mute, archive, archived_at, pinned_message_id, clear_pinned_message
     )
     if dry_run:
         resource = lambda c: c.conversations  # noqa: E731
         return plan_each_id(run, CONVERSATIONS, id_list, "update", changes, resource, output)
+    guard_ids(run, id_list, f"update {CONVERSATIONS.plural}", cap, yes)
     client = run.client()
     for_each_id(
         run,
@@ -219,6 +225,7 @@ def delete(
     ids: opt.Ids,
     yes: opt.Yes = False,
     dry_run: opt.DryRun = False,
+    max_affected: opt.MaxAffected = None,
     output: opt.Output = None,
     fields: opt.DeletionFields = None,
     jq: opt.Jq = None,
@@ -235,8 +242,11 @@ def delete(
     """
     run = app_context(ctx)
     id_list = values.id_list(ids)
+    cap = opt.max_affected(max_affected)
     resource = lambda c: c.conversations  # noqa: E731
-    delete_each(run, CONVERSATIONS, id_list, yes, output, resource, dry_run=dry_run)
+    delete_each(
+        run, CONVERSATIONS, id_list, yes, output, resource, dry_run=dry_run, max_affected=cap
+    )
 
 
 @app.command("import")
@@ -247,6 +257,8 @@ def import_(
     dry_run: opt.DryRun = False,
     stop_on_error: opt.StopOnError = False,
     copy: opt.Copy = False,
+    yes: opt.WriteYes = False,
+    max_affected: opt.MaxAffected = None,
     output: opt.Output = None,
     jq: opt.Jq = None,
 ) -> None:
@@ -277,4 +289,6 @@ def import_(
         stop_on_error=stop_on_error,
         output=output,
         copy=copy,
+        yes=yes,
+        max_affected=opt.max_affected(max_affected),
     )

@@ -436,12 +436,64 @@ class Importer:
             return self.result(Failure(op.line, exc, op.id)), self.stop_on_error
         return {"line": op.line, "status": "updated", "id": updated["id"]}, False
 
+    def print_requests(self, records: Iterator[Record]) -> None:
+        """--as-curl: the request of each record, in file order, printed and not sent.
+
+        A record that fails the checks is reported with its line (its request is not printed)
+        and the others go on, as in an import. Under --copy, the update that sets the fields a
+        create does not take needs the id the create answers: it is not printed, and a hint
+        says so.
+        """
+        from convrisk.api_client.errors import ConvriskError
+
+        captured = self.run.captured()
+        total = failed = updates_left = 0
+        for record in records:
+            total += 1
+            op = _checked(
+                self.spec, self.target, record, self.run_id, check_body=False, copy=self.copy
+            )
+            if isinstance(op, Operation):
+                try:
+                    if op.id is None:
+                        self.target.create(op.body, idempotency_key=op.key)
+                    else:
+                        self.target.update(op.id, op.body)
+                    continue
+                except captured:
+                    if op.then is not None:
+                        updates_left += 1
+                    continue
+                except ConvriskError as exc:
+                    op = Failure(op.line, exc, op.id)
+            info = describe(op.error, remote=self.printer.remote, settings=self.run.settings)
+            info.id = op.id if isinstance(op.id, str) else None
+            info.line_number = op.line
+            self.printer.error(info)
+            failed += 1
+            if self.stop_on_error:
+                break
+        if updates_left:
+            self.printer.hint(
+                f"--as-curl: {counted(updates_left, 'copied record')} may also need an update of "
+                f"{', '.join(self.spec.copy_updates)} (where the create's answer differs), sent "
+                "to the id that answer holds: those updates are not printed."
+            )
+        if failed:
+            summary = (
+                f"{failed:,} of {counted(total, 'record')} failed the checks; their requests "
+                "are not printed."
+            )
+            self.printer.notice(summary)
+            raise RecordsFailed(summary)
+
     def dry_run(self, records: Iterator[Record]) -> None:
         """Check every record and every id (read-only) and print the planned operations."""
         from convrisk.api_client.errors import ConvriskError
 
         first: BaseException | None = None
         failed = 0
+        captured = self.run.captured()
         planned_ops: dict[str, int] = {"create": 0, "update": 0}
         statuses = dict.fromkeys(("planned", "would_replay"), 0)
         cannot_tell = False
@@ -456,6 +508,8 @@ class Importer:
                     if isinstance(op, Operation) and op.id is not None:
                         try:
                             self.target.retrieve(op.id)
+                        except captured:
+                            continue  # --as-curl: the id's check is printed, not sent
                         except ConvriskError as exc:
                             if stops_the_loop(exc):
                                 sink.write(rows)
@@ -491,19 +545,20 @@ class Importer:
                 if failed and self.stop_on_error:
                     break
             sink.failed = failed
-        if cannot_tell:
+        if cannot_tell and not self.run.as_curl:
             self.printer.hint(
                 "A remote service cannot say before a create whether it would replay an earlier "
                 "answer: every create is shown as planned; the import itself reports replayed."
             )
         total = sum(statuses.values()) + failed
         creates = planned_ops["create"] - statuses["would_replay"]
-        self.printer.notice(
-            f"Dry run: {counted(total, 'record')}: {statuses['planned']:,} planned "
-            f"({counted(creates, 'create')} and {counted(planned_ops['update'], 'update')}), "
-            f"{statuses['would_replay']:,} would_replay, {failed:,} failed the checks. "
-            "Nothing was written."
-        )
+        if not self.run.as_curl:  # --as-curl: no answer came back, nothing checked to count
+            self.printer.notice(
+                f"Dry run: {counted(total, 'record')}: {statuses['planned']:,} planned "
+                f"({counted(creates, 'create')} and {counted(planned_ops['update'], 'update')}), "
+                f"{statuses['would_replay']:,} would_replay, {failed:,} failed the checks. "
+                "Nothing was written."
+            )
         if first is not None:
             raise Failures(first, failed)
 
@@ -528,16 +583,44 @@ def import_file(
     stop_on_error: bool,
     output: str | None,
     copy: bool = False,
+    yes: bool = False,
+    max_affected: int | None = None,
 ) -> None:
-    """`conv import` / `risk import`: read FILE (or - for stdin) and run or plan each record."""
+    """`conv import` / `risk import`: read FILE (or - for stdin) and run or plan each record.
+
+    When the count must be known before the first write (--max-affected, a protected profile's
+    question), every record is read and counted first, then the file is read again from the
+    start (stdin is kept in a temporary file for that)."""
+    from . import guard
+
     printer = run.printer(output)
+    what = f"import {spec.kind.plural}"
+    if not dry_run:
+        guard.refuse_early(run, what, yes=yes, stdin_free=file != "-")
     with Source(file) as source:
         if source.path is None and printer.stdin_is_terminal():
             printer.hint("Reading records from the terminal; end with Ctrl-D.")
-        # Under --copy an export's read-only columns are read too (and ignored).
         # An export's read-only columns are read too: --copy ignores them; without it the first
         # record that has them is the one error that says to add --copy.
         columns: dict[str, CellType] = {**spec.columns, **dict.fromkeys(spec.read_only, "text")}
+
+        def count() -> int:
+            """How many records the file holds (each is one write at most)."""
+            source.rewind()
+            _, counted_records = read(source, given_format, columns, spec.kind.plural)
+            number = sum(1 for _ in _first_checked(spec, counted_records, copy))
+            source.rewind()
+            return number
+
+        if not dry_run:
+            guard.check_write(
+                run,
+                count=count,
+                what=what,
+                max_affected=max_affected,
+                yes=yes,
+                stdin_free=source.path is not None,
+            )
         _, records = read(source, given_format, columns, spec.kind.plural)
         records = _first_checked(spec, records, copy)
         if copy:
@@ -548,6 +631,8 @@ def import_file(
         importer = Importer(run, spec, printer, stop_on_error=stop_on_error, copy=copy)
         if dry_run:
             importer.dry_run(records)
+        elif run.as_curl:
+            importer.print_requests(records)
         else:
             importer.execute(records, source)
 

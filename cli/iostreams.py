@@ -79,19 +79,22 @@ class Writer(Protocol):
     def flush(self) -> None: ...
 
 
-def ask(prompt: str, reader: Reader, writer: Writer) -> str:
+def ask(prompt: str, reader: Reader, writer: Writer, *, eof_is_answer: bool = False) -> str:
     """Write `prompt`, read the answer line; Ctrl-C or end of input ends the line and raises
-    KeyboardInterrupt (so that `Interrupted.` gets a line of its own)."""
+    KeyboardInterrupt (so that `Interrupted.` gets a line of its own). With `eof_is_answer`,
+    end of input is the answer "" instead (a line typed, even empty, ends with a line break)."""
+    interrupted = False
     try:
         writer.write(prompt)
         writer.flush()
         line = reader.readline()
     except KeyboardInterrupt:
-        line = ""
+        line, interrupted = "", True
     if not line:
         writer.write("\n")
         writer.flush()
-        raise KeyboardInterrupt
+        if interrupted or not eof_is_answer:
+            raise KeyboardInterrupt
     return line
 
 

@@ -126,7 +126,18 @@ _PROFILE_COLUMNS = (
     Column("base_url", "BASE URL"),
     Column("db", "DB"),
     Column("token", "TOKEN", "bool"),
+    Column("protected", "PROTECTED", "bool"),
+    Column("read_only", "READ ONLY", "bool"),
 )
+
+
+def marks(row: Row) -> str:
+    """A profile's guard marks in words: read-only, protected, both, or nothing."""
+    shown = [name for key, name in _MARKS if row.get(key)]
+    return ", ".join(shown)
+
+
+_MARKS = (("read_only", "read-only"), ("protected", "protected"))
 PROFILES = Kind(
     "profile",
     "profiles",
@@ -140,6 +151,7 @@ PROFILES = Kind(
             value=lambda row: row.get("base_url") or row.get("db") or "local (default database)",
         ),
         Column("token", "TOKEN", value=lambda row: "set" if row.get("token") else ""),
+        Column("marks", "MARKS", value=marks),
     ),
     id_key="name",
 )
@@ -169,9 +181,20 @@ def _status_lines(row: Row) -> list[str]:
         ("profile", f"{row.get('profile')} (from {row.get('profile_source')})"),
         ("backend", backend),
         ("token", token),
+        ("writes", _writes(row)),
         ("service", service),
     ]
     return [f"{key:<8} {value}" for key, value in lines]
+
+
+def _writes(row: Row) -> str:
+    """What becomes of a write under this profile (its guard marks)."""
+    if row.get("read_only"):
+        also = " (and protected)" if row.get("protected") else ""
+        return f"refused: the profile is read-only{also}"
+    if row.get("protected"):
+        return "protected: each asks for the number of records typed back (or --yes)"
+    return "allowed"
 
 
 _STATUS_COLUMNS = tuple(
@@ -183,6 +206,8 @@ _STATUS_COLUMNS = tuple(
         "base_url",
         "db",
         "token_source",
+        "protected",
+        "read_only",
         "ok",
         "ms",
         "exit_code",
@@ -271,3 +296,33 @@ HISTORY = Kind(
     id_key="entry",
     never_cut=("id", "entry"),
 )
+
+
+def _undone_line(row: Row) -> list[str]:
+    """One result of `undo` as a readable line: the write, the record, the entry it undoes."""
+    planned = row.get("status") == "planned"
+    operation = row.get("operation")
+    id = row.get("id")
+    body = format_cell(row.get("body") or {}, "json")
+    if operation == "create":
+        made = "a new record" if planned else id
+        text = f"create {made} in place of {row.get('stands_for')}: {body}"
+    elif operation == "update":
+        text = f"update {id}: {body}"
+    else:
+        text = f"delete {id}"
+    if row.get("stands_for") and operation != "create":
+        text += f" (in place of {row['stands_for']})"
+    return [f"{'would ' if planned else ''}{text} (undoes {row.get('entry')})"]
+
+
+_UNDONE_COLUMNS = (
+    Column("entry", "ENTRY"),
+    Column("status", "STATUS"),
+    Column("operation", "OPERATION"),
+    Column("id", "ID"),
+    Column("stands_for", "STANDS FOR"),
+    Column("body", "BODY", "json"),
+)
+# What `undo` did (or would do): one row per write, naming the entry it undoes.
+UNDONE = Kind("undone entry", "undone entries", _UNDONE_COLUMNS, _UNDONE_COLUMNS, line=_undone_line)

@@ -50,14 +50,22 @@ def print_list(
                 f"scanned {read:,} {kind.plural}, {matched:,} matching..."
             )
         )
-    if printer.takes_json_text() and ending_before is None:
-        texts = target.iter_json_pages(filters, limit=limit, starting_after=starting_after)
-        printer.json_pages(kind, texts, hint_more=hint_more, cursor_option=going_on)
-    else:
-        pages = target.iter_pages(
-            filters, limit=limit, starting_after=starting_after, ending_before=ending_before
-        )
-        printer.pages(kind, pages, hint_more=hint_more, cursor_option=going_on)
+    try:
+        if printer.takes_json_text() and ending_before is None:
+            texts = target.iter_json_pages(filters, limit=limit, starting_after=starting_after)
+            printer.json_pages(kind, texts, hint_more=hint_more, cursor_option=going_on)
+        else:
+            pages = target.iter_pages(
+                filters, limit=limit, starting_after=starting_after, ending_before=ending_before
+            )
+            printer.pages(kind, pages, hint_more=hint_more, cursor_option=going_on)
+    except run.captured():
+        if scanned or limit is None or limit > run.client().page_size:
+            printer.hint(
+                "--as-curl: only the first page's request is printed: each later page's "
+                "cursor comes from the answer to the page before it."
+            )
+        raise
 
 
 def for_each_id(
@@ -83,10 +91,13 @@ def for_each_id(
         printer.reading_stdin("ids, one per line,")
     first: BaseException | None = None
     failed = 0
+    captured = run.captured()
     with printer.records(kind, many=ids.many) as sink:
         for id in ids:
             try:
                 row = action(id)
+            except captured:
+                continue  # --as-curl: printed, not sent; the next id's request needs no answer
             except ConvriskError as exc:
                 # An id no service has (too long) is named by its start, as its error does.
                 named = id if len(id) <= MAX_ID_LENGTH else cut_id(id)
@@ -137,6 +148,26 @@ def plan_each_id(
     for_each_id(run, plan_kind(kind), ids, check, output=output)
 
 
+def guard_ids(run: AppContext, ids: IdList, what: str, max_affected: int | None, yes: bool) -> None:
+    """The guards of a write to each of `ids` (cli/guard.py): ids from stdin are read (and
+    counted) only when the count is needed."""
+    from . import guard
+
+    def count() -> int:
+        """The ids from stdin, read now (said so when stdin is a terminal)."""
+        run.printer().reading_stdin("ids, one per line,")
+        return len(ids.read_all())
+
+    guard.check_write(
+        run,
+        count=count if ids.from_stdin else len(ids.given),
+        what=what,
+        max_affected=max_affected,
+        yes=yes,
+        stdin_free=not ids.from_stdin,
+    )
+
+
 def delete_each(
     run: AppContext,
     kind: Kind,
@@ -146,26 +177,34 @@ def delete_each(
     resource: Resource,
     *,
     dry_run: bool = False,
+    max_affected: int | None = None,
 ) -> None:
     """Delete each id after a confirmation on a terminal (or --yes); refuse without either.
 
     Prints `{"id": ..., "deleted": true}` per id that the answer says was deleted. A dry run asks
-    nothing: it checks that each id exists and prints the deletions it would make.
+    nothing: it checks that each id exists and prints the deletions it would make. A protected
+    profile's question (the count typed back, cli/guard.py) replaces the yes/no one.
     """
+    from . import guard
+
     if dry_run:
         plan_each_id(run, kind, ids, "delete", {}, resource, output)
         return
     printer = run.printer(output)
-    if not yes:
-        # Ids from stdin leave stdin busy: the question goes to the controlling terminal.
-        stdin_free = not ids.from_stdin
-        if not printer.can_ask(stdin_free=stdin_free):
-            raise UsageProblem(
-                f"Refusing to delete {kind.plural} without confirmation: there is no terminal "
-                "to ask on. Pass --yes to delete.",
-                param="--yes",
-            )
-        if ids.from_stdin:
+    what = f"delete {kind.plural}"
+    guard.refuse_read_only(run, what)
+    # Ids from stdin leave stdin busy: the question goes to the controlling terminal.
+    stdin_free = not ids.from_stdin
+    ask = not yes and not guard.is_protected(run) and not getattr(run, "as_curl", False)
+    if ask and not printer.can_ask(stdin_free=stdin_free):
+        raise UsageProblem(
+            f"Refusing to delete {kind.plural} without confirmation: there is no terminal "
+            "to ask on. Pass --yes to delete.",
+            param="--yes",
+        )
+    guard_ids(run, ids, what, max_affected, yes)
+    if ask:
+        if ids.from_stdin and ids.read is None:
             printer.reading_stdin("the ids to delete, one per line,")
         given = ids.read_all()  # ids from stdin are read first, to be shown in the question
         if given:

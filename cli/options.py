@@ -109,7 +109,43 @@ EndingBefore = Annotated[
     ),
 ]
 Yes = Annotated[
-    bool, typer.Option("--yes", "-y", help="Delete without asking (needed without a terminal).")
+    bool,
+    typer.Option(
+        "--yes",
+        "-y",
+        help="Delete without asking (needed without a terminal); on a protected profile, "
+        "without the count typed back.",
+    ),
+]
+WriteYes = Annotated[
+    bool,
+    typer.Option(
+        "--yes",
+        "-y",
+        help="On a protected profile, write without asking for the count (needed without a "
+        "terminal).",
+    ),
+]
+
+
+def max_affected(value: str | None) -> int | None:
+    """The cap of --max-affected N (a whole number, 0 or more), or None when not given."""
+    if value is None:
+        return None
+    from .values import whole_number
+
+    return whole_number(value, "--max-affected", 0, 10**12)
+
+
+MaxAffected = Annotated[
+    str | None,
+    typer.Option(
+        "--max-affected",
+        metavar="N",
+        help="Refuse (exit 2, nothing written) when more than N records would be touched; "
+        "counted before the first write.",
+        show_default=False,
+    ),
 ]
 DryRun = Annotated[
     bool,

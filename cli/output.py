@@ -27,7 +27,7 @@ from .cells import json_text, shown
 from .errors import ErrorInfo, JqFailed, OutputFailed, StdoutClosed, UsageProblem
 from .iostreams import IOStreams, ask
 from .kinds import ANSWER, Kind, Row
-from .sinks import CsvSink, IdSink, JsonlSink, JsonSink, LineSink, Sink, TsvSink
+from .sinks import CsvSink, IdSink, JsonlSink, JsonSink, LineSink, NullSink, Sink, TsvSink
 
 if TYPE_CHECKING:
     import logging
@@ -42,7 +42,7 @@ R = TypeVar("R", bound="Record")
 
 # SGR codes of the one-line messages on stderr (drawn without rich: an error or a hint must not
 # cost rich's import).
-DIM, YELLOW, RED = "2", "33", "31"
+DIM, YELLOW, RED, BANNER = "2", "33", "31", "1;33"
 # Between two tracebacks of a chain, as Python says it.
 CAUSE = "The above exception was the direct cause of the following exception:"
 CONTEXT = "During handling of the above exception, another exception occurred:"
@@ -61,8 +61,11 @@ class Printer:
         json_errors: bool | None = None,
         streams: IOStreams | None = None,
         chosen: bool = False,
+        requests_only: bool = False,
     ) -> None:
         self.fmt = fmt
+        # --as-curl: stdout holds the requests' curl lines only, never a record or an answer.
+        self.requests_only = requests_only
         # Whether the format was asked for on this command line (-o): `-o table` draws the
         # table even when piped, and a format the command cannot print is a usage error (a
         # default from the settings gives way to `table` instead).
@@ -261,6 +264,27 @@ class Printer:
                 answer = ask(prompt, tty, tty)
         return answer.strip().lower() in ("y", "yes")
 
+    def banner(self, text: str) -> None:
+        """A one-line banner on stderr before a write to a protected profile (bold on a
+        terminal)."""
+        self._message(self._color(BANNER, shown(text)))
+
+    def type_back(self, question: str, *, stdin_free: bool = True) -> str | None:
+        """Ask for a line to be typed back (as `confirm` chooses the terminal): the line as
+        typed, "" at end of input, None when there is no terminal to ask on. Ctrl-C raises
+        KeyboardInterrupt."""
+        prompt = shown(question)
+        self._own_line()
+        if stdin_free and self.stdin_is_terminal():
+            answer = ask(prompt, self.streams.stdin, self.streams.stderr, eof_is_answer=True)
+        else:
+            tty = self.streams.controlling_terminal()
+            if tty is None:
+                return None
+            with contextlib.closing(tty):
+                answer = ask(prompt, tty, tty, eof_is_answer=True)
+        return answer
+
     def ask_value(self, question: str, *, hidden: bool) -> str:
         """A line typed on the terminal (stdin), Enter finishing it; `hidden`: not echoed.
 
@@ -311,6 +335,8 @@ class Printer:
     def sink(self, kind: Kind, many: bool) -> Sink:
         """The sink of this format for rows of `kind` (see `records`)."""
         fmt = self.format_for(kind)
+        if self.requests_only:
+            return NullSink(self, kind, many)
         # The --jq and terminal sinks are imported when chosen: a piped format loads neither.
         if self.shape is not None:
             if self.shape.fields is not None:
@@ -352,7 +378,7 @@ class Printer:
     def answer(self, body: bytes) -> None:
         """The body of an answer to `convrisk api`: piped, as it was sent; on a terminal,
         indented (and coloured) when it is JSON, escaped text otherwise; through --jq if given."""
-        if not body:
+        if not body or self.requests_only:
             return
         jq = self.shape.jq if self.shape is not None else None
         if jq is None and not self.stdout_is_terminal():

@@ -100,6 +100,28 @@ class Source:
         if self._owned:
             self._stream.close()
 
+    def rewind(self) -> None:
+        """Go back to the start, to read the records again (they are counted first when the
+        count must be known before a write). stdin, a pipe or a FIFO is first copied to an
+        unnamed temporary file, a chunk at a time: it can be read only once."""
+        try:
+            if not self._stream.seekable():
+                import shutil
+                import tempfile
+
+                spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
+                shutil.copyfileobj(self._stream, spool, 1024 * 1024)
+                self.close()
+                self._stream, self._owned = spool, True
+                self.size = spool.tell()
+            self._stream.seek(0)
+        except OSError as exc:
+            raise UsageProblem(
+                f"Cannot read {self.name} again: {exc.strerror or exc}.", param="FILE"
+            ) from None
+        self.position = 0
+        self.oversized = False
+
     def __enter__(self) -> Source:
         return self
 

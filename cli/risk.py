@@ -6,10 +6,10 @@ import typer
 
 from convrisk.api_client.resources import RISK_PROFILES as RISK_PROFILE_RESOURCE
 
-from . import bodies, complete, values
+from . import bodies, complete, guard, values
 from . import options as opt
 from .context import app_context
-from .loops import delete_each, for_each_id, plan_create, plan_each_id, print_list
+from .loops import delete_each, for_each_id, guard_ids, plan_create, plan_each_id, print_list
 from .resource_kinds import RISK_PROFILES
 
 if TYPE_CHECKING:
@@ -96,6 +96,7 @@ def create(
     ],
     details: opt.Details = None,
     dry_run: opt.DryRun = False,
+    yes: opt.WriteYes = False,
     output: opt.Output = None,
     fields: RiskFields = None,
     jq: opt.Jq = None,
@@ -112,12 +113,17 @@ def create(
       convrisk risk create --customer-id cus_1 --profile-type moderate --score 72 --dry-run
     """
     run = app_context(ctx)
+    what = "create a risk profile"
+    if not dry_run:
+        guard.refuse_early(run, what, yes=yes, stdin_free=details != "-")
     if details == "-":
         run.printer(output).reading_stdin("--details (a JSON object)")
     params = bodies.risk_profile_fields(customer_id, profile_type, score, details)
     if dry_run:
         return plan_create(run, RISK_PROFILES, params, lambda c: c.risk_profiles, output)
     printer = run.printer(output)
+    stdin_free = details != "-"
+    guard.check_write(run, count=1, what=what, max_affected=None, yes=yes, stdin_free=stdin_free)
     printer.one(RISK_PROFILES, run.client().risk_profiles.create(params))
 
 
@@ -156,6 +162,8 @@ def update(
     score: opt.Score = None,
     details: opt.Details = None,
     dry_run: opt.DryRun = False,
+    yes: opt.WriteYes = False,
+    max_affected: opt.MaxAffected = None,
     output: opt.Output = None,
     fields: RiskFields = None,
     jq: opt.Jq = None,
@@ -171,12 +179,23 @@ def update(
     run = app_context(ctx)
     id_list = values.id_list(ids)
     values.check_one_stdin(id_list, details)
+    cap = opt.max_affected(max_affected)
+    what = f"update {RISK_PROFILES.plural}"
+    if not dry_run:
+        stdin_free = not id_list.from_stdin and details != "-"
+        guard.refuse_early(run, what, yes=yes, stdin_free=stdin_free)
     if details == "-":
         run.printer(output).reading_stdin("--details (a JSON object)")
     changes = bodies.risk_profile_changes(profile_type, score, details)
     if dry_run:
         resource = lambda c: c.risk_profiles  # noqa: E731
         return plan_each_id(run, RISK_PROFILES, id_list, "update", changes, resource, output)
+    if details == "-":
+        guard.check_write(
+            run, count=len(id_list.given), what=what, max_affected=cap, yes=yes, stdin_free=False
+        )
+    else:
+        guard_ids(run, id_list, what, cap, yes)
     client = run.client()
     for_each_id(
         run,
@@ -193,6 +212,7 @@ def delete(
     ids: opt.Ids,
     yes: opt.Yes = False,
     dry_run: opt.DryRun = False,
+    max_affected: opt.MaxAffected = None,
     output: opt.Output = None,
     fields: opt.DeletionFields = None,
     jq: opt.Jq = None,
@@ -207,8 +227,11 @@ def delete(
     """
     run = app_context(ctx)
     id_list = values.id_list(ids)
+    cap = opt.max_affected(max_affected)
     resource = lambda c: c.risk_profiles  # noqa: E731
-    delete_each(run, RISK_PROFILES, id_list, yes, output, resource, dry_run=dry_run)
+    delete_each(
+        run, RISK_PROFILES, id_list, yes, output, resource, dry_run=dry_run, max_affected=cap
+    )
 
 
 @app.command("import")
@@ -219,6 +242,8 @@ def import_(
     dry_run: opt.DryRun = False,
     stop_on_error: opt.StopOnError = False,
     copy: opt.Copy = False,
+    yes: opt.WriteYes = False,
+    max_affected: opt.MaxAffected = None,
     output: opt.Output = None,
     jq: opt.Jq = None,
 ) -> None:
@@ -249,4 +274,6 @@ def import_(
         stop_on_error=stop_on_error,
         output=output,
         copy=copy,
+        yes=yes,
+        max_affected=opt.max_affected(max_affected),
     )

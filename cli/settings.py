@@ -33,9 +33,14 @@ KEYS: Final = (
     "page_size",
     "max_response_mb",
     "allow_insecure_http",
+    "protected",
+    "read_only",
 )
 # Keys whose value is true or false (in the environment also 1/0, yes/no, on/off).
-BOOLEAN_KEYS: Final = ("allow_insecure_http",)
+BOOLEAN_KEYS: Final = ("allow_insecure_http", "protected", "read_only")
+# The marks that guard a profile's writes (DESIGN 5.3): true in the environment or in the profile
+# applies; an environment's false does not lift the profile's mark (`config unset` does).
+GUARD_KEYS: Final = ("protected", "read_only")
 OUTPUT_FORMATS: Final = ("table", "json", "jsonl", "csv", "id")
 DEFAULT_PROFILE: Final = "default"
 # The one top-level key of the config file: the profile used when none is chosen.
@@ -78,6 +83,8 @@ def defaults() -> dict[str, Any]:
         "page_size": client.DEFAULT_PAGE_SIZE,
         "max_response_mb": client.DEFAULT_MAX_RESPONSE_MB,
         "allow_insecure_http": False,
+        "protected": False,
+        "read_only": False,
     }
 
 
@@ -512,6 +519,9 @@ class Settings:
     page_size: int
     max_response_mb: int
     allow_insecure_http: bool = False
+    # Every write asks for the count typed back (or --yes) / is refused (cli/guard.py).
+    protected: bool = False
+    read_only: bool = False
     sources: dict[str, str] = field(default_factory=dict)
     # Where the profile's name came from: a flag, CONVRISK_PROFILE, default_profile, default.
     profile_source: str = "default"
@@ -587,6 +597,12 @@ def resolve(flags: Flags, env: Mapping[str, str], config: ConfigFile | None = No
             values[key] = parse_value(key, value, where)
         elif key in defaults():
             values[key] = defaults()[key]
+    for key in GUARD_KEYS:
+        # The environment may add the mark, never lift it: the profile's is checked too.
+        marked = key in table and layers.get(key) == 1
+        if marked and parse_value(key, table[key], f"{path} [{profile}]") and not values[key]:
+            values[key] = True
+            sources[key] = f"profile {profile}"
     base_url = values.get("base_url")
     db = Path(values["db"]).expanduser() if "db" in values else default_db_path(env)
     if "db" not in values:
@@ -603,6 +619,8 @@ def resolve(flags: Flags, env: Mapping[str, str], config: ConfigFile | None = No
         page_size=values["page_size"],
         max_response_mb=values["max_response_mb"],
         allow_insecure_http=values["allow_insecure_http"],
+        protected=values["protected"],
+        read_only=values["read_only"],
         sources=sources,
         profile_source=profile_source,
     )

@@ -65,6 +65,16 @@ class Sink:
             self.close()
 
 
+class NullSink(Sink):
+    """No rows at all (`--as-curl`: a request shown and not sent has no answer to print)."""
+
+    def write(self, rows: Sequence[Row]) -> None:
+        """Print nothing."""
+
+    def write_json(self, texts: Sequence[str]) -> None:
+        """Print nothing."""
+
+
 class JsonSink(Sink):
     """An object, or an array streamed item by item; indented on a terminal."""
 

@@ -38,6 +38,8 @@ def status(ctx: typer.Context, output: opt.Output = None) -> int:
         "base_url": settings.base_url,
         "db": None if settings.is_remote else str(settings.db),
         "token_source": token,
+        "protected": settings.protected,
+        "read_only": settings.read_only,
     }
     started = time.perf_counter()
     try:

@@ -9,7 +9,7 @@ from tests.cli.conftest import Invoke, walk
 def test_the_command_tree_is_the_designed_one() -> None:
     paths = {" ".join(path) for path, _ in walk(command())}
     verbs = ("list", "create", "get", "update", "delete", "import")
-    expected = {"", "conv", "risk", "config", "serve", "status", "api", "history"}
+    expected = {"", "conv", "risk", "config", "serve", "status", "api", "history", "undo"}
     expected |= {f"{group} {verb}" for group in ("conv", "risk") for verb in verbs}
     config_verbs = ("set", "get", "unset", "show", "path", "profiles", "use")
     expected |= {f"config {verb}" for verb in config_verbs}

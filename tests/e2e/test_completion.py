@@ -79,6 +79,8 @@ def test_a_config_value_completes_when_the_key_has_choices(env: dict[str, str]) 
     assert complete(env, "convrisk config set output ") == ["table", "json", "jsonl", "csv", "id"]
     assert complete(env, "convrisk config set output js") == ["json", "jsonl"]
     assert complete(env, "convrisk config set timeout ") == []
+    assert complete(env, "convrisk config set protected ") == ["true", "false"]
+    assert complete(env, "convrisk config set --profile prod read_only t") == ["true"]
 
 
 def test_fields_complete_name_by_name_after_the_commas(env: dict[str, str]) -> None:
@@ -105,6 +107,8 @@ def test_config_keys_complete(env: dict[str, str]) -> None:
         "page_size",
         "max_response_mb",
         "allow_insecure_http",
+        "protected",
+        "read_only",
     ]
     assert complete(env, "convrisk config set max") == ["max_retries", "max_response_mb"]
 

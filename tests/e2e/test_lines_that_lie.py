@@ -50,12 +50,18 @@ def test_status_shows_a_service_message_with_line_breaks_on_one_line(
     tmp_path: Path, liar: str
 ) -> None:
     lines = on_screen(remote_env(tmp_path, liar), "status", columns=1000, expect=1)
-    assert [line.split()[0] for line in lines] == ["profile", "backend", "token", "service"]
-    assert lines[3].startswith("service  failed, exit code 1: refused\\nservice  ok")
+    assert [line.split()[0] for line in lines] == [
+        "profile",
+        "backend",
+        "token",
+        "writes",
+        "service",
+    ]
+    assert lines[4].startswith("service  failed, exit code 1: refused\\nservice  ok")
     for shown in ("\\r\\n", "\\u2028", "\\u2029", "\\x85", "\\x0b", "\\x0c"):
-        assert shown in lines[3]
+        assert shown in lines[4]
     assert_nothing_forged(lines)
-    assert lines[3].count("***") == len(token_echoes(TOKEN))
+    assert lines[4].count("***") == len(token_echoes(TOKEN))
 
 
 def test_an_error_line_holds_the_service_message_on_one_line(tmp_path: Path, liar: str) -> None:

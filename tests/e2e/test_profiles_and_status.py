@@ -25,7 +25,15 @@ def test_profiles_lists_default_and_the_file_s_profiles_marking_the_active_one(
     fresh = local.run("config", "profiles", "-o", "json")
     assert fresh.returncode == 0, fresh.stderr
     assert json.loads(fresh.stdout) == [
-        {"name": "default", "active": True, "base_url": None, "db": None, "token": False}
+        {
+            "name": "default",
+            "active": True,
+            "base_url": None,
+            "db": None,
+            "token": False,
+            "protected": False,
+            "read_only": False,
+        }
     ]
     assert (
         local.run("config", "set", "--profile", "ops", "base_url", "https://x.example").returncode
@@ -39,13 +47,15 @@ def test_profiles_lists_default_and_the_file_s_profiles_marking_the_active_one(
         "base_url": "https://x.example",
         "db": None,
         "token": True,
+        "protected": False,
+        "read_only": False,
     }
     assert "s3cret" not in listed.stdout + listed.stderr
     tsv = local.run("config", "profiles", CONVRISK_PROFILE="ops")
     assert tsv.stdout.splitlines() == [
-        "name\tactive\tbase_url\tdb\ttoken",
-        "default\tfalse\t\t\tfalse",
-        "ops\ttrue\thttps://x.example\t\ttrue",
+        "name\tactive\tbase_url\tdb\ttoken\tprotected\tread_only",
+        "default\tfalse\t\t\tfalse\tfalse\tfalse",
+        "ops\ttrue\thttps://x.example\t\ttrue\tfalse\tfalse",
     ]
     names = local.run("config", "profiles", "-o", "id")
     assert names.stdout == "default\nops\n"
@@ -124,8 +134,15 @@ def test_status_shows_the_backend_and_one_good_round_trip(cli: Cli) -> None:  # 
     table = cli.run("status")
     assert table.returncode == 0
     lines = table.stdout.splitlines()
-    assert [line.split()[0] for line in lines] == ["profile", "backend", "token", "service"]
-    assert lines[3].startswith("service  ok (")
+    assert [line.split()[0] for line in lines] == [
+        "profile",
+        "backend",
+        "token",
+        "writes",
+        "service",
+    ]
+    assert lines[3] == "writes   allowed"
+    assert lines[4].startswith("service  ok (")
 
 
 def test_status_with_a_refused_token_exits_4_and_never_shows_it(cli: Cli) -> None:  # noqa: F811

@@ -1,0 +1,65 @@
+"""Requests captured instead of sent (`--as-curl`): a transport that hands each request the
+Session built to a callback and sends nothing.
+
+The request is the one the remote backend would send, built by the same code (Session), so
+what is shown is what would go on the wire. No answer is made up: every captured request
+raises `Captured`, which the caller treats as "shown, not sent".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import httpx
+
+# What the capturing Session sends as its token: the real token never reaches it, so it cannot
+# reach a printed line. Any header value that carries it is shown as a variable instead.
+PLACEHOLDER_TOKEN = "CONVRISK-TOKEN-PLACEHOLDER"
+# The base URL of a capture with no service chosen (the local backend): shown as a variable.
+PLACEHOLDER_BASE_URL = "https://convrisk-base-url.invalid"
+
+
+@dataclass(frozen=True)
+class CapturedRequest:
+    """One request as it would be sent: method, full URL, headers in order, body bytes."""
+
+    method: str
+    url: str
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+
+
+class Captured(Exception):
+    """A request was captured and not sent: there is no answer to go on with.
+
+    Not a ConvriskError on purpose: code that handles a failed request must not take a request
+    that was never sent for one; a loop whose requests do not depend on each other's answers
+    catches it and goes on.
+    """
+
+    def __init__(self, request: CapturedRequest) -> None:
+        super().__init__(f"{request.method} {request.url} was captured, not sent")
+        self.request = request
+
+
+class CaptureTransport(httpx.BaseTransport):
+    """A transport that sends nothing: each request goes to `record`, then `Captured` is
+    raised. Requests are handed over one at a time, in the order they are made."""
+
+    def __init__(self, record: Callable[[CapturedRequest], None]) -> None:
+        self._record = record
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Record the request; raise Captured (there is no answer)."""
+        captured = CapturedRequest(
+            method=request.method,
+            url=str(request.url),
+            headers=tuple(
+                (name.decode("latin-1"), value.decode("latin-1"))
+                for name, value in request.headers.raw
+            ),
+            body=request.read(),
+        )
+        self._record(captured)
+        raise Captured(captured)

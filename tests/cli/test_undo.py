@@ -1,0 +1,442 @@
+"""`convrisk undo` on the local backend, over journal entries written with journal.append: which
+entries it takes, how each is reversed, and what it refuses (the round trips through the
+installed script, after real writes, are in tests/e2e/test_undo.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from convrisk.cli import journal
+from convrisk.local_backend.store import LocalBackend
+
+from .conftest import Invoke
+
+
+@pytest.fixture
+def journal_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The journal these tests write and undo reads."""
+    path = tmp_path / "state" / "journal.jsonl"
+    monkeypatch.setenv("CONVRISK_JOURNAL", str(path))
+    return path
+
+
+class Journal:
+    """Entries as a command would have written them to the local database."""
+
+    def __init__(self, path: Path, db_path: Path) -> None:
+        self.path = path
+        self.db_path = db_path
+
+    def add(
+        self,
+        operation: str,
+        record_id: str | None,
+        before: dict[str, Any] | None,
+        after: dict[str, Any] | None,
+        *,
+        run: str | None = None,
+        resource: str = "conversations",
+        status: str = "ok",
+        target: str | None = None,
+        **extra: Any,
+    ) -> journal.Entry:
+        entry: journal.Entry = {
+            "entry": journal.new_id("j_"),
+            "run": run or journal.new_id("r_"),
+            "time": journal.utc_now(),
+            "profile": "default",
+            "backend": "local",
+            "target": target or str(self.db_path),
+            "argv": ["convrisk", operation],
+            "operation": operation,  # type: ignore[typeddict-item]
+            "resource": resource,
+            "id": record_id,
+            "before": before,
+            "after": after,
+            "idempotency_key": None,
+            "outcome": {"status": status},  # type: ignore[typeddict-item]
+        }
+        entry.update(extra)  # type: ignore[typeddict-item]
+        journal.append(self.path, [entry])
+        return entry
+
+
+@pytest.fixture
+def written(journal_file: Path, db_path: Path) -> Journal:
+    return Journal(journal_file, db_path)
+
+
+def created(backend: LocalBackend, journal_: Journal, contact: str = "c_1", **kw: Any) -> Any:
+    record = backend.conversations.create({"contact_id": contact})
+    return record, journal_.add("create", record["id"], None, dict(record), **kw)
+
+
+def updated(backend: LocalBackend, journal_: Journal, id: str, changes: Any, **kw: Any) -> Any:
+    before = dict(backend.conversations.retrieve(id))
+    after = dict(backend.conversations.update(id, changes))
+    return after, journal_.add("update", id, before, after, **kw)
+
+
+def deleted(backend: LocalBackend, journal_: Journal, id: str, **kw: Any) -> Any:
+    before = dict(backend.conversations.retrieve(id))
+    backend.conversations.delete(id)
+    return before, journal_.add("delete", id, before, None, **kw)
+
+
+def exists(backend: LocalBackend, id: str) -> bool:
+    from convrisk.api_client.errors import NotFoundError
+
+    try:
+        backend.conversations.retrieve(id)
+    except NotFoundError:
+        return False
+    return True
+
+
+def test_undo_of_a_create_deletes_the_record(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    record, entry = created(backend, written)
+    rows = invoke("undo", entry["entry"], "-o", "json").ok().json()
+    assert rows == [
+        {
+            "entry": entry["entry"],
+            "status": "undone",
+            "operation": "delete",
+            "id": record["id"],
+            "stands_for": None,
+            "body": {},
+        }
+    ]
+    assert not exists(backend, record["id"])
+
+
+def test_undo_of_an_update_sets_back_the_fields_it_changed(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    record, _ = created(backend, written)
+    _, entry = updated(
+        backend, written, record["id"], {"is_muted": True, "archived_at": 1700000000}
+    )
+    rows = invoke("undo", entry["entry"], "-o", "json").ok().json()
+    assert rows[0]["body"] == {"is_muted": False, "archived_at": None}
+    now = dict(backend.conversations.retrieve(record["id"]))
+    assert (now["is_muted"], now["archived_at"]) == (False, None)
+
+
+def test_undo_of_a_delete_creates_the_old_fields_under_a_new_id(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    record, _ = created(backend, written, contact="c_9")
+    backend.conversations.update(record["id"], {"is_muted": True, "archived_at": 1700000000})
+    before, entry = deleted(backend, written, record["id"])
+    [row] = invoke("undo", entry["entry"], "-o", "json").ok().json()
+    new_id = row["id"]
+    assert row["operation"] == "create" and row["stands_for"] == record["id"]
+    made = backend.conversations.retrieve(new_id)
+    fields = ("contact_id", "group_id", "is_muted", "is_pinned", "archived_at", "pinned_message_id")
+    assert {k: made[k] for k in fields} == {k: before[k] for k in fields}  # type: ignore[literal-required]
+    assert new_id != record["id"] and not exists(backend, record["id"])
+
+
+def test_a_record_changed_since_is_left_alone_unless_forced(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    record, entry = created(backend, written)
+    backend.conversations.update(record["id"], {"is_pinned": True})
+    result = invoke("undo", entry["entry"])
+    assert result.code == 1 and result.stdout == ""
+    assert f"{entry['entry']}: {record['id']} changed since it was created (is_pinned)" in (
+        result.stderr
+    )
+    assert "--force" in result.stderr and exists(backend, record["id"])
+    invoke("undo", entry["entry"], "--force").ok()
+    assert not exists(backend, record["id"])
+
+
+def test_an_update_changed_since_is_named_and_kept(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    record, _ = created(backend, written)
+    _, entry = updated(backend, written, record["id"], {"is_muted": True})
+    backend.conversations.update(record["id"], {"is_pinned": True})
+    result = invoke("undo", entry["entry"])
+    assert result.code == 1
+    assert "changed since the update (is_pinned)" in result.stderr
+    assert backend.conversations.retrieve(record["id"])["is_muted"] is True
+
+
+def test_unknown_and_malformed_ids_are_usage_errors(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    record, entry = created(backend, written)
+    for given, words in (
+        ("j_000000000000aaaaaa", "No entry j_000000000000aaaaaa in the journal"),
+        ("r_000000000000aaaaaa", "No entry r_000000000000aaaaaa in the journal"),
+        ("conv_X", "'conv_X' is not an entry id (j_...) or a run id (r_...)"),
+    ):
+        result = invoke("undo", entry["entry"], given)
+        assert result.code == 2, result.stderr
+        assert words in result.stderr
+    assert exists(backend, record["id"])
+    assert invoke("undo").code == 2
+
+
+def test_entries_written_elsewhere_are_refused_naming_them(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    record, here = created(backend, written)
+    _, there = created(backend, written, target="/elsewhere/other.db")
+    result = invoke("undo", here["entry"], there["entry"])
+    assert result.code == 2
+    assert f"{there['entry']} (profile default (local /elsewhere/other.db))" in result.stderr
+    assert here["entry"] not in result.stderr.split("written elsewhere")[0]
+    assert exists(backend, record["id"])
+
+
+def test_last_undoes_every_entry_of_the_last_command_here(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    first, _ = created(backend, written)
+    run = journal.new_id("r_")
+    second, _ = created(backend, written, run=run)
+    third, _ = created(backend, written, run=run)
+    created(backend, written, target="/elsewhere/other.db")  # newer, but not here
+    rows = invoke("undo", "--last", "-o", "json").ok().json()
+    assert [r["id"] for r in rows] == [third["id"], second["id"]]  # newest first
+    assert exists(backend, first["id"])
+    assert not exists(backend, second["id"]) and not exists(backend, third["id"])
+
+
+def test_last_n_counts_commands_and_skips_those_undone(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    a, _ = created(backend, written)
+    b, _ = created(backend, written)
+    c, c_entry = created(backend, written)
+    backend.conversations.delete(c["id"])
+    # undo's own run, which undid the last command: --last passes over both.
+    written.add("delete", c["id"], dict(c), None, undoes=c_entry["entry"])
+    result = invoke("undo", "--last", "3", "-o", "json").ok()
+    assert [r["id"] for r in result.json()] == [b["id"], a["id"]]
+    assert "Only 2 commands to undo here." in result.stderr
+    result = invoke("undo", "--last")
+    assert result.code == 1 and "Nothing to undo" in result.stderr
+
+
+@pytest.mark.parametrize("given", [["0"], ["x"], ["1", "2"], ["10001"]])
+def test_last_takes_one_number_of_commands(
+    invoke: Invoke, written: Journal, given: list[str]
+) -> None:
+    result = invoke("undo", "--last", *given)
+    assert result.code == 2 and "--last takes" in result.stderr
+
+
+def test_an_entry_undone_already_is_refused(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    record, entry = created(backend, written)
+    undoing = written.add("delete", record["id"], dict(record), None, undoes=entry["entry"])
+    backend.conversations.delete(record["id"])
+    result = invoke("undo", entry["entry"])
+    assert result.code == 1
+    assert f"{entry['entry']}: already undone by {undoing['entry']}." in result.stderr
+
+
+def test_named_api_requests_are_refused_and_failures_skipped(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    api = written.add("api", None, None, None, resource=None, method="PUT", path="/v1/x")  # type: ignore[arg-type]
+    failed = written.add("update", "conv_X", None, None, status="failed")
+    result = invoke("undo", api["entry"], failed["entry"])
+    assert result.code == 1
+    assert "an `api` request (PUT /v1/x) cannot be undone" in result.stderr
+    assert f"{failed['entry']}: its update failed: skipped (undo puts back only" in result.stderr
+
+
+def test_dry_run_writes_nothing(invoke: Invoke, backend: LocalBackend, written: Journal) -> None:
+    record, entry = created(backend, written)
+    result = invoke("undo", entry["entry"], "--dry-run").ok()
+    assert result.lines() == [f"would delete {record['id']} (undoes {entry['entry']})"]
+    assert "Nothing was written" in result.stderr
+    assert exists(backend, record["id"])
+
+
+def test_max_affected_refuses_before_any_write(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    run = journal.new_id("r_")
+    records = [created(backend, written, run=run)[0] for _ in range(3)]
+    result = invoke("undo", run, "--max-affected", "2")
+    assert result.code == 2 and "3 records, more than --max-affected 2" in result.stderr
+    assert all(exists(backend, r["id"]) for r in records)
+    invoke("undo", run, "--max-affected", "3").ok()
+    assert not any(exists(backend, r["id"]) for r in records)
+
+
+def test_a_bad_journal_line_is_named_and_the_rest_is_read(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    record, entry = created(backend, written)
+    with written.path.open("ab") as f:
+        f.write(b"\xff\xfe not json\n")
+    result = invoke("undo", entry["entry"])
+    assert result.code == 0, result.stderr
+    assert f"The journal {written.path} line 2: not UTF-8, skipped." in result.stderr
+    assert not exists(backend, record["id"])
+
+
+def test_create_update_delete_of_one_record_undone_together_leave_it_gone(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    run = journal.new_id("r_")
+    record, _ = created(backend, written, run=run)
+    updated(backend, written, record["id"], {"is_muted": True}, run=run)
+    deleted(backend, written, record["id"], run=run)
+    rows = invoke("undo", run, "-o", "json").ok().json()
+    assert [r["operation"] for r in rows] == ["create", "update", "delete"]
+    new_id = rows[0]["id"]
+    assert [r["id"] for r in rows] == [new_id] * 3
+    assert all(r["stands_for"] == record["id"] for r in rows)
+    assert not exists(backend, new_id) and not exists(backend, record["id"])
+
+
+def test_a_command_s_failed_and_api_entries_are_skipped_with_one_note_each(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    run = journal.new_id("r_")
+    record, _ = created(backend, written, run=run)
+    for _ in range(3):
+        written.add("create", None, None, None, run=run, status="failed")
+    written.add("api", None, None, None, run=run, resource=None, method="POST", path="/v1/x")  # type: ignore[arg-type]
+    result = invoke("undo", "--last").ok()
+    assert not exists(backend, record["id"])
+    assert result.stderr.splitlines() == [
+        "Skipped 1 entry: `api` requests (convrisk cannot undo them; see `convrisk history`).",
+        "Skipped 3 entries: their create failed (undo puts back only what the service confirmed).",
+    ]
+
+
+def old_id(prefix: str, hours_ago: float) -> str:
+    """An entry or run id made `hours_ago` hours ago."""
+    import os
+    import time
+
+    ms = int((time.time() - hours_ago * 3600) * 1000)
+    return f"{prefix}{ms:012x}{os.urandom(3).hex()}"
+
+
+def test_the_journal_is_read_back_only_as_far_as_the_choice_needs(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    written.path.parent.mkdir(parents=True, exist_ok=True)
+    written.path.write_bytes(b"not json, three hours old\n")
+    run = old_id("r_", 3)
+    old, _ = created(backend, written, run=run, entry=old_id("j_", 3))
+    recent, _ = created(backend, written)
+    result = invoke("undo", "--last").ok()
+    assert "line 1" not in result.stderr  # three hours back: not read
+    assert not exists(backend, recent["id"]) and exists(backend, old["id"])
+    # An old entry named is found however far back it is (and the bad line is named on the way).
+    again = invoke("undo", run).ok()
+    assert f"The journal {written.path} line 1: not JSON, skipped." in again.stderr
+    assert not exists(backend, old["id"])
+
+
+def test_last_takes_every_entry_of_a_command_whose_lines_interleave_with_another(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    long_run, short_run = journal.new_id("r_"), journal.new_id("r_")
+    first, _ = created(backend, written, run=long_run)
+    other, _ = created(backend, written, run=short_run)
+    last, _ = created(backend, written, run=long_run)  # the long command ended last
+    rows = invoke("undo", "--last", "-o", "json").ok().json()
+    assert [r["id"] for r in rows] == [last["id"], first["id"]]
+    assert exists(backend, other["id"])
+
+
+def test_a_relative_db_is_the_file_it_named_where_the_write_ran(
+    invoke: Invoke, written: Journal, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, other = tmp_path / "first", tmp_path / "other"
+    first.mkdir()
+    other.mkdir()
+    monkeypatch.chdir(first)
+    id = invoke("--db", "x.db", "conv", "create", "--contact-id", "c", "-o", "id").ok().stdout
+    invoke("--db", "x.db", "conv", "delete", id.strip(), "--yes").ok()
+    monkeypatch.chdir(other)  # the same words name another file here: not where it was deleted
+    result = invoke("--db", "x.db", "undo", "--last")
+    assert result.code == 1 and f"(local {other / 'x.db'})" in result.stderr
+    assert not (other / "x.db").exists()  # nothing was made there
+    monkeypatch.chdir(first)
+    [row] = invoke("--db", "x.db", "undo", "--last", "-o", "json").ok().json()
+    assert (row["operation"], row["stands_for"]) == ("create", id.strip())
+
+
+def test_what_is_already_as_undo_would_leave_it_needs_nothing(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    gone, made = created(backend, written)
+    backend.conversations.delete(gone["id"])
+    record, _ = created(backend, written)
+    _, changed = updated(backend, written, record["id"], {"is_muted": True})
+    backend.conversations.update(record["id"], {"is_muted": False})  # put back by hand
+    result = invoke("undo", made["entry"], changed["entry"], "-o", "json").ok()
+    assert result.json() == []
+    assert f"{made['entry']}: {gone['id']} is gone already: nothing to undo." in result.stderr
+    assert f"{record['id']} is as it was before the update already" in result.stderr
+
+
+def test_a_deleted_id_that_exists_again_is_compared_with_the_record_deleted(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    record, _ = created(backend, written)
+    # The journal says it was deleted, yet the id is there (a service restored it).
+    entry = written.add("delete", record["id"], dict(record), None)
+    same = invoke("undo", entry["entry"]).ok()
+    assert f"{record['id']} exists again as it was: nothing to undo." in same.stderr
+    backend.conversations.update(record["id"], {"is_pinned": True})
+    changed = invoke("undo", entry["entry"])
+    assert changed.code == 1
+    assert "changed since the delete (it exists again) (is_pinned)" in changed.stderr
+    [row] = invoke("undo", entry["entry"], "--force", "-o", "json").ok().json()
+    assert (row["operation"], row["id"], row["body"]) == (
+        "update",
+        record["id"],
+        {"is_pinned": False},
+    )
+    assert backend.conversations.retrieve(record["id"])["is_pinned"] is False
+
+
+def test_an_entry_without_its_records_cannot_be_undone(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    record, _ = created(backend, written)
+    entry = written.add("update", record["id"], None, dict(record))
+    result = invoke("undo", entry["entry"])
+    assert result.code == 1
+    assert "lacks the record before or after it: cannot undo it." in result.stderr
+
+
+def test_with_the_journal_off_undo_has_nothing_to_read(
+    invoke: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CONVRISK_JOURNAL", "off")
+    result = invoke("undo", "--last")
+    assert result.code == 2 and "The journal is off (CONVRISK_JOURNAL=off)" in result.stderr
+
+
+def test_refusals_are_json_lines_on_stderr_with_json_output(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    import json
+
+    record, entry = created(backend, written)
+    backend.conversations.update(record["id"], {"is_muted": True})
+    result = invoke("undo", entry["entry"], "-o", "json")
+    assert result.code == 1 and result.json() == []
+    [error] = [json.loads(line)["error"] for line in result.stderr.splitlines()]
+    assert error["type"] == "undo_refused" and entry["entry"] in error["message"]
