@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict, cast
 
 JOURNAL_NAME = "journal.jsonl"
 ROTATED_NAME = "journal.1.jsonl"
@@ -388,7 +388,7 @@ def _parse(raw: bytes | None, ended: bool) -> Entry | str:
         return "not JSON, skipped"
     if not _is_entry(value):
         return "not a journal entry, skipped"
-    return value  # type: ignore[no-any-return]
+    return cast("Entry", value)
 
 
 _REQUIRED = {"entry": str, "run": str, "time": str, "operation": str, "outcome": dict}

@@ -400,7 +400,7 @@ class JournaledResource(Generic[M, C, U, F]):
 
     def _failed(
         self,
-        operation: str,
+        operation: Operation,
         id: str | None,
         before: Mapping[str, Any] | None,
         error: BaseException,
@@ -411,7 +411,7 @@ class JournaledResource(Generic[M, C, U, F]):
 
     def _entry(
         self,
-        operation: str,
+        operation: Operation,
         outcome: Outcome,
         id: object,
         before: Mapping[str, Any] | None,
@@ -419,7 +419,7 @@ class JournaledResource(Generic[M, C, U, F]):
         key: str | None,
     ) -> Entry:
         return self._journal.entry(
-            operation,  # type: ignore[arg-type]
+            operation,
             outcome,
             resource=self._name,
             id=id if isinstance(id, str) else None,
