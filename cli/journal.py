@@ -58,6 +58,9 @@ class Entry(TypedDict):
     # the old id the new record stands for.
     undoes: NotRequired[str | None]
     stands_for: NotRequired[str | None]
+    # True when the record before or after held a secret (the token), journaled as `***`:
+    # undo cannot put such a record back as it was.
+    redacted: NotRequired[bool]
     # `api` requests: the method and the path with its query.
     method: NotRequired[str]
     path: NotRequired[str]

@@ -217,7 +217,7 @@ class Recorder:
         from .journal import JournalError, append
 
         if self._secrets:
-            entries = [_scrubbed(entry, self._scrub) for entry in entries]
+            entries = [self._redacted(entry) for entry in entries]
         try:
             append(self.path, entries)
         except (OSError, JournalError, ValueError) as exc:
@@ -230,6 +230,14 @@ class Recorder:
             )
             return
         self.written += len(entries)
+
+    def _redacted(self, entry: Entry) -> Entry:
+        """`entry` with every secret hidden; marked `redacted` when a record in it (before or
+        after) held one, so that `undo` does not write `***` back in its place."""
+        scrubbed: Entry = _scrubbed(entry, self._scrub)
+        if any(scrubbed.get(key) != entry.get(key) for key in ("before", "after")):
+            scrubbed["redacted"] = True
+        return scrubbed
 
     def _scrub(self, text: str) -> str:
         if self._scrubbers is None:

@@ -449,6 +449,13 @@ class Planner:
         if not reversible(light) or resource is None or not isinstance(id, str):
             self.refuse(entry, "the entry does not say which record it wrote: cannot undo it.")
             return
+        if entry.get("redacted"):
+            self.refuse(
+                entry,
+                f"the journal holds {id} with the token's text hidden (as ***): undo would write "
+                "*** in its place, so it leaves it alone.",
+            )
+            return
         before, after = entry.get("before"), entry.get("after")
         if light.operation == "create":
             self.undo_create(entry, resource, id, after)

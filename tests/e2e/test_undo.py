@@ -171,6 +171,29 @@ def test_an_entry_undone_twice_is_refused_the_second_time(cli: Cli) -> None:  # 
     assert last.returncode == 1 and "Nothing to undo" in last.stderr
 
 
+def test_a_record_journaled_with_the_token_hidden_is_not_put_back_as_stars(
+    cli: Cli,  # noqa: F811
+) -> None:
+    # The journal hides the token wherever it stands, in the records too: a record that holds
+    # the token's text is journaled with `***` in its place. Undo must not write that back.
+    path = journaled(cli)
+    token = cli.env.get("CONVRISK_TOKEN") or "moderate"
+    cli.env["CONVRISK_TOKEN"] = token
+    made = ["--customer-id", token, "--profile-type", "moderate", "--score", "50"]
+    old = ok(cli, "risk", "create", *made, "-o", "id").strip()
+    ok(cli, "risk", "delete", old, "--yes")
+    deleted = entries(path)[-1]
+    assert deleted["before"] is not None and deleted["before"]["customer_id"] == "***"
+    assert deleted.get("redacted") is True
+    result = cli.run("undo", "--last")
+    assert result.returncode == 1, result.stdout
+    assert f"{deleted['entry']}: the journal holds {old} with the token's text hidden" in (
+        result.stderr
+    )
+    assert result.stdout == "" and cli.count("risk_profiles") == 0
+    assert all(not e.get("undoes") for e in entries(path))
+
+
 def test_undo_of_a_1000_record_import_puts_the_store_back(cli: Cli) -> None:  # noqa: F811
     journaled(cli)
     store = cli.store.conversations
