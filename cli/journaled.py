@@ -148,6 +148,11 @@ class Recorder:
         self._failed = False
         self.written = 0
 
+    @property
+    def remote(self) -> bool:
+        """Whether the writes go to a remote service (over HTTP)."""
+        return bool(self._given["backend"] == "remote")
+
     @contextmanager
     def note(self, **extra: Any) -> Iterator[None]:
         """Entries written inside carry these keys too (`undoes`, `stands_for`)."""
@@ -325,7 +330,15 @@ class JournaledResource(Generic[M, C, U, F]):
     # -- writes ---------------------------------------------------------------------------------
 
     def create(self, params: C, *, idempotency_key: str | None = None) -> M:
-        """Create an object and journal it (replayed when the key's earlier answer came back)."""
+        """Create an object and journal it (replayed when the key's earlier answer came back).
+
+        A remote create always carries an Idempotency-Key (the Session makes one when none is
+        given): it is made here instead, so that the journal records the key that was sent.
+        """
+        if idempotency_key is None and self._journal.remote:
+            import uuid
+
+            idempotency_key = str(uuid.uuid4())
         try:
             if idempotency_key is None:
                 made = Created(self._inner.create(params), False)

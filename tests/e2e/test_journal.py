@@ -86,6 +86,24 @@ def test_each_kind_of_write_records_before_after_and_outcome(cli: Cli) -> None:
     assert len({e["entry"] for e in entries(path)}) == len(entries(path))
 
 
+def test_a_remote_create_journals_the_idempotency_key_it_sent(cli: Cli) -> None:
+    import httpx
+
+    if cli.serve is None:
+        pytest.skip("a local create sends no request, so no Idempotency-Key")
+    conv = ok(cli, "conv", "create", "--contact-id", "c_k", "-o", "id").strip()
+    [made] = entries(journal_file(cli))
+    key = made["idempotency_key"]
+    assert key, made
+    # The key is the one the service got: the same request with it is answered as a replay.
+    again = httpx.post(
+        cli.serve.url + "/v1/conversations",
+        json={"contact_id": "c_k"},
+        headers={"Authorization": f"Bearer {cli.serve.token}", "Idempotency-Key": key},
+    )
+    assert again.status_code == 200 and again.json()["id"] == conv
+
+
 def test_an_import_run_again_is_journaled_as_replayed(cli: Cli) -> None:
     lines = json.dumps({"contact_id": "c_9"}) + "\n"
     ok(cli, "conv", "import", "-", input=lines)
