@@ -570,14 +570,19 @@ def recreation(
 
 
 def row(step: Step, status: str, *, id: str | None = None) -> dict[str, Any]:
-    """One result: the entry undone, the write that undid it and the record it touched."""
-    made = id if id is not None else step.id
+    """One result: the entry undone, the write that undid it and the record it touched (a
+    create's: the new record, whose id is not known before it is made; it stands for the old)."""
+    if step.operation == "create":
+        made, stands_for = id, step.id
+    else:
+        made = id if id is not None else step.id
+        stands_for = step.id if made != step.id else None
     return {
         "entry": step.entry,
         "status": status,
         "operation": step.operation,
         "id": made,
-        "stands_for": step.id if made != step.id else None,
+        "stands_for": stands_for,
         "body": {**step.body, **step.then},
     }
 

@@ -152,6 +152,22 @@ def test_undo_of_a_delete_makes_a_new_record_with_the_old_fields(
     assert all(e["id"] == new and e.get("stands_for") == old for e in undoing)
 
 
+def test_a_dry_run_of_undoing_a_delete_names_the_old_id_not_none(cli: Cli) -> None:  # noqa: F811
+    path = journaled(cli)
+    old = ok(cli, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
+    ok(cli, "conv", "delete", old, "--yes")
+    deleted = entries(path)[-1]
+    line = ok(cli, "undo", "--last", "--dry-run")
+    assert line.startswith(f"would create a new record in place of {old}: "), line
+    [planned] = [
+        json.loads(x) for x in ok(cli, "undo", "--last", "--dry-run", "-o", "jsonl").split()
+    ]
+    # The old id is what the new record stands for, not the id it will have.
+    assert (planned["id"], planned["stands_for"]) == (None, old)
+    assert planned["entry"] == deleted["entry"]
+    assert ok(cli, "undo", "--last", "--dry-run", "-o", "id") == ""
+
+
 def test_an_entry_undone_twice_is_refused_the_second_time(cli: Cli) -> None:  # noqa: F811
     path = journaled(cli)
     id = ok(cli, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
