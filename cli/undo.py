@@ -572,6 +572,8 @@ def recreation(
 def row(step: Step, status: str, *, id: str | None = None) -> dict[str, Any]:
     """One result: the entry undone, the write that undid it and the record it touched (a
     create's: the new record, whose id is not known before it is made; it stands for the old)."""
+    made: str | None
+    stands_for: str | None
     if step.operation == "create":
         made, stands_for = id, step.id
     else:
