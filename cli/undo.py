@@ -167,6 +167,7 @@ class Run:
     undo: bool = False  # written by undo
     elsewhere: bool = False  # written to another place than the current one
     reversible: list[str] = field(default_factory=list)  # its entries undo can reverse
+    api: list[str] = field(default_factory=list)  # its `api` requests the service did
 
     def before(self, now: int | None) -> bool:
         """Whether reading has gone past this run's start (no entry of it can come later)."""
@@ -214,6 +215,8 @@ class Choice:
         run.entries.append((position, entry))
         if reversible(light):
             run.reversible.append(light.entry)
+        elif light.operation == "api" and light.status == "ok":
+            run.api.append(light.entry)
 
     def done(self, now: int | None) -> bool:
         """Whether nothing older can change the choice."""
@@ -231,11 +234,16 @@ class Choice:
         return False
 
     def wanted(self, run: Run) -> bool:
-        """--last: a command that wrote here, not undo's, with a record left to put back."""
+        """--last: a command that wrote here, not undo's, with a record left to put back; or
+        an `api` command that wrote here (undo cannot put it back, and says so: passing over it
+        would undo an older command than the last one instead)."""
         return (
             not run.undo
             and not run.elsewhere
-            and any(e not in self.undone_by for e in run.reversible)
+            and (
+                any(e not in self.undone_by for e in run.reversible)
+                or (bool(run.api) and not run.reversible)
+            )
         )
 
     def finish(self) -> None:
@@ -270,7 +278,10 @@ def choose(
     else:
         choice.finish()
     if last is not None:
-        return Chosen(_picked(choice, here, printer), choice.undone_by, set())
+        picked = _picked(choice, here, printer)
+        # An `api` command picked is refused (exit 1), as if named: it is what was asked for.
+        api = {e for run in choice.picked if not run.reversible for e in run.api}
+        return Chosen(picked, choice.undone_by, api)
     unknown = [i for i in ids if i not in choice.found and i not in choice.runs]
     if unknown:
         raise UsageProblem(

@@ -168,6 +168,27 @@ def test_a_dry_run_of_undoing_a_delete_names_the_old_id_not_none(cli: Cli) -> No
     assert ok(cli, "undo", "--last", "--dry-run", "-o", "id") == ""
 
 
+def test_undo_last_after_an_api_write_refuses_it_and_leaves_the_older_command_alone(
+    cli: Cli,  # noqa: F811
+) -> None:
+    path = journaled(cli)
+    made = ["--customer-id", "cus_1", "--profile-type", "moderate", "--score", "5"]
+    kept = ok(cli, "risk", "create", *made, "-o", "id").strip()
+    ok(cli, "risk", "update", kept, "--score", "9")  # meant
+    gone = ok(cli, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
+    ok(cli, "api", "-X", "DELETE", f"/v1/conversations/{gone}")  # the mistake
+    api = entries(path)[-1]
+    result = cli.run("undo", "--last")
+    # The last command that wrote is the `api` one: undo says it cannot put it back, and does
+    # not reach past it to undo the update before it.
+    assert result.returncode == 1, result.stderr
+    assert f"{api['entry']}: an `api` request (DELETE /v1/conversations/{gone})" in result.stderr
+    assert result.stdout == ""
+    now = record(cli, "risk_profiles", kept)
+    assert now is not None and now["score"] == 9
+    assert not any(e.get("undoes") for e in entries(path))
+
+
 def test_an_entry_undone_twice_is_refused_the_second_time(cli: Cli) -> None:  # noqa: F811
     path = journaled(cli)
     id = ok(cli, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
