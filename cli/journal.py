@@ -322,17 +322,18 @@ def _backwards(fd: int, path: Path) -> Iterator[Entry | Problem]:
     """The lines of one open journal file, last first, each parsed (see `_parse`).
 
     The end is taken under a shared lock, so a line being appended is not read half written.
-    Line numbers are counted only when a problem is reported.
+    Line numbers are counted only when a problem is reported: the file's lines are counted once,
+    and each line read from the end is one less (never counted from the start again per line).
     """
     fcntl.flock(fd, fcntl.LOCK_SH)
     end = os.fstat(fd).st_size
     fcntl.flock(fd, fcntl.LOCK_UN)
 
-    def number(at: int) -> int:
-        """The 1-based number of the line that starts at byte `at` (counted when needed)."""
+    def segments() -> int:
+        """How many pieces the line breaks cut the file into (its line breaks, plus one)."""
         count = done = 0
-        while done < at:
-            chunk = os.pread(fd, min(_BLOCK * 16, at - done), done)
+        while done < end:
+            chunk = os.pread(fd, min(_BLOCK * 16, end - done), done)
             if not chunk:
                 break
             count += chunk.count(b"\n")
@@ -340,14 +341,22 @@ def _backwards(fd: int, path: Path) -> Iterator[Entry | Problem]:
         return count + 1
 
     first = True  # the segment after the last line break: a line only when not empty
+    passed = 0  # the segments met so far, from the end
+    total: int | None = None  # segments(), once a problem needs a line number
 
-    def line_out(start: int, raw: bytes | None) -> Iterator[Entry | Problem]:
-        nonlocal first
+    def line_out(raw: bytes | None) -> Iterator[Entry | Problem]:
+        nonlocal first, passed, total
+        from_end, passed = passed, passed + 1
         ended, first = not first, False
         if not ended and raw == b"":
             return  # the file ends with a line break
         value = _parse(raw, ended)
-        yield Problem(path, number(start), value) if isinstance(value, str) else value
+        if isinstance(value, str):
+            if total is None:
+                total = segments()
+            yield Problem(path, total - from_end, value)
+        else:
+            yield value
 
     position = end
     tail: bytes | None = b""  # the end of the line being read; None once it is too long
@@ -365,14 +374,12 @@ def _backwards(fd: int, path: Path) -> Iterator[Entry | Problem]:
         if len(pieces) == 1:
             continue
         # Each piece after the first starts right after a line break: a whole line.
-        start = position + size - len(pieces[-1])
-        yield from line_out(start, tail)
+        yield from line_out(tail)
         for piece in reversed(pieces[1:-1]):
-            start -= len(piece) + 1
-            yield from line_out(start, piece)
+            yield from line_out(piece)
         tail = pieces[0]
     if end > 0:
-        yield from line_out(0, tail)
+        yield from line_out(tail)
 
 
 def _parse(raw: bytes | None, ended: bool) -> Entry | str:

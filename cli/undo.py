@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 MAX_LAST = 10_000
 # How many names a refusal lists before it says "and N more".
 NAMED = 5
+# Bad lines of the journal named one by one before one line says there are more (as history).
+NAMED_PROBLEMS = 10
 
 
 class Refused(CliError):
@@ -145,10 +147,18 @@ def _newest_first(path: Path, printer: Printer) -> Iterator[Entry]:
     the rest read all the same."""
     from .journal import read_newest
 
+    problems = 0
     try:
         for item in read_newest(path):
             if isinstance(item, Problem):
-                printer.warning(f"The journal {item.describe()}.")
+                problems += 1
+                if problems <= NAMED_PROBLEMS:
+                    printer.warning(f"The journal {item.describe()}.")
+                elif problems == NAMED_PROBLEMS + 1:
+                    printer.warning(
+                        f"More lines of the journal {path} cannot be read (skipped, not named): "
+                        "`convrisk history --all` counts them."
+                    )
                 continue
             yield item
     except JournalError as exc:

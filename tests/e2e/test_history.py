@@ -149,6 +149,33 @@ def test_a_huge_journal_lists_its_newest_entries_at_once(env: dict[str, str]) ->
     assert "longer than 4,194,304 bytes, skipped" in warning and str(path) in warning
 
 
+def test_a_journal_of_many_bad_lines_is_read_in_linear_time_and_named_briefly(
+    env: dict[str, str],
+) -> None:
+    """100,000 bad lines after one good entry: each line's number is not counted from the start
+    of the file again (which took minutes), and undo, like history, names only the first few."""
+    import time
+
+    path = journal_of(env)
+    path.parent.mkdir(parents=True)
+    good = dict(_entry(1), target=str(Path(env["HOME"]) / "x.db"))
+    with path.open("w") as out:
+        out.write(json.dumps(good) + "\n")
+        out.write("garbage\n" * 100_000)
+    started = time.monotonic()
+    result = run(env, "history", "-o", "id")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [good["entry"]]
+    warnings = result.stderr.splitlines()
+    assert warnings[0] == f"Warning: The journal {path} line 100001: not JSON, skipped."
+    assert warnings[9] == f"Warning: The journal {path} line 99992: not JSON, skipped."
+    assert len(warnings) == 11
+    undone = run(env, "--db", good["target"], "undo", good["entry"], "--dry-run")
+    assert undone.returncode == 0, undone.stderr
+    assert len(undone.stderr.splitlines()) <= 13, undone.stderr[:2000]
+    assert time.monotonic() - started < 30
+
+
 def test_no_journal_yet_is_an_empty_list(env: dict[str, str]) -> None:
     result = run(env, "history", "-o", "json")
     assert (result.returncode, result.stdout, result.stderr) == (0, "[]\n", "")
