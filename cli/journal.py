@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
 JOURNAL_NAME = "journal.jsonl"
-ROTATED_NAME = "journal.1.jsonl"
+ROTATED_NAME = "journal.1.jsonl"  # the default journal's; see rotated_path
 # Past this size an append starts a new file (the old one kept as journal.1.jsonl).
 ROTATE_BYTES = 32 * 1024 * 1024
 # A line longer than this is not read back (reported as a problem, the rest goes on).
@@ -118,6 +118,12 @@ def journal_path(env: Mapping[str, str]) -> Path:
     return base.expanduser() / "convrisk" / JOURNAL_NAME
 
 
+def rotated_path(path: Path) -> Path:
+    """Where the journal at `path` rotates to: `journal.jsonl` -> `journal.1.jsonl`, and a journal
+    named by CONVRISK_JOURNAL to its own (`prod.jsonl` -> `prod.1.jsonl`), never another's."""
+    return path.with_name(f"{path.stem}.1{path.suffix}")
+
+
 def new_id(prefix: str) -> str:
     """A time-sortable id: the prefix, 12 hex digits of Unix milliseconds, 6 random hex."""
     return f"{prefix}{int(time.time() * 1000):012x}{os.urandom(3).hex()}"
@@ -193,7 +199,7 @@ def _open_for_append(path: Path) -> int:
 
 def _rotate(path: Path, fd: int) -> int:
     """Move the full journal aside (holding its lock) and open a new one in its place."""
-    rotated = path.with_name(ROTATED_NAME)
+    rotated = rotated_path(path)
     try:
         # Another process may have rotated it while this one waited for the lock.
         if os.path.samestat(os.fstat(fd), os.stat(path, follow_symlinks=False)):
@@ -212,7 +218,7 @@ def read(path: Path) -> Iterator[Entry | Problem]:
 
     Raises JournalError when the file cannot be read at all.
     """
-    for part in (path.with_name(ROTATED_NAME), path):
+    for part in (rotated_path(path), path):
         yield from _read_file(part)
 
 
@@ -278,7 +284,7 @@ def read_newest(path: Path) -> Iterator[Entry | Problem]:
     Raises JournalError when a file cannot be read at all.
     """
     current = _open_to_read(path)
-    rotated = _open_to_read(path.with_name(ROTATED_NAME))
+    rotated = _open_to_read(rotated_path(path))
     if (
         current is not None
         and rotated is not None
@@ -288,7 +294,7 @@ def read_newest(path: Path) -> Iterator[Entry | Problem]:
         os.close(rotated)
         rotated = None
     try:
-        for fd, part in ((current, path), (rotated, path.with_name(ROTATED_NAME))):
+        for fd, part in ((current, path), (rotated, rotated_path(path))):
             if fd is not None:
                 yield from _backwards(fd, part)
     finally:

@@ -82,6 +82,24 @@ def test_an_append_past_the_size_cap_starts_a_new_file(
     assert read == sorted(read, reverse=True)
 
 
+def test_a_journal_named_otherwise_rotates_to_its_own_file_and_reads_no_other_s(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # CONVRISK_JOURNAL=.../prod.jsonl beside the default journal: prod's history must not list
+    # the default journal's rotated entries, and prod's rotation must not drop them.
+    monkeypatch.setattr(journal, "ROTATE_BYTES", 400)
+    default, prod = tmp_path / "journal.jsonl", tmp_path / "prod.jsonl"
+    journal.append(default.with_name(journal.ROTATED_NAME), [_entry(1)])
+    for n in range(2, 8):
+        journal.append(prod, [_entry(n)])
+    assert journal.rotated_path(default) == tmp_path / "journal.1.jsonl"
+    assert journal.rotated_path(prod).exists()
+    read = [e["entry"] for e in journal.read_newest(prod) if not isinstance(e, Problem)]
+    assert _entry(1)["entry"] not in read and read[0] == _entry(7)["entry"]
+    kept = [e["entry"] for e in journal.read_newest(default) if not isinstance(e, Problem)]
+    assert kept == [_entry(1)["entry"]]
+
+
 def test_the_journal_and_its_folder_are_private(tmp_path: Path) -> None:
     path = tmp_path / "state" / "convrisk" / "journal.jsonl"
     journal.append(path, [_entry(1)])
