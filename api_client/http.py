@@ -8,6 +8,7 @@ import json
 import random as _random
 import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar, cast
 from urllib.parse import quote
@@ -478,6 +479,8 @@ class HTTPBackend:
         # A method outside the interface (PATCH, ...) may not be idempotent and carries no
         # Idempotency-Key: sent once, never retried, so it cannot take effect twice.
         retries = None if method in _RETRIED_AS_SENT else 0
+        # Made here, not by the session, so that the answer can say which key was sent.
+        key = str(uuid.uuid4()) if method == "POST" else None
         # A DELETE whose retry finds the object gone after a lost answer is done, as for `delete`.
         answer = transport.request(
             method,
@@ -486,6 +489,7 @@ class HTTPBackend:
             any_status=True,
             retries=retries,
             gone_is_done=method == "DELETE",
+            idempotency_key=key,
         )
         # The token never reaches output (DESIGN 3), even from a service that echoes it back.
         return RawAnswer(
@@ -494,6 +498,7 @@ class HTTPBackend:
             transport.scrub(answer.reason_phrase),
             transport.scrub(answer.headers.get("Location", "")),
             gone=answer.gone,
+            idempotency_key=key,
         )
 
     @property

@@ -44,6 +44,8 @@ class RawAnswer:
     location: str = ""
     # A 404 to a retried DELETE after an attempt whose answer was lost: that attempt deleted it.
     gone: bool = False
+    # The Idempotency-Key the request carried (a POST's, made by the client), else None.
+    idempotency_key: str | None = None
 
     @property
     def ok(self) -> bool:

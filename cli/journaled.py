@@ -493,7 +493,9 @@ class JournaledBackend:
         else:
             error = answer.error()
             outcome = {"status": "failed", "error": error.message, "http_status": answer.status}
-        self.journal.write([self._api_entry(method, target, resource, id, outcome, after)])
+        entry = self._api_entry(method, target, resource, id, outcome, after)
+        entry["idempotency_key"] = answer.idempotency_key
+        self.journal.write([entry])
         return answer
 
     def _api_entry(

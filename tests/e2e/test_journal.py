@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from .both_backends import Cli, isolated_env
+from .both_backends import Cli, isolated_env, remote_cli
 from .both_backends import Serve as Served
 from .both_backends import cli as cli  # a fixture: each test on the local db and on serve
 from .both_backends import serve as serve  # a fixture: one serve for the module
@@ -86,22 +86,30 @@ def test_each_kind_of_write_records_before_after_and_outcome(cli: Cli) -> None:
     assert len({e["entry"] for e in entries(path)}) == len(entries(path))
 
 
-def test_a_remote_create_journals_the_idempotency_key_it_sent(cli: Cli) -> None:
+def test_remote_creates_journal_the_idempotency_key_they_sent(tmp_path: Path) -> None:
     import httpx
 
-    if cli.serve is None:
-        pytest.skip("a local create sends no request, so no Idempotency-Key")
-    conv = ok(cli, "conv", "create", "--contact-id", "c_k", "-o", "id").strip()
-    [made] = entries(journal_file(cli))
-    key = made["idempotency_key"]
-    assert key, made
-    # The key is the one the service got: the same request with it is answered as a replay.
-    again = httpx.post(
-        cli.serve.url + "/v1/conversations",
-        json={"contact_id": "c_k"},
-        headers={"Authorization": f"Bearer {cli.serve.token}", "Idempotency-Key": key},
-    )
-    assert again.status_code == 200 and again.json()["id"] == conv
+    made = remote_cli(tmp_path)
+    assert made.serve is not None
+    try:
+        conv = ok(made, "conv", "create", "--contact-id", "c_k", "-o", "id").strip()
+        body = json.dumps({"contact_id": "c_api"})
+        sent = json.loads(ok(made, "api", "-X", "POST", "/v1/conversations", "-d", body))
+        created, posted = entries(journal_file(made))
+        # Each key is the one the service got: the same request with it is answered as a replay.
+        for entry, record, contact in ((created, conv, "c_k"), (posted, sent["id"], "c_api")):
+            key = entry["idempotency_key"]
+            assert key, entry
+            again = httpx.post(
+                made.serve.url + "/v1/conversations",
+                json={"contact_id": contact},
+                headers={"Authorization": f"Bearer {made.serve.token}", "Idempotency-Key": key},
+            )
+            assert again.status_code == 200 and again.json()["id"] == record
+    finally:
+        made.close()
+        code, log = made.serve.stop()
+    assert code == 0, log
 
 
 def test_an_import_run_again_is_journaled_as_replayed(cli: Cli) -> None:
