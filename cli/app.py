@@ -79,6 +79,7 @@ class LazyGroup(OneSuggestion, TyperGroup):
             "api": _api_command,
             "history": _history_command,
             "undo": _undo_command,
+            "sandbox": functools.partial(_sub_group, "sandbox", "sandbox"),
         }
         lazy = LazyCommands(builders)
         for name, registered in self.commands.items():  # none today; kept if any are added

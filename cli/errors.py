@@ -54,6 +54,12 @@ class JqFailed(CliError):
     error_type = "jq_error"
 
 
+class VerifyFailed(CliError):
+    """`sandbox verify` found other requests than expected (exit 1)."""
+
+    error_type = "verify_failed"
+
+
 class OutputFailed(CliError):
     """stdout cannot be written (closed at start, a full disk, an I/O error): exit 1."""
 
@@ -263,7 +269,7 @@ def exit_code(exc: BaseException) -> int:
         return exit_code(exc.first)
     if isinstance(exc, UsageProblem | ClickException):
         return USAGE
-    if isinstance(exc, NotConfirmed | NotSet | JqFailed | ConfigLocked):
+    if isinstance(exc, NotConfirmed | NotSet | JqFailed | ConfigLocked | VerifyFailed):
         return FAILED
     if isinstance(exc, KeyboardInterrupt | Abort):
         return INTERRUPTED

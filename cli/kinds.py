@@ -326,3 +326,50 @@ _UNDONE_COLUMNS = (
 )
 # What `undo` did (or would do): one row per write, naming the entry it undoes.
 UNDONE = Kind("undone entry", "undone entries", _UNDONE_COLUMNS, _UNDONE_COLUMNS, line=_undone_line)
+
+
+def _target(row: Row) -> str:
+    """A recorded request's path with its query string, as it was asked for."""
+    query = row.get("query")
+    return f"{row.get('path')}?{query}" if query else str(row.get("path"))
+
+
+def _answered(row: Row) -> str:
+    """A recorded request's status, or what stood in for an answer (an injected fault)."""
+    status = row.get("status")
+    shown = "-" if status is None else str(status)
+    fault = row.get("fault")
+    return f"{shown} ({fault})" if fault else shown
+
+
+# `convrisk sandbox requests`: the request journal of a `convrisk serve`, oldest first.
+_REQUEST_COLUMNS = (
+    Column("seq", "SEQ", "number"),
+    Column("time", "TIME", "time"),
+    Column("method", "METHOD"),
+    Column("path", "PATH"),
+    Column("query", "QUERY"),
+    Column("status", "STATUS", "number"),
+    Column("idempotency_key", "IDEMPOTENCY_KEY"),
+    Column("body", "BODY"),
+    Column("body_truncated", "BODY_TRUNCATED", "bool"),
+    Column("fault", "FAULT"),
+    Column("duration_ms", "DURATION_MS", "number"),
+)
+REQUESTS = Kind(
+    "request",
+    "requests",
+    _REQUEST_COLUMNS,
+    (
+        Column("seq", "SEQ", "number"),
+        Column("time", "TIME", "time"),
+        Column("method", "METHOD"),
+        Column("path", "PATH", value=_target),
+        Column("status", "STATUS", value=_answered),
+        Column("duration_ms", "MS", "number"),
+        Column("body", "BODY"),
+    ),
+    narrowing=(("drop", "body"), ("date", "time"), ("drop", "duration_ms")),
+    id_key="seq",
+    never_cut=("seq",),
+)

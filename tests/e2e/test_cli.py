@@ -228,7 +228,12 @@ def test_serve_prints_a_ready_to_paste_export_line_once_and_stops_on_sigterm(
 
 
 _BACKEND = {"convrisk.local_backend", "convrisk.api_client", "httpx", "rich", "jq"}
-_OTHER_COMMANDS = {"convrisk.cli.risk", "convrisk.cli.config_cmd", "convrisk.cli.serve"}
+_OTHER_COMMANDS = {
+    "convrisk.cli.risk",
+    "convrisk.cli.config_cmd",
+    "convrisk.cli.serve",
+    "convrisk.cli.sandbox",
+}
 # What only an idempotency key (fingerprint) or a busy retry (jitter) needs.
 _READ_ONLY_ABSENT = {"hashlib", "random", "secrets"}
 # What only `serve` needs: never loaded by another command.
@@ -273,6 +278,11 @@ _CLIENT = {
             {*_BACKEND, "pydantic", "convrisk.cli.conv", "convrisk.cli.risk"},
         ),
         (["conv", "list", "--help"], {"convrisk.local_backend", "pydantic", "httpx", "rich", "jq"}),
+        (
+            ["sandbox", "verify", "--help"],
+            {*_BACKEND - {"convrisk.api_client"}, *_CLIENT, "pydantic", "convrisk.cli.conv"}
+            | _SERVE_STACK,
+        ),
         (
             ["conv", "list", "-o", "json"],
             {"httpx", "rich", "tomllib", "logging", "jq", *_OTHER_COMMANDS, *_SERVE_STACK},

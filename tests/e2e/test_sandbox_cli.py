@@ -1,0 +1,267 @@
+"""`convrisk sandbox` through the installed script, against a sandbox's admin routes on
+127.0.0.1 (a stand-in that keeps the interface: tests/e2e/fake_sandbox.py)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.loopback import JSONService, on_loopback, running, url_of
+
+from .console import run
+from .fake_sandbox import TOKEN, FakeSandbox, entry
+
+JOURNAL = [
+    entry(1, "POST", "/v1/conversations", 201, body='{"contact_id":"c_1"}'),
+    entry(2, "GET", "/v1/conversations", 200, query="limit=10"),
+    entry(3, "PUT", "/v1/conversations/conv_1", 200, body='{"is_muted":true}'),
+    entry(4, "POST", "/v1/risk-profiles", 400, body='{"score":"high"}'),
+    entry(5, "GET", "/v1/conversations/conv_404", 404),
+]
+
+
+@pytest.fixture
+def sandbox() -> Iterator[type[FakeSandbox]]:
+    """A fresh stand-in sandbox with JOURNAL recorded."""
+    handler = FakeSandbox.fresh(JOURNAL)
+    with running(on_loopback(handler)) as server:
+        handler.url = url_of(server)  # type: ignore[attr-defined]
+        yield handler
+
+
+def _env(env: dict[str, str], sandbox: type[FakeSandbox]) -> dict[str, str]:
+    url: str = sandbox.url  # type: ignore[attr-defined]
+    return {**env, "CONVRISK_BASE_URL": url, "CONVRISK_TOKEN": TOKEN, "CONVRISK_JOURNAL": "off"}
+
+
+def test_requests_lists_what_the_sandbox_received_with_its_filters(
+    env: dict[str, str], sandbox: type[FakeSandbox]
+) -> None:
+    everything = run(_env(env, sandbox), "sandbox", "requests", "-o", "json")
+    assert everything.returncode == 0, everything.stderr
+    assert [r["seq"] for r in json.loads(everything.stdout)] == [1, 2, 3, 4, 5]
+    posts = run(
+        _env(env, sandbox), "sandbox", "requests", "--method", "post", "--path", "/v1/*", "-o", "id"
+    )
+    assert posts.stdout.split() == ["1", "4"]
+    not_found = run(_env(env, sandbox), "sandbox", "requests", "--status", "404", "-o", "jsonl")
+    assert [json.loads(line)["path"] for line in not_found.stdout.splitlines()] == [
+        "/v1/conversations/conv_404"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--path", "/v1/[conv"], "never closed"),
+        (["--method", "PO ST"], "--method"),
+        (["--status", "abc"], "--status"),
+        (["--status", "99"], "--status"),
+    ],
+)
+def test_requests_refuses_bad_filters_before_sending(
+    env: dict[str, str], sandbox: type[FakeSandbox], args: list[str], named: str
+) -> None:
+    result = run(_env(env, sandbox), "sandbox", "requests", *args)
+    assert result.returncode == 2
+    assert named in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert sandbox.seen == []
+
+
+def test_verify_holds_with_exit_0(env: dict[str, str], sandbox: type[FakeSandbox]) -> None:
+    result = run(
+        _env(env, sandbox),
+        "sandbox",
+        "verify",
+        "--method",
+        "POST",
+        "--path",
+        "/v1/conversations",
+        "--count",
+        "1",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Verified: 1 request POST /v1/conversations (expected exactly 1)" in result.stdout
+
+
+def test_verify_that_fails_is_exit_1_with_the_near_misses(
+    env: dict[str, str], sandbox: type[FakeSandbox]
+) -> None:
+    result = run(
+        _env(env, sandbox),
+        "sandbox",
+        "verify",
+        "--method",
+        "DELETE",
+        "--path",
+        "/v1/conversations/*",
+    )
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert "Near misses, the closest first:" in lines
+    assert "  #3 PUT /v1/conversations/conv_1 -> 200: another method" in lines
+    assert "  #5 GET /v1/conversations/conv_404 -> 404: another method" in lines
+    assert lines[-1] == (
+        "Error: Expected at least 1 DELETE /v1/conversations/*; the sandbox received 0."
+    )
+    other_path = run(
+        _env(env, sandbox), "sandbox", "verify", "--method", "POST", "--path", "/v1/risk-profile"
+    )
+    assert other_path.returncode == 1
+    assert "  #4 POST /v1/risk-profiles -> 400: another path" in other_path.stderr.splitlines()
+
+
+def test_verify_count_too_many_names_the_matches(
+    env: dict[str, str], sandbox: type[FakeSandbox]
+) -> None:
+    result = run(
+        _env(env, sandbox), "sandbox", "verify", "--method", "GET", "--path", "*", "--count", "1"
+    )
+    assert result.returncode == 1
+    assert "Matched: #2, #5" in result.stderr
+    assert "Expected exactly 1 GET *; the sandbox received 2." in result.stderr
+
+
+def test_verify_body_jq_checks_the_bodies(env: dict[str, str], sandbox: type[FakeSandbox]) -> None:
+    args = ["sandbox", "verify", "--method", "POST", "--path", "/v1/*"]
+    holds = run(_env(env, sandbox), *args, "--body-jq", '.contact_id == "c_1"', "--count", "1")
+    assert holds.returncode == 0, holds.stderr
+    refused = run(_env(env, sandbox), *args, "--body-jq", '.contact_id == "c_2"')
+    assert refused.returncode == 1
+    assert "  #1 POST /v1/conversations -> 201: --body-jq is false on its body" in (
+        refused.stderr.splitlines()
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--method", "POST", "--path", "/v1/*", "--body-jq", ".score >"],
+        ["--method", "POST", "--path", "/v1/[x"],
+        ["--method", "POST", "--path", "/v1/*", "--count", "1", "--at-least", "1"],
+        ["--path", "/v1/*"],
+    ],
+)
+def test_verify_refuses_bad_input_with_exit_2_before_sending(
+    env: dict[str, str], sandbox: type[FakeSandbox], args: list[str]
+) -> None:
+    result = run(_env(env, sandbox), "sandbox", "verify", *args)
+    assert result.returncode == 2, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert sandbox.seen == []
+
+
+class NotASandbox(JSONService):
+    """A service without admin routes: 404 for everything."""
+
+    def do_GET(self) -> None:
+        """No such route."""
+        self.send_json(404, {"error": {"type": "invalid_request_error", "message": "Nope."}})
+
+    do_POST = do_GET
+
+
+@pytest.mark.parametrize("args", [["requests"], ["reset"], ["snapshot", "-"]])
+def test_a_target_that_is_no_sandbox_is_exit_2_in_one_line(
+    env: dict[str, str], args: list[str]
+) -> None:
+    with running(on_loopback(NotASandbox)) as server:
+        remote = {**env, "CONVRISK_BASE_URL": url_of(server), "CONVRISK_TOKEN": TOKEN}
+        result = run(remote, "sandbox", *args)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"Error: The service is not a convrisk sandbox: /__sandbox/{args[0]} has no admin route "
+        "(it answered 404 Not Found). `convrisk sandbox` talks to `convrisk serve`."
+    ]
+
+
+def test_the_local_backend_has_no_sandbox(env: dict[str, str]) -> None:
+    for args in (["requests"], ["reset"], ["verify", "--method", "GET", "--path", "/"]):
+        result = run(env, "sandbox", *args)
+        assert result.returncode == 2
+        assert "talks to a running `convrisk serve`" in result.stderr
+
+
+def test_a_wrong_token_is_exit_4(env: dict[str, str], sandbox: type[FakeSandbox]) -> None:
+    result = run({**_env(env, sandbox), "CONVRISK_TOKEN": "x" * 30}, "sandbox", "requests")
+    assert result.returncode == 4
+
+
+RECORDS: list[dict[str, Any]] = [
+    {"resource": "conversations", "id": "conv_1", "contact_id": "c_1"},
+    {"resource": "risk_profiles", "id": "rp_1", "customer_id": "cus_1", "score": 5},
+]
+
+
+def test_reset_empties_the_sandbox(env: dict[str, str], sandbox: type[FakeSandbox]) -> None:
+    sandbox.records[:] = RECORDS
+    result = run(_env(env, sandbox), "sandbox", "reset")
+    assert result.returncode == 0, result.stderr
+    assert sandbox.journal == [] and sandbox.records == []
+    assert [(method, path) for method, path, _ in sandbox.seen] == [("POST", "/__sandbox/reset")]
+
+
+def test_snapshot_and_restore_carry_the_records_across(
+    env: dict[str, str], sandbox: type[FakeSandbox], tmp_path: Path
+) -> None:
+    sandbox.records[:] = RECORDS
+    file = tmp_path / "seed.jsonl"
+    taken = run(_env(env, sandbox), "sandbox", "snapshot", str(file))
+    assert taken.returncode == 0, taken.stderr
+    assert [json.loads(line) for line in file.read_text().splitlines()] == RECORDS
+    piped = run(_env(env, sandbox), "sandbox", "snapshot", "-")
+    assert piped.stdout == file.read_text()
+    sandbox.records.clear()
+    restored = run(_env(env, sandbox), "sandbox", "restore", str(file))
+    assert restored.returncode == 0, restored.stderr
+    assert "Restored 1 conversations, 1 risk profiles." in restored.stderr
+    assert sandbox.records == RECORDS
+    from_stdin = run(_env(env, sandbox), "sandbox", "restore", "-", input=file.read_text())
+    assert from_stdin.returncode == 0, from_stdin.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b'{"resource": "conversations", "id": "c"}\nnot json\n', "line 2 is not JSON"),
+        (b'{"id": "c"}\n', 'line 1 has no "resource"'),
+        (b'{"resource": "conversations", "id": "\xff"}\n', "line 1 is not UTF-8 text"),
+        (b"[1]\n", "line 1 is not a JSON object"),
+    ],
+)
+def test_restore_refuses_what_is_no_snapshot_and_sends_nothing(
+    env: dict[str, str],
+    sandbox: type[FakeSandbox],
+    tmp_path: Path,
+    content: bytes,
+    problem: str,
+) -> None:
+    sandbox.records[:] = RECORDS
+    file = tmp_path / "bad.jsonl"
+    file.write_bytes(content)
+    result = run(_env(env, sandbox), "sandbox", "restore", str(file))
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"Error: {file}: {problem}: it is not a snapshot; nothing was sent."
+        if "resource" not in problem
+        else f"Error: {file}: {problem} of conversations or risk_profiles: it is not a snapshot; "
+        "nothing was sent."
+    ]
+    assert sandbox.seen == [] and sandbox.records == RECORDS
+
+
+def test_a_failed_snapshot_leaves_the_file_as_it_was(env: dict[str, str], tmp_path: Path) -> None:
+    folder = tmp_path / "out"
+    folder.mkdir()
+    file = folder / "seed.jsonl"
+    file.write_text("old\n")
+    with running(on_loopback(NotASandbox)) as server:
+        remote = {**env, "CONVRISK_BASE_URL": url_of(server), "CONVRISK_TOKEN": TOKEN}
+        result = run(remote, "sandbox", "snapshot", str(file))
+    assert result.returncode == 2
+    assert file.read_text() == "old\n"
+    assert [p.name for p in folder.iterdir()] == ["seed.jsonl"]
