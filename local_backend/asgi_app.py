@@ -23,6 +23,8 @@ from convrisk.api_client.params import MAX_BODY_BYTES
 from .access_log import AccessLog
 from .database import WouldWait, never_wait
 from .faults import Chaos, Connections, Dice, injected
+from .request_journal import PREFIX, Journal
+from .sandbox import Sandbox
 from .wire import (
     OPENAPI_PATH,
     SERVER_FAILED,
@@ -58,6 +60,7 @@ class ServeApp:
         chaos: Chaos | None,
         connections: Connections,
         limit: int | None = None,
+        journal: Journal | None = None,
     ) -> None:
         self.wire = wire
         # Connections (and requests in flight) served; a request beyond is answered 503.
@@ -67,6 +70,9 @@ class ServeApp:
         self._dice = Dice(chaos) if chaos is not None and chaos.active else None
         self.in_flight = 0
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="convrisk-writer")
+        # Every request but the admin ones, for the admin routes (local_backend.sandbox).
+        self.journal = journal if journal is not None else Journal("")
+        self.sandbox = Sandbox(wire, self.journal, self.writer)
         # Creates waiting for the next group commit (see _create), and whether one is due.
         self._creates: list[tuple[Call, bytes, asyncio.Future[Answer]]] = []
         self._commit_task: asyncio.Task[None] | None = None
@@ -111,8 +117,13 @@ class ServeApp:
         who = f"{client[0]}:{client[1]}" if client else "-"
         headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope["headers"]]
 
-        def done(status: int | None, fault: str | None = None) -> None:
-            self.log.request(who, method, path, query, status, time.perf_counter() - started, fault)
+        def done(status: int | None, fault: str | None = None, body: bytes | None = None) -> None:
+            took = time.perf_counter() - started
+            self.log.request(who, method, path, query, status, took, fault)
+            if not admin:
+                self.journal.record(method, path, query, headers, body, status, fault, took)
+
+        admin = path.startswith(PREFIX)
 
         if self.limit is not None and (
             len(self.connections.open) > self.limit or self.in_flight > self.limit
@@ -123,6 +134,12 @@ class ServeApp:
             busy = json_answer(503, error.to_body(), (("retry-after", str(BUSY_RETRY_AFTER)),))
             done(busy.status)
             return await self._send(scope, receive, send, busy, close=True)
+        if admin:
+            answer = await self.sandbox.handle(method, path, query, headers)
+            done(answer.status)
+            if answer.internal is not None:
+                self.log.error(method, path, answer.internal)
+            return await self._send(scope, receive, send, answer, close=_body_pending(headers))
         fault = None
         if self._dice is not None and path != OPENAPI_PATH:
             delay, fault = self._dice.roll()
@@ -140,26 +157,27 @@ class ServeApp:
 
         call = self.wire.start(method, path, query, headers)
         close = False
+        body: bytes | Answer | None = None
         if isinstance(call, Answer):
             answer = call
             # An unread body that is large or waits for `100 Continue`: end the connection
             # rather than read it (a small one uvicorn reads and drops by itself).
             close = _body_pending(headers)
         else:
-            body: bytes | Answer = b""
             if call.wants_body:
                 try:
                     body = await _read_body(receive)
                 except _Unanswered:
                     return done(None)
             if isinstance(body, Answer):
-                answer, close = body, True
+                answer, close, body = body, True, None
             else:
-                answer = await self._run(call, body)
+                answer = await self._run(call, body or b"")
+        sent = body if isinstance(body, bytes) else None
         if fault == "drop-after":
-            done(answer.status, fault)
+            done(answer.status, fault, sent)
             return await self.connections.drop(client)
-        done(answer.status)
+        done(answer.status, body=sent)
         if answer.internal is not None:
             self.log.error(method, path, answer.internal)
         await self._send(scope, receive, send, answer, close=close)

@@ -32,6 +32,10 @@ from convrisk.api_client.params import (
 from convrisk.api_client.records import REPLAYED_HEADER, Deleted
 from convrisk.api_client.resources import ID_BODY_LENGTH, RESOURCES, Field, Resource
 
+from .request_journal import BODY_CUT, JOURNAL_SIZE, REQUESTS_PATH, RESET_PATH
+
+SANDBOX_TAG = "sandbox"
+
 _REF = "#/components/schemas/{model}"
 # A number in a body (a score): the rule's range, for integers and floats alike.
 _NUMBER = {"type": "number", "minimum": MIN_NUMBER, "maximum": MAX_NUMBER}
@@ -397,7 +401,109 @@ def _paths() -> dict[str, Any]:
             },
         }
     }
+    paths |= _sandbox_paths()
     return paths
+
+
+def _sandbox_paths() -> dict[str, Any]:
+    """The admin routes of the sandbox (local_backend.sandbox), under their own tag."""
+    errors = _error_responses(401, 500, 503)
+    return {
+        REQUESTS_PATH: {
+            "get": {
+                "operationId": "sandbox_requests",
+                "summary": "The requests this server received, oldest first (admin ones not)",
+                "tags": [SANDBOX_TAG],
+                "parameters": [
+                    {"name": "method", "in": "query", "schema": _NON_EMPTY},
+                    {
+                        "name": "path",
+                        "in": "query",
+                        "description": "A glob (fnmatch: *, ?, [...]) on the path, without "
+                        "the query.",
+                        "schema": _NON_EMPTY,
+                    },
+                    {
+                        "name": "status",
+                        "in": "query",
+                        "schema": {"type": "integer", "minimum": 100, "maximum": 599},
+                    },
+                ],
+                "responses": {
+                    **_ok("SandboxRequests", "The requests kept, and how many were dropped."),
+                    **_error_responses(400),
+                    **errors,
+                },
+            },
+            "delete": {
+                "operationId": "sandbox_clear_requests",
+                "summary": "Forget the requests received so far",
+                "tags": [SANDBOX_TAG],
+                "responses": {**_ok("SandboxCleared", "How many were forgotten."), **errors},
+            },
+        },
+        RESET_PATH: {
+            "post": {
+                "operationId": "sandbox_reset",
+                "summary": "Empty the store (both resources, idempotency keys) and the requests",
+                "tags": [SANDBOX_TAG],
+                "responses": {**_ok("SandboxReset", "The store is empty."), **errors},
+            },
+        },
+    }
+
+
+def _sandbox_schemas() -> dict[str, Any]:
+    def strict(properties: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "additionalProperties": False,
+            "required": list(properties),
+            "properties": properties,
+        }
+
+    text_or_null = {"type": ["string", "null"]}
+    request = strict(
+        {
+            "seq": {"type": "integer", "minimum": 1},
+            "time": {"type": "string", "description": "ISO 8601, UTC, in milliseconds."},
+            "method": {"type": "string"},
+            "path": {"type": "string"},
+            "query": {"type": "string"},
+            "status": {
+                "type": ["integer", "null"],
+                "description": "null: no answer was sent (an injected drop, a client gone).",
+            },
+            "idempotency_key": text_or_null,
+            "body": {
+                **text_or_null,
+                "description": f"UTF-8 (bad bytes replaced), the first {BODY_CUT} bytes.",
+            },
+            "body_truncated": {"type": "boolean"},
+            "fault": {
+                "type": ["string", "null"],
+                "description": "The fault `serve --faults` injected: 500, 503, 429, drop or "
+                "drop-after.",
+            },
+            "duration_ms": {"type": "number", "minimum": 0},
+        }
+    )
+    return {
+        "SandboxRequest": request,
+        "SandboxRequests": strict(
+            {
+                "data": {"type": "array", "items": {"$ref": _REF.format(model="SandboxRequest")}},
+                "dropped": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": f"Older requests dropped: {JOURNAL_SIZE} are kept.",
+                },
+                "total": {"type": "integer", "minimum": 0},
+            }
+        ),
+        "SandboxCleared": strict({"cleared": {"type": "integer", "minimum": 0}}),
+        "SandboxReset": strict({"reset": {"const": True}}),
+    }
 
 
 @cache
@@ -407,6 +513,7 @@ def _document() -> dict[str, Any]:
     schemas["Deleted"] = _model_schema(Deleted)
     schemas |= {f"{r.model}Page": _page_schema(r.model) for r in resources}
     schemas["Error"] = _error_schema()
+    schemas |= _sandbox_schemas()
     for r in resources:
         schemas[f"{r.model}Create"] = _create_body(r)
         schemas[f"{r.model}Update"] = _update_body(r)

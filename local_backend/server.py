@@ -31,6 +31,7 @@ from convrisk.api_client.protocol import Backend
 from .access_log import AccessLog, Log, UvicornNotices
 from .asgi_app import ServeApp
 from .faults import Chaos, Connections
+from .request_journal import Journal
 from .uvicorn_protocols import http_protocol
 from .wire import Wire
 
@@ -105,7 +106,9 @@ class ConvriskServer:
         self.log = AccessLog(log, log_format, token)
         self.connections = Connections()
         # The app answers 503 over the limit itself (uvicorn's own 503 is plain text).
-        self.app = ServeApp(self.wire, self.log, chaos, self.connections, _connection_limit())
+        self.app = ServeApp(
+            self.wire, self.log, chaos, self.connections, _connection_limit(), Journal(token)
+        )
         config = uvicorn.Config(
             self.app,
             http=http_protocol(self.connections),

@@ -9,6 +9,7 @@ first operation, not on construction or import.
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -109,6 +110,17 @@ class LocalBackend:
         except ValueError:
             reason = ""
         return RawAnswer(answer.status, b"" if method == "HEAD" else answer.body, reason)
+
+    def reset(self) -> None:
+        """Remove every record of both resources and every idempotency key, in one transaction
+        (the id watermarks stay: an id is never issued twice)."""
+
+        def empty(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM conversations")
+            conn.execute("DELETE FROM risk_profiles")
+            conn.execute("DELETE FROM idempotency_keys")
+
+        self._db.write(empty)
 
     def close(self) -> None:
         """Close every connection; the backend cannot be used afterwards."""

@@ -249,6 +249,14 @@ class Wire:
         assert len(done) == len(calls)
         return done
 
+    def refuse_token(self, headers: Headers) -> Answer | None:
+        """The 401 answer when the bearer token is missing or wrong; None when it is right."""
+        try:
+            self._authenticate(headers)
+        except _Reply as reply:
+            return error_answer(reply.error, reply.headers)
+        return None
+
     # -- rules ----------------------------------------------------------------------------------
 
     def _authenticate(self, headers: Headers) -> None:

@@ -81,7 +81,10 @@ def test_a_method_the_document_does_not_list_is_refused_with_the_listed_ones(
 def test_every_documented_query_parameter_is_taken_and_nothing_else(http: httpx.Client) -> None:
     doc = document()
     for path, item in doc["paths"].items():
+        # The sandbox's admin routes have their own tests (tests/wire/test_sandbox.py).
         if "get" not in item or "{id}" in path or path == "/openapi.json":
+            continue
+        if path.startswith("/__sandbox/"):
             continue
         params = {p["name"]: p for p in item["get"]["parameters"]}
         limit = params.pop("paging")["schema"]["properties"]["limit"]

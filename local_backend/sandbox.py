@@ -1,0 +1,123 @@
+"""The admin routes of `convrisk serve` under `/__sandbox/`: list and clear the request journal
+(local_backend.request_journal), reset the store. The same bearer token as `/v1`."""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import re
+from concurrent.futures import Executor
+from typing import Protocol, runtime_checkable
+from urllib.parse import parse_qsl
+
+from convrisk.api_client.errors import InvalidRequestError, NotFoundError
+from convrisk.api_client.text import printable
+
+from .request_journal import REQUESTS_PATH, RESET_PATH, Headers, Journal
+from .wire import MAX_QUERY_FIELDS, Answer, Wire, error_answer, json_answer
+
+# The methods of each admin route.
+ROUTES: dict[str, tuple[str, ...]] = {REQUESTS_PATH: ("GET", "DELETE"), RESET_PATH: ("POST",)}
+_FILTERS = ("method", "path", "status")
+_MAX_STATUS_DIGITS = 3
+
+
+@runtime_checkable
+class Resettable(Protocol):
+    """A backend that the sandbox can empty (LocalBackend)."""
+
+    def reset(self) -> None:
+        """Remove every record and idempotency key."""
+
+
+class Sandbox:
+    """The admin routes over a Wire (for the token) and the journal of its server."""
+
+    def __init__(self, wire: Wire, journal: Journal, writer: Executor) -> None:
+        self.wire = wire
+        self.journal = journal
+        # Where a reset runs: it may wait for another process's write lock.
+        self._writer = writer
+
+    async def handle(self, method: str, path: str, query: str, headers: Headers) -> Answer:
+        """Answer one admin request (a path under PREFIX); any body is not read."""
+        refused = self.wire.refuse_token(headers)
+        if refused is not None:
+            return refused
+        allowed = ROUTES.get(path)
+        if allowed is None:
+            return error_answer(
+                NotFoundError(f"Unknown route: {printable(method)} {printable(path)}")
+            )
+        if method not in allowed:
+            error = InvalidRequestError(
+                f"Method {printable(method)} is not allowed here; allowed: {', '.join(allowed)}.",
+                status=405,
+            )
+            return error_answer(error, (("allow", ", ".join(allowed)),))
+        try:
+            params = _query(query, _FILTERS if method == "GET" else ())
+            if path == RESET_PATH:
+                return await self._reset()
+            if method == "DELETE":
+                return json_answer(200, {"cleared": self.journal.clear()})
+            return self._list(params)
+        except InvalidRequestError as exc:
+            return error_answer(exc)
+
+    def _list(self, params: dict[str, str]) -> Answer:
+        method = params.get("method")
+        glob = params.get("path")
+        status = _status(params["status"]) if "status" in params else None
+        if method is not None and not method:
+            raise InvalidRequestError("method must not be empty.", param="method")
+        if glob is not None and not glob:
+            raise InvalidRequestError("path must be a non-empty glob, e.g. /v1/*.", param="path")
+        match = re.compile(fnmatch.translate(glob)).match if glob is not None else None
+        wanted = method.upper() if method is not None else None
+        data = [
+            self.journal.entry_json(entry)
+            for entry in self.journal.entries()
+            if (wanted is None or entry.method.upper() == wanted)
+            and (match is None or match(entry.path))
+            and (status is None or entry.status == status)
+        ]
+        total = len(data)
+        return json_answer(200, {"data": data, "dropped": self.journal.dropped, "total": total})
+
+    async def _reset(self) -> Answer:
+        backend = self.wire.backend
+        if not isinstance(backend, Resettable):
+            raise InvalidRequestError("This server's store cannot be reset.", status=501)
+        await asyncio.get_running_loop().run_in_executor(self._writer, backend.reset)
+        self.journal.clear()
+        return json_answer(200, {"reset": True})
+
+
+def _query(query: str, allowed: tuple[str, ...]) -> dict[str, str]:
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, max_num_fields=MAX_QUERY_FIELDS)
+    except ValueError:
+        raise InvalidRequestError("Too many query parameters.") from None
+    out: dict[str, str] = {}
+    for name, value in pairs:
+        if name not in allowed:
+            hint = f" Allowed: {', '.join(allowed)}." if allowed else ""
+            raise InvalidRequestError(
+                f"Unknown query parameter: {printable(name)}.{hint}", param=name
+            )
+        if name in out:
+            raise InvalidRequestError(
+                f"Query parameter {printable(name)} given more than once.", param=name
+            )
+        out[name] = value
+    return out
+
+
+def _status(text: str) -> int:
+    if not text.isascii() or not text.isdigit() or len(text) != _MAX_STATUS_DIGITS:
+        raise InvalidRequestError("status must be an HTTP status, 100 to 599.", param="status")
+    value = int(text)
+    if not 100 <= value <= 599:
+        raise InvalidRequestError("status must be an HTTP status, 100 to 599.", param="status")
+    return value
