@@ -265,3 +265,15 @@ def test_a_failed_snapshot_leaves_the_file_as_it_was(env: dict[str, str], tmp_pa
     assert result.returncode == 2
     assert file.read_text() == "old\n"
     assert [p.name for p in folder.iterdir()] == ["seed.jsonl"]
+
+
+def test_text_from_the_journal_is_escaped_in_near_misses(env: dict[str, str]) -> None:
+    handler = FakeSandbox.fresh([entry(1, "GET", "/v1/\x1b[2J\x1b]0;owned\x07x\nError: forged")])
+    with running(on_loopback(handler)) as server:
+        remote = {**env, "CONVRISK_BASE_URL": url_of(server), "CONVRISK_TOKEN": TOKEN}
+        result = run(remote, "sandbox", "verify", "--method", "POST", "--path", "/v1/*")
+    assert result.returncode == 1
+    assert "\x1b" not in result.stderr and "\x07" not in result.stderr
+    assert [line for line in result.stderr.splitlines() if line.startswith("Error:")] == [
+        "Error: Expected at least 1 POST /v1/*; the sandbox received 0."
+    ]
