@@ -277,3 +277,36 @@ def test_text_from_the_journal_is_escaped_in_near_misses(env: dict[str, str]) ->
     assert [line for line in result.stderr.splitlines() if line.startswith("Error:")] == [
         "Error: Expected at least 1 POST /v1/*; the sandbox received 0."
     ]
+
+
+def test_requests_on_a_terminal_is_a_table_with_data_escaped(env: dict[str, str]) -> None:
+    from .screen import on_screen
+
+    journal = [
+        entry(1, "POST", "/v1/conversations", 200, body='{"contact_id":"c_1"}'),
+        entry(2, "GET", "/v1/\x1b[2Jgone", None, fault="drop"),
+    ]
+    handler = FakeSandbox.fresh(journal)
+    with running(on_loopback(handler)) as server:
+        remote = {**env, "CONVRISK_BASE_URL": url_of(server), "CONVRISK_TOKEN": TOKEN}
+        lines = [line.rstrip() for line in on_screen(remote, "sandbox", "requests", columns=100)]
+    shown = [line for line in lines if line]
+    assert shown[0].split() == ["SEQ", "TIME", "METHOD", "PATH", "STATUS", "MS", "BODY"]
+    assert shown[1].split() == [
+        "1",
+        "2026-11-25T07:00:00.000Z",
+        "POST",
+        "/v1/conversations",
+        "200",
+        "1.5",
+        '{"contact_id":"c_1"}',
+    ]
+    assert shown[2].split() == [
+        "2",
+        "2026-11-25T07:00:00.000Z",
+        "GET",
+        "/v1/\\x1b[2Jgone",
+        "-",
+        "(drop)",
+        "1.5",
+    ]
