@@ -14,7 +14,7 @@ from .raw import RawAnswer
 
 PREFIX = "/__sandbox/"
 # The largest snapshot `restore` sends (the sandbox refuses more with 413).
-MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024
+MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 # The fields of a journal entry, in the order they are shown.
 REQUEST_FIELDS = (
     "seq",

@@ -310,3 +310,32 @@ def test_requests_on_a_terminal_is_a_table_with_data_escaped(env: dict[str, str]
         "(drop)",
         "1.5",
     ]
+
+
+def test_restore_refuses_a_file_over_the_cap_without_reading_it_all(
+    env: dict[str, str], sandbox: type[FakeSandbox], tmp_path: Path
+) -> None:
+    from convrisk.api_client.sandbox import MAX_SNAPSHOT_BYTES
+
+    file = tmp_path / "huge.jsonl"
+    with file.open("wb") as out:
+        out.truncate(MAX_SNAPSHOT_BYTES + 1)
+    result = run(_env(env, sandbox), "sandbox", "restore", str(file))
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"Error: {file} is over 64 MiB, the most a snapshot may hold; nothing was sent."
+    ]
+    assert sandbox.seen == []
+
+
+def test_requests_says_how_many_the_journal_dropped(
+    env: dict[str, str], sandbox: type[FakeSandbox]
+) -> None:
+    sandbox.dropped = 12_345
+    result = run(_env(env, sandbox), "sandbox", "requests", "-o", "id")
+    assert result.returncode == 0
+    assert result.stdout.split() == ["1", "2", "3", "4", "5"]
+    assert result.stderr.splitlines() == [
+        "The journal dropped its 12,345 oldest requests (it keeps the most recent); they are "
+        "not listed."
+    ]
