@@ -339,3 +339,25 @@ def test_requests_says_how_many_the_journal_dropped(
         "The journal dropped its 12,345 oldest requests (it keeps the most recent); they are "
         "not listed."
     ]
+
+
+@pytest.mark.parametrize(
+    ("mark", "refusal"),
+    [
+        ("CONVRISK_READ_ONLY", "is read-only (CONVRISK_READ_ONLY is set): refusing to"),
+        ("CONVRISK_PROTECTED", "is protected: refusing to"),
+    ],
+)
+def test_reset_and_restore_keep_the_profiles_guards(
+    env: dict[str, str], sandbox: type[FakeSandbox], tmp_path: Path, mark: str, refusal: str
+) -> None:
+    file = tmp_path / "seed.jsonl"
+    file.write_text(json.dumps(RECORDS[0]) + "\n")
+    guarded = {**_env(env, sandbox), mark: "1"}
+    for args in (["reset"], ["restore", str(file)]):
+        result = run(guarded, "sandbox", *args)
+        assert result.returncode == 2, result.stderr
+        assert refusal in result.stderr
+    assert sandbox.seen == []
+    passed = run({**_env(env, sandbox), "CONVRISK_PROTECTED": "1"}, "sandbox", "reset", "--yes")
+    assert passed.returncode == 0, passed.stderr
