@@ -6,7 +6,7 @@ import dataclasses
 import math
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -82,6 +82,16 @@ def serve(
             autocompletion=complete.log_formats,
         ),
     ] = "text",
+    load: Annotated[
+        str | None,
+        typer.Option(
+            "--load",
+            metavar="FILE",
+            help="Start from this snapshot (`sandbox snapshot`, GET /__sandbox/snapshot): it "
+            "replaces the records of --db; without --db, a fresh temporary database is served.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve the conversations and risk-profiles service over HTTP on a local database.
 
@@ -95,6 +105,7 @@ def serve(
       convrisk serve --port 8000
       convrisk serve --port 0 --db /tmp/demo.db --faults 0.2 --latency 5-50 --seed 7
       CONVRISK_SERVE_TOKEN=s3cret convrisk serve --log-format json
+      convrisk serve --port 0 --load fixtures.jsonl
     """
     import secrets
 
@@ -121,6 +132,14 @@ def serve(
         if problem is not None:
             raise UsageProblem(f"{source}: {problem}", param="--token")
     db_path = _served_database(run, db)
+    rows = None if load is None else _snapshot_rows(load)
+    scratch = None
+    if rows is not None and not (db or run.flags.db):
+        import tempfile
+
+        # Nobody's data is replaced by a --load that names no database.
+        scratch = tempfile.TemporaryDirectory(prefix="convrisk-serve-")
+        db_path = Path(scratch.name) / "sandbox.db"
     printer = run.plain_printer()
     stored = None
     if given is None:
@@ -153,16 +172,39 @@ def serve(
         else:
             printer.notice(f"{base}  # and CONVRISK_TOKEN=<the --token value>")
 
-    run_server(
-        host=host,
-        port=port_number,
-        db_path=db_path,
-        token=secret,
-        on_ready=ready,
-        log=printer.block,  # lines escaped by the log itself; a 5xx's reason spans lines
-        log_format=log_format,
-        chaos=chaos,
-    )
+    try:
+        run_server(
+            host=host,
+            port=port_number,
+            db_path=db_path,
+            token=secret,
+            on_ready=ready,
+            log=printer.block,  # lines escaped by the log itself; a 5xx's reason spans lines
+            log_format=log_format,
+            chaos=chaos,
+            load=rows,
+        )
+    finally:
+        if scratch is not None:
+            scratch.cleanup()
+
+
+def _snapshot_rows(path: str) -> dict[str, list[dict[str, Any]]]:
+    """--load FILE read and checked whole (local_backend.snapshot); a usage error otherwise."""
+    from convrisk.api_client.errors import InvalidRequestError
+    from convrisk.api_client.text import printable
+    from convrisk.local_backend import snapshot
+
+    shown = printable(path)
+    try:
+        with open(path, "rb") as file:
+            data = file.read(snapshot.MAX_SNAPSHOT_BYTES + 1)
+    except OSError as exc:
+        raise UsageProblem(f"--load {shown}: {exc.strerror or exc}.", param="--load") from None
+    try:
+        return snapshot.parse(data)
+    except InvalidRequestError as exc:
+        raise UsageProblem(f"--load {shown}: {exc.message}", param="--load") from None
 
 
 def _served_database(run: AppContext, db: str | None) -> Path:

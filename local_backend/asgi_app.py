@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import time
 import traceback
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-from convrisk.api_client.errors import ServiceError
+from convrisk.api_client.errors import InvalidRequestError, ServiceError
 from convrisk.api_client.params import MAX_BODY_BYTES
 
 from .access_log import AccessLog
@@ -135,11 +136,25 @@ class ServeApp:
             done(busy.status)
             return await self._send(scope, receive, send, busy, close=True)
         if admin:
-            answer = await self.sandbox.handle(method, path, query, headers)
+            read = False
+
+            async def read_body(
+                limit: int, refuse: Callable[[], InvalidRequestError]
+            ) -> bytes | Answer:
+                nonlocal read
+                read = True
+                got = await _read_body(receive, limit, refuse)
+                return got
+
+            try:
+                answer = await self.sandbox.handle(method, path, query, headers, read_body)
+            except _Unanswered:
+                return done(None)
             done(answer.status)
             if answer.internal is not None:
                 self.log.error(method, path, answer.internal)
-            return await self._send(scope, receive, send, answer, close=_body_pending(headers))
+            close = answer.status == 413 if read else _body_pending(headers)
+            return await self._send(scope, receive, send, answer, close=close)
         fault = None
         if self._dice is not None and path != OPENAPI_PATH:
             delay, fault = self._dice.roll()
@@ -258,8 +273,12 @@ class ServeApp:
         await response(scope, receive, send)
 
 
-async def _read_body(receive: Receive) -> bytes | Answer:
-    """The whole body, or the answer refusing it (over the limit, or too slow)."""
+async def _read_body(
+    receive: Receive,
+    limit: int = MAX_BODY_BYTES,
+    refuse: Callable[[], InvalidRequestError] = too_large,
+) -> bytes | Answer:
+    """The whole body, or the answer refusing it (over `limit`: `refuse()`, or too slow)."""
     chunks: list[bytes] = []
     size = 0
     deadline = time.monotonic() + BODY_TOTAL_SECONDS
@@ -278,8 +297,8 @@ async def _read_body(receive: Receive) -> bytes | Answer:
             raise _Unanswered
         chunk = message.get("body", b"")
         size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            return error_answer(too_large())
+        if size > limit:
+            return error_answer(refuse())
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)

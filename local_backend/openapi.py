@@ -32,7 +32,16 @@ from convrisk.api_client.params import (
 from convrisk.api_client.records import REPLAYED_HEADER, Deleted
 from convrisk.api_client.resources import ID_BODY_LENGTH, RESOURCES, Field, Resource
 
-from .request_journal import BODY_CUT, JOURNAL_SIZE, REQUESTS_PATH, RESET_PATH
+from .request_journal import (
+    BODY_CUT,
+    JOURNAL_SIZE,
+    REQUESTS_PATH,
+    RESET_PATH,
+    RESTORE_PATH,
+    SNAPSHOT_PATH,
+)
+from .snapshot import MAX_SNAPSHOT_BYTES
+from .snapshot import ORDER as SNAPSHOT_ORDER
 
 SANDBOX_TAG = "sandbox"
 
@@ -450,6 +459,49 @@ def _sandbox_paths() -> dict[str, Any]:
                 "responses": {**_ok("SandboxReset", "The store is empty."), **errors},
             },
         },
+        SNAPSHOT_PATH: {
+            "get": {
+                "operationId": "sandbox_snapshot",
+                "summary": "The whole store as JSON lines, one record a line",
+                "description": "Each line is a record as `convrisk conv list -o jsonl` prints "
+                'it, with a "resource" key first (conversations or risk_profiles): '
+                "conversations first, then risk profiles, each oldest first.",
+                "tags": [SANDBOX_TAG],
+                "responses": {
+                    "200": {
+                        "description": "The snapshot (empty when the store is).",
+                        "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+                    },
+                    **errors,
+                },
+            },
+        },
+        RESTORE_PATH: {
+            "post": {
+                "operationId": "sandbox_restore",
+                "summary": "Replace the whole store by a snapshot, ids and times included",
+                "description": "All or nothing: a line that is not a record of its resource, "
+                "an id given twice or text that is not UTF-8 is a 400 naming the line, and "
+                "the store is left as it was. Idempotency keys are forgotten; the request "
+                "journal is kept.",
+                "tags": [SANDBOX_TAG],
+                "requestBody": {
+                    "required": False,
+                    "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+                },
+                "responses": {
+                    **_ok("SandboxRestored", "How many records of each resource."),
+                    **_error_responses(400, 408),
+                    "413": {
+                        "description": f"The snapshot is over {MAX_SNAPSHOT_BYTES} bytes.",
+                        "content": {
+                            "application/json": {"schema": {"$ref": _REF.format(model="Error")}}
+                        },
+                    },
+                    **errors,
+                },
+            },
+        },
     }
 
 
@@ -503,6 +555,13 @@ def _sandbox_schemas() -> dict[str, Any]:
         ),
         "SandboxCleared": strict({"cleared": {"type": "integer", "minimum": 0}}),
         "SandboxReset": strict({"reset": {"const": True}}),
+        "SandboxRestored": strict(
+            {
+                "restored": strict(
+                    {name: {"type": "integer", "minimum": 0} for name in SNAPSHOT_ORDER}
+                )
+            }
+        ),
     }
 
 

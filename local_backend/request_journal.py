@@ -19,6 +19,8 @@ from convrisk.api_client.endpoint import Scrubber
 PREFIX = "/__sandbox/"
 REQUESTS_PATH = "/__sandbox/requests"
 RESET_PATH = "/__sandbox/reset"
+SNAPSHOT_PATH = "/__sandbox/snapshot"
+RESTORE_PATH = "/__sandbox/restore"
 # Requests kept; beyond, the oldest is dropped (and counted).
 JOURNAL_SIZE = 10_000
 # Bytes of a body kept in an entry.

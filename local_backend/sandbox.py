@@ -1,11 +1,13 @@
 """The admin routes of `convrisk serve` under `/__sandbox/`: list and clear the request journal
-(local_backend.request_journal), reset the store. The same bearer token as `/v1`."""
+(local_backend.request_journal), reset the store, take a snapshot of it and restore one
+(local_backend.snapshot). The same bearer token as `/v1`."""
 
 from __future__ import annotations
 
 import asyncio
 import fnmatch
 import re
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 from typing import Protocol, runtime_checkable
 from urllib.parse import parse_qsl
@@ -13,21 +15,44 @@ from urllib.parse import parse_qsl
 from convrisk.api_client.errors import InvalidRequestError, NotFoundError
 from convrisk.api_client.text import printable
 
-from .request_journal import REQUESTS_PATH, RESET_PATH, Headers, Journal
+from . import snapshot
+from .request_journal import (
+    REQUESTS_PATH,
+    RESET_PATH,
+    RESTORE_PATH,
+    SNAPSHOT_PATH,
+    Headers,
+    Journal,
+)
+from .resource import Columns
 from .wire import MAX_QUERY_FIELDS, Answer, Wire, error_answer, json_answer
 
 # The methods of each admin route.
-ROUTES: dict[str, tuple[str, ...]] = {REQUESTS_PATH: ("GET", "DELETE"), RESET_PATH: ("POST",)}
+ROUTES: dict[str, tuple[str, ...]] = {
+    REQUESTS_PATH: ("GET", "DELETE"),
+    RESET_PATH: ("POST",),
+    SNAPSHOT_PATH: ("GET",),
+    RESTORE_PATH: ("POST",),
+}
+NDJSON = "application/x-ndjson"
+# Reads the request's body, at most this many bytes: the body, or the answer refusing it.
+BodyReader = Callable[[int, Callable[[], InvalidRequestError]], Awaitable["bytes | Answer"]]
 _FILTERS = ("method", "path", "status")
 _MAX_STATUS_DIGITS = 3
 
 
 @runtime_checkable
-class Resettable(Protocol):
-    """A backend that the sandbox can empty (LocalBackend)."""
+class SandboxStore(Protocol):
+    """A backend the sandbox can empty, copy and replace (LocalBackend)."""
 
     def reset(self) -> None:
         """Remove every record and idempotency key."""
+
+    def snapshot(self) -> list[str]:
+        """The whole store as snapshot lines."""
+
+    def restore(self, rows: dict[str, list[Columns]]) -> dict[str, int]:
+        """Replace the whole store by these rows, all or nothing."""
 
 
 class Sandbox:
@@ -39,8 +64,10 @@ class Sandbox:
         # Where a reset runs: it may wait for another process's write lock.
         self._writer = writer
 
-    async def handle(self, method: str, path: str, query: str, headers: Headers) -> Answer:
-        """Answer one admin request (a path under PREFIX); any body is not read."""
+    async def handle(
+        self, method: str, path: str, query: str, headers: Headers, read_body: BodyReader
+    ) -> Answer:
+        """Answer one admin request (a path under PREFIX); only a restore reads the body."""
         refused = self.wire.refuse_token(headers)
         if refused is not None:
             return refused
@@ -59,6 +86,11 @@ class Sandbox:
             params = _query(query, _FILTERS if method == "GET" else ())
             if path == RESET_PATH:
                 return await self._reset()
+            if path == SNAPSHOT_PATH:
+                return await self._snapshot()
+            if path == RESTORE_PATH:
+                body = await read_body(snapshot.MAX_SNAPSHOT_BYTES, snapshot.too_large)
+                return body if isinstance(body, Answer) else await self._restore(body)
             if method == "DELETE":
                 return json_answer(200, {"cleared": self.journal.clear()})
             return self._list(params)
@@ -85,13 +117,32 @@ class Sandbox:
         total = len(data)
         return json_answer(200, {"data": data, "dropped": self.journal.dropped, "total": total})
 
-    async def _reset(self) -> Answer:
+    def _store(self) -> SandboxStore:
         backend = self.wire.backend
-        if not isinstance(backend, Resettable):
-            raise InvalidRequestError("This server's store cannot be reset.", status=501)
-        await asyncio.get_running_loop().run_in_executor(self._writer, backend.reset)
+        if not isinstance(backend, SandboxStore):
+            raise InvalidRequestError("This server's store has no sandbox routes.", status=501)
+        return backend
+
+    async def _reset(self) -> Answer:
+        await asyncio.get_running_loop().run_in_executor(self._writer, self._store().reset)
         self.journal.clear()
         return json_answer(200, {"reset": True})
+
+    async def _snapshot(self) -> Answer:
+        lines = await asyncio.get_running_loop().run_in_executor(
+            self._writer, self._store().snapshot
+        )
+        body = "".join(f"{line}\n" for line in lines).encode("utf-8")
+        return Answer(200, body, (("content-type", NDJSON),))
+
+    async def _restore(self, body: bytes) -> Answer:
+        store = self._store()
+
+        def restore() -> dict[str, int]:
+            return store.restore(snapshot.parse(body))
+
+        counts = await asyncio.get_running_loop().run_in_executor(self._writer, restore)
+        return json_answer(200, {"restored": counts})
 
 
 def _query(query: str, allowed: tuple[str, ...]) -> dict[str, str]:

@@ -32,6 +32,7 @@ from .access_log import AccessLog, Log, UvicornNotices
 from .asgi_app import ServeApp
 from .faults import Chaos, Connections
 from .request_journal import Journal
+from .resource import Columns
 from .uvicorn_protocols import http_protocol
 from .wire import Wire
 
@@ -231,8 +232,11 @@ def run_server(
     log: Log,
     log_format: str = "text",
     chaos: Chaos | None = None,
+    load: dict[str, list[Columns]] | None = None,
 ) -> None:
     """Serve the SQLite file at `db_path` until SIGINT or SIGTERM, then close everything.
+
+    `load` (snapshot.parse) replaces the file's records before anything is served.
 
     A second signal stops at once, without waiting for requests in flight; a stop that has not
     ended STOP_SECONDS after the first signal ends the process (exit 1) with a line in the log.
@@ -249,6 +253,12 @@ def run_server(
             server.force_exit()
 
     backend = LocalBackend(db_path)
+    if load is not None:
+        try:
+            backend.restore(load)
+        except BaseException:
+            backend.close()
+            raise
     previous: dict[signal.Signals, Any] = {}
     watchdog: threading.Timer | None = None
     try:

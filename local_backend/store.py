@@ -25,12 +25,15 @@ from convrisk.api_client.params import (
     RiskProfileUpdateParams,
 )
 from convrisk.api_client.records import Conversation, RiskProfile
+from convrisk.api_client.resources import RESOURCES
 
 from . import conversations as _conversations
 from . import risk_profiles as _risk_profiles
+from . import snapshot
 from .database import BUSY_TIMEOUT_SECONDS, Database
 from .json_export import register_sql_functions
-from .resource import TableResource
+from .resource import Columns, TableResource
+from .table_spec import table_spec
 
 if TYPE_CHECKING:
     from convrisk.api_client.raw import RawAnswer
@@ -121,6 +124,39 @@ class LocalBackend:
             conn.execute("DELETE FROM idempotency_keys")
 
         self._db.write(empty)
+
+    def snapshot(self) -> list[str]:
+        """The whole store as snapshot lines (local_backend.snapshot), read in one transaction."""
+
+        def read(conn: sqlite3.Connection) -> list[str]:
+            lines: list[str] = []
+            for name in snapshot.ORDER:
+                spec = table_spec(RESOURCES[name])
+                query = f"SELECT {', '.join(spec.columns)} FROM {spec.table} ORDER BY id"
+                for row in conn.execute(query):
+                    lines.append(snapshot.line(name, spec.to_record(row)))
+            return lines
+
+        return self._db.snapshot(read)
+
+    def restore(self, rows: dict[str, list[Columns]]) -> dict[str, int]:
+        """Replace the whole store by these rows (snapshot.parse), idempotency keys emptied, in
+        one transaction: all or nothing. How many records of each resource."""
+
+        def replace(conn: sqlite3.Connection) -> dict[str, int]:
+            conn.execute("DELETE FROM conversations")
+            conn.execute("DELETE FROM risk_profiles")
+            conn.execute("DELETE FROM idempotency_keys")
+            for name in snapshot.ORDER:
+                spec = table_spec(RESOURCES[name])
+                marks = ", ".join("?" * len(spec.columns))
+                conn.executemany(
+                    f"INSERT INTO {spec.table} ({', '.join(spec.columns)}) VALUES ({marks})",
+                    [tuple(row[column] for column in spec.columns) for row in rows[name]],
+                )
+            return {name: len(rows[name]) for name in snapshot.ORDER}
+
+        return self._db.write(replace)
 
     def close(self) -> None:
         """Close every connection; the backend cannot be used afterwards."""

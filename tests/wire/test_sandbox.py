@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -11,6 +12,7 @@ import httpx
 import jsonschema_rs
 import pytest
 
+from convrisk.local_backend import snapshot
 from convrisk.local_backend.faults import FAULTS, Chaos
 from convrisk.local_backend.openapi import document
 from convrisk.local_backend.request_journal import BODY_CUT
@@ -201,8 +203,122 @@ def test_injected_faults_are_recorded_and_a_drop_has_no_status(serve_with: Serve
 def test_the_admin_routes_are_in_the_document_under_their_own_tag() -> None:
     paths = document()["paths"]
     admin = {path: item for path, item in paths.items() if path.startswith("/__sandbox/")}
-    assert set(admin) == {REQUESTS, RESET}
+    assert set(admin) == {REQUESTS, RESET, "/__sandbox/snapshot", "/__sandbox/restore"}
     for item in admin.values():
         for operation in item.values():
             assert operation["tags"] == ["sandbox"]
             assert "401" in operation["responses"]
+
+
+# -- snapshot and restore -------------------------------------------------------------------------
+
+SNAPSHOT = "/__sandbox/snapshot"
+RESTORE = "/__sandbox/restore"
+NDJSON = {"content-type": "application/x-ndjson"}
+
+
+def fill(http: httpx.Client) -> None:
+    """Records of both kinds, with every kind of value: unicode, nulls, objects, floats."""
+    first = http.post(CONV, json={"contact_id": "ct_é\u2028"}).json()
+    http.put(f"{CONV}/{first['id']}", json={"is_muted": True, "archived_at": 1_700_000_000})
+    http.post(CONV, json={"group_id": "g_1"})
+    body = {"customer_id": "c", "profile_type": "moderate", "score": 0.1, "details": {"a": [1]}}
+    http.post("/v1/risk-profiles", json=body)
+
+
+def snapshot_of(http: httpx.Client) -> bytes:
+    """The snapshot the server gives (200 expected)."""
+    response = http.get(SNAPSHOT)
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"] == "application/x-ndjson"
+    return response.content
+
+
+def test_a_snapshot_is_each_record_as_jsonl_with_its_resource(http: httpx.Client) -> None:
+    fill(http)
+    # Split on newlines only: a record may hold U+2028, which splitlines() would split on.
+    lines = snapshot_of(http).decode().removesuffix("\n").split("\n")
+    records = [json.loads(line) for line in lines]
+    assert [r["resource"] for r in records] == ["conversations"] * 2 + ["risk_profiles"]
+    assert all(line.startswith('{"resource":') for line in lines)
+    convs = http.get(CONV).json()["data"]
+    assert [r["id"] for r in records[:2]] == [c["id"] for c in reversed(convs)]
+    assert {k: v for k, v in records[0].items() if k != "resource"} == convs[-1]
+
+
+def test_snapshot_reset_restore_gives_back_the_same_bytes(http: httpx.Client) -> None:
+    fill(http)
+    taken = snapshot_of(http)
+    assert http.post(RESET).status_code == 200
+    assert snapshot_of(http) == b""
+    response = http.post(RESTORE, content=taken, headers=NDJSON)
+    assert response.status_code == 200, response.text
+    assert response.json() == {"restored": {"conversations": 2, "risk_profiles": 1}}
+    assert conforms("SandboxRestored", response.json())
+    assert snapshot_of(http) == taken
+    # Ids go on above the restored ones.
+    newest = http.post(CONV, json={"contact_id": "ct_2"}).json()["id"]
+    assert newest > max(json.loads(line)["id"] for line in taken.decode().split("\n")[:2])
+
+
+def bad_snapshots(good: bytes) -> dict[str, tuple[bytes, int, str]]:
+    """Broken variants of `good`: the body, the status and what the error says."""
+    lines = good.split(b"\n")
+    record = json.loads(lines[0])
+    wrong = dict(record, is_muted="yes")
+    extra = dict(record, colour="red")
+    other = dict(record, resource="risk_profiles")
+    return {
+        "not json": (lines[0] + b"\n{nope\n", 400, "line 2: not valid JSON"),
+        "wrong type": (json.dumps(wrong).encode(), 400, "line 1: is_muted"),
+        "unknown field": (json.dumps(extra).encode(), 400, "line 1: not a conversation"),
+        "other resource": (json.dumps(other).encode(), 400, "line 1: not a risk profile"),
+        "not utf-8": (lines[0] + b"\n" + lines[1][:-2] + b'\xff"}', 400, "line 2: not UTF-8"),
+        "duplicate": (lines[0] + b"\n" + lines[0], 400, "line 2: id"),
+        "array": (b"[1, 2]", 400, "line 1: not a JSON object"),
+        "no resource": (json.dumps({"id": record["id"]}).encode(), 400, 'line 1: "resource"'),
+    }
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "not json",
+        "wrong type",
+        "unknown field",
+        "other resource",
+        "not utf-8",
+        "duplicate",
+        "array",
+        "no resource",
+    ],
+)
+def test_a_bad_snapshot_is_refused_naming_the_line_and_nothing_changes(
+    http: httpx.Client, case: str
+) -> None:
+    fill(http)
+    before = snapshot_of(http)
+    body, status, says = bad_snapshots(before)[case]
+    response = http.post(RESTORE, content=body, headers=NDJSON)
+    assert response.status_code == status
+    assert says in response.json()["error"]["message"]
+    assert snapshot_of(http) == before
+
+
+def test_a_snapshot_over_the_cap_is_413_and_nothing_changes(
+    http: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(snapshot, "MAX_SNAPSHOT_BYTES", 4096)
+    fill(http)
+    before = snapshot_of(http)
+    response = http.post(RESTORE, content=before + b"\n" * 5000, headers=NDJSON)
+    assert response.status_code == 413
+    assert "too large" in response.json()["error"]["message"]
+    assert snapshot_of(http) == before
+
+
+def test_an_empty_snapshot_empties_the_store(http: httpx.Client) -> None:
+    fill(http)
+    response = http.post(RESTORE, content=b"", headers=NDJSON)
+    assert response.json() == {"restored": {"conversations": 0, "risk_profiles": 0}}
+    assert snapshot_of(http) == b""
