@@ -404,8 +404,13 @@ def restore(
         run, count=count, what=what, max_affected=None, yes=yes, stdin_free=file != "-"
     )
     restored = sandbox.restore(send, data)
-    parts = ", ".join(f"{number:,} {name.replace('_', ' ')}" for name, number in restored.items())
-    run.printer().notice(f"Restored {parts or 'nothing'}.")
+    parts = [_counted(number, name.replace("_", " ")) for name, number in restored.items()]
+    run.printer().notice(f"Restored {' and '.join(parts) or 'nothing'}.")
+
+
+def _counted(number: int, plural: str) -> str:
+    """`1 conversation`, `2 conversations`."""
+    return f"{number:,} {plural.removesuffix('s') if number == 1 else plural}"
 
 
 def _read_snapshot(run: AppContext, file: str, cap: int) -> bytes:

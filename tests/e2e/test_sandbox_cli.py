@@ -218,7 +218,7 @@ def test_snapshot_and_restore_carry_the_records_across(
     sandbox.records.clear()
     restored = run(_env(env, sandbox), "sandbox", "restore", str(file))
     assert restored.returncode == 0, restored.stderr
-    assert "Restored 1 conversations, 1 risk profiles." in restored.stderr
+    assert "Restored 1 conversation and 1 risk profile." in restored.stderr
     assert sandbox.records == RECORDS
     from_stdin = run(_env(env, sandbox), "sandbox", "restore", "-", input=file.read_text())
     assert from_stdin.returncode == 0, from_stdin.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -103,3 +104,45 @@ def test_admin_routes_without_the_right_token_are_exit_4(sandbox_env: dict[str, 
     for args in (["requests"], ["reset"]):
         result = run(wrong, "sandbox", *args)
         assert result.returncode == 4, result.stderr
+
+
+def test_snapshot_and_restore_on_serve_bring_back_ids_and_times(
+    sandbox_env: dict[str, str], tmp_path: Path
+) -> None:
+    risk = ["--customer-id", "cus_1", "--profile-type", "moderate", "--score", "5"]
+    assert run(sandbox_env, "risk", "create", *risk).returncode == 0
+    before = run(sandbox_env, "conv", "list", "--all", "-o", "jsonl").stdout
+    risks_before = run(sandbox_env, "risk", "list", "--all", "-o", "jsonl").stdout
+    file = tmp_path / "seed.jsonl"
+    taken = run(sandbox_env, "sandbox", "snapshot", str(file))
+    assert taken.returncode == 0, taken.stderr
+    assert taken.stderr.strip() == f"2 records written to {file}."
+    lines = [json.loads(line) for line in file.read_text().splitlines()]
+    assert [line["resource"] for line in lines] == [
+        "conversations",
+        "risk_profiles",
+    ]
+    assert run(sandbox_env, "sandbox", "reset").returncode == 0
+    assert run(sandbox_env, "conv", "list", "-o", "id").stdout == ""
+    restored = run(sandbox_env, "sandbox", "restore", str(file))
+    assert restored.returncode == 0, restored.stderr
+    assert restored.stderr.strip() == "Restored 1 conversation and 1 risk profile."
+    assert run(sandbox_env, "conv", "list", "--all", "-o", "jsonl").stdout == before
+    assert run(sandbox_env, "risk", "list", "--all", "-o", "jsonl").stdout == risks_before
+    piped = run(sandbox_env, "sandbox", "snapshot", "-")
+    assert piped.stdout == file.read_text()
+
+
+def test_a_snapshot_serve_refuses_changes_nothing(
+    sandbox_env: dict[str, str], tmp_path: Path
+) -> None:
+    before = run(sandbox_env, "conv", "list", "--all", "-o", "jsonl").stdout
+    file = tmp_path / "twice.jsonl"
+    assert run(sandbox_env, "sandbox", "snapshot", str(file)).returncode == 0
+    first = file.read_text().splitlines()[0]
+    file.write_text(f"{first}\n{first}\n")
+    refused = run(sandbox_env, "sandbox", "restore", str(file))
+    assert refused.returncode == 1
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert "line 2" in refused.stderr, refused.stderr
+    assert run(sandbox_env, "conv", "list", "--all", "-o", "jsonl").stdout == before
