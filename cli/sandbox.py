@@ -195,16 +195,19 @@ def verify(
     least = 1 if at_least is None else values.whole_number(at_least, "--at-least", low=0)
     holds_body = _body_test(body_jq)
     send = _sandbox(run)
-    matched = sandbox.requests(send, method=verb, path=glob).requests
-    refused = [entry for entry in matched if holds_body(entry) is not None]
-    matched = [entry for entry in matched if holds_body(entry) is None]
+    verdicts = [
+        (entry, holds_body(entry))
+        for entry in sandbox.requests(send, method=verb, path=glob).requests
+    ]
+    matched = [entry for entry, why_not in verdicts if why_not is None]
+    refused = [(entry, why_not) for entry, why_not in verdicts if why_not is not None]
     wanted = f"exactly {exact}" if exact is not None else f"at least {least}"
     what = f"{verb} {glob}" + (f" with a body where {body_jq}" if body_jq is not None else "")
     got = len(matched)
     if (got == exact) if exact is not None else got >= least:
         printer.line(f"Verified: {_requests(got)} {what} (expected {wanted}).")
         return
-    misses = _near_misses(sandbox.requests(send).requests, verb, glob, refused, holds_body)
+    misses = _near_misses(sandbox.requests(send).requests, verb, glob, refused)
     if exact is not None and got > exact:
         seqs = ", ".join(f"#{entry.get('seq')}" for entry in matched[:MAX_NEAR_MISSES])
         more = ", ..." if got > MAX_NEAR_MISSES else ""
@@ -267,8 +270,7 @@ def _near_misses(
     journal: Sequence[dict[str, Any]],
     verb: str,
     glob: str,
-    refused: Sequence[dict[str, Any]],
-    holds_body: Callable[[dict[str, Any]], str | None],
+    refused: Sequence[tuple[dict[str, Any], str]],
 ) -> list[str]:
     """The requests that nearly matched, each a line, the closest first: a body the program
     refused, then the same path with another method, then the same method on another path
@@ -276,7 +278,7 @@ def _near_misses(
     from difflib import SequenceMatcher
     from fnmatch import fnmatchcase
 
-    lines = [f"{_shown(entry)}: {holds_body(entry)}" for entry in refused]
+    lines = [f"{_shown(entry)}: {why_not}" for entry, why_not in refused]
     other_method = [
         entry
         for entry in journal
