@@ -33,10 +33,10 @@ def before_call(context: Any, case: Any, **kwargs: Any) -> None:
 
 @schemathesis.serializer("application/x-ndjson")
 def ndjson(ctx: Any, value: Any) -> bytes:
-    """A snapshot body (`POST /__sandbox/restore`): text as UTF-8, a list as one JSON line each."""
+    """A snapshot body (`POST /__sandbox/restore`): text as UTF-8, another value (a negative
+    case) as its JSON text, which is no snapshot."""
     if isinstance(value, bytes):
         return value
     if isinstance(value, str):
         return value.encode("utf-8", errors="surrogatepass")
-    items = value if isinstance(value, list) else [value]
-    return "".join(json.dumps(item) + "\n" for item in items).encode("utf-8")
+    return json.dumps(value).encode("utf-8")
