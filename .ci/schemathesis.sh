@@ -40,7 +40,7 @@ status=0
 for seed in 20261122 7 31337; do
     echo "--- schemathesis, seed $seed ---"
     PYTHONPATH=.ci SCHEMATHESIS_HOOKS=schemathesis_hooks timeout 200 \
-        .venv/bin/schemathesis run "$url/openapi.json" \
+        .venv/bin/schemathesis --config-file .ci/schemathesis.toml run "$url/openapi.json" \
         --header "Authorization: Bearer $token" \
         --checks all \
         --max-examples 25 \
