@@ -1,0 +1,71 @@
+"""The admin calls of api_client.sandbox over a scripted `send`: what reaches the sandbox and
+what a target that is no sandbox gives."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from convrisk.api_client import sandbox
+from convrisk.api_client.errors import AuthenticationError
+from convrisk.api_client.raw import RawAnswer
+
+
+class Script:
+    """A `send` that answers `answer` and keeps each request it was given."""
+
+    def __init__(self, status: int, body: bytes) -> None:
+        self.answer = RawAnswer(status, body)
+        self.sent: list[tuple[str, str, bytes | None]] = []
+
+    def __call__(self, method: str, target: str, body: bytes | None) -> RawAnswer:
+        self.sent.append((method, target, body))
+        return self.answer
+
+
+def journal(*entries: dict[str, object]) -> bytes:
+    return json.dumps({"data": list(entries), "dropped": 0, "total": len(entries)}).encode()
+
+
+def test_requests_sends_the_filters_with_the_glob_readable() -> None:
+    send = Script(200, journal({"seq": 1}))
+    found = sandbox.requests(send, method="POST", path="/v1/conv*/[a-z]?", status=201)
+    assert found.requests == [{"seq": 1}]
+    assert send.sent == [
+        ("GET", "/__sandbox/requests?method=POST&path=/v1/conv*/[a-z]?&status=201", None)
+    ]
+
+
+def test_a_glob_with_query_characters_is_percent_encoded() -> None:
+    send = Script(200, journal())
+    sandbox.requests(send, path="/v1/a&b=c #d")
+    assert send.sent[0][1] == "/__sandbox/requests?path=/v1/a%26b%3Dc%20%23d"
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "why"),
+    [
+        (404, b'{"error": {"message": "Unknown route"}}', "it answered 404 Not Found"),
+        (200, b"<html>a web app</html>", "it did not answer with a JSON object"),
+        (200, b'{"data": "no"}', "its answer is not a request journal"),
+    ],
+)
+def test_a_target_that_is_no_sandbox_says_so(status: int, body: bytes, why: str) -> None:
+    with pytest.raises(sandbox.NotASandbox) as caught:
+        sandbox.requests(Script(status, body))
+    assert why in caught.value.message
+    assert not caught.value.answered  # exit 2: the target, not a refusal of the request
+
+
+def test_a_refused_token_is_the_authentication_error() -> None:
+    body = b'{"error": {"type": "authentication_error", "message": "Invalid token."}}'
+    with pytest.raises(AuthenticationError):
+        sandbox.reset(Script(401, body))
+
+
+def test_restore_sends_the_snapshot_as_it_is_and_reads_the_counts() -> None:
+    send = Script(200, b'{"restored": {"conversations": 2, "risk_profiles": 0}}')
+    data = b'{"resource": "conversations", "id": "conv_1"}\n'
+    assert sandbox.restore(send, data) == {"conversations": 2, "risk_profiles": 0}
+    assert send.sent == [("POST", "/__sandbox/restore", data)]
