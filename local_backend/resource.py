@@ -81,10 +81,21 @@ class ResourceSpec(Generic[M]):
 class TableResource(Generic[M, C, U, F]):
     """The five operations of one resource over one SQLite table."""
 
-    def __init__(self, spec: ResourceSpec[M], db: Database, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        spec: ResourceSpec[M],
+        db: Database,
+        clock: Callable[[], float],
+        id_source: ids.IdSource = ids.SYSTEM,
+        stamps: Callable[[], float] | None = None,
+    ) -> None:
         self._spec = spec
         self._db = db
+        # `clock` is read (idempotency keys' age); `stamps` gives each new or changed object
+        # its time, one reading per object (a sandbox clock moves at each).
         self._clock = clock
+        self._stamps = stamps or clock
+        self._ids = id_source
         self._select = f"SELECT {', '.join(spec.columns)} FROM {spec.table}"
         self._select_json = f"SELECT id, {spec.json_sql} FROM {spec.table}"
         self._keys = IdempotencyKeys(spec.name, spec.json_columns)
@@ -238,11 +249,10 @@ class TableResource(Generic[M, C, U, F]):
     ) -> builtins.list[Created[M] | ConvriskError]:
         """The inside of a create's transaction, in a few statements per batch: the keys looked
         up at once, the ids issued at once, the rows inserted and read back at once."""
-        moment = self._clock()
-        now = int(moment)
+        now = int(self._clock())
         results, fresh = self._keys.plan(conn, checked, now, stop_on_error=stop_on_error)
         if fresh:
-            made = self._insert(conn, [values for _, (values, _, _) in fresh], moment)
+            made = self._insert(conn, [values for _, (values, _, _) in fresh])
             answers: builtins.list[tuple[str, str, str]] = []
             for (position, (_, key, fingerprint)), obj in zip(fresh, made, strict=True):
                 results[position] = Created(obj, False)
@@ -257,18 +267,16 @@ class TableResource(Generic[M, C, U, F]):
                 results[index] = Created(earlier.record, True)
         return cast("builtins.list[Created[M] | ConvriskError]", results)
 
-    def _insert(
-        self, conn: sqlite3.Connection, new: builtins.list[Columns], moment: float
-    ) -> builtins.list[M]:
-        """Insert new objects created at `moment` (ids issued in order); the objects."""
+    def _insert(self, conn: sqlite3.Connection, new: builtins.list[Columns]) -> builtins.list[M]:
+        """Insert new objects, each stamped now (ids issued in order); the objects."""
         spec = self._spec
-        now = int(moment)
-        issued = self._issue_ids(conn, [int(moment * 1000)] * len(new))
+        moments = [self._stamps() for _ in new]
+        issued = self._issue_ids(conn, [int(moment * 1000) for moment in moments])
         rows: builtins.list[dict[str, Any]] = []
-        for object_id, values in zip(issued, new, strict=True):
-            row = {"id": object_id, **values, "created_at": now}
+        for object_id, values, moment in zip(issued, new, moments, strict=True):
+            row = {"id": object_id, **values, "created_at": int(moment)}
             if spec.has_updated_at:
-                row["updated_at"] = now
+                row["updated_at"] = int(moment)
             rows.append(row)
         names = tuple(rows[0])
         if len(rows) > 1 and any(tuple(row) != names for row in rows):
@@ -310,7 +318,7 @@ class TableResource(Generic[M, C, U, F]):
         def work(conn: sqlite3.Connection) -> M:
             changes = dict(values)
             if spec.has_updated_at:
-                changes["updated_at"] = int(self._clock())
+                changes["updated_at"] = int(self._stamps())
             assignments = ", ".join(f"{name} = ?" for name in changes)
             cursor = conn.execute(
                 f"UPDATE {spec.table} SET {assignments} WHERE id = ?",
@@ -384,7 +392,7 @@ class TableResource(Generic[M, C, U, F]):
         last = max((number for number in numbers if number is not None), default=None)
         issued: builtins.list[str] = []
         for ms in millis:
-            last = ids.next_number(ms, last)
+            last = self._ids.next_number(ms, last)
             issued.append(spec.prefix + ids.encode(last))
         conn.execute(
             "INSERT INTO id_watermarks (resource, last_id) VALUES (?, ?)"
