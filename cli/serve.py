@@ -81,7 +81,8 @@ def serve(
             "--clock",
             metavar="TIME|frozen[@TIME]",
             help="The time records are stamped with: TIME (ISO 8601 with a zone, e.g. "
-            "2025-01-01T00:00:00Z) moves 1 s at each write; frozen stays at the start (or TIME).",
+            "2025-01-01T00:00:00Z), then 1 s more for each record created or changed; frozen: "
+            "the start (or TIME), never moving.",
             show_default=False,
         ),
     ] = None,
