@@ -91,10 +91,11 @@ class TableResource(Generic[M, C, U, F]):
     ) -> None:
         self._spec = spec
         self._db = db
-        # `clock` is read (idempotency keys' age); `stamps` gives each new or changed object
-        # its time, one reading per object (a sandbox clock moves at each).
+        # `clock` is read once per write; `stamps`, when given (a sandbox clock, which moves at
+        # each reading), is read once per object created or changed, so that how concurrent
+        # creates are batched cannot change their times.
         self._clock = clock
-        self._stamps = stamps or clock
+        self._stamps = stamps
         self._ids = id_source
         self._select = f"SELECT {', '.join(spec.columns)} FROM {spec.table}"
         self._select_json = f"SELECT id, {spec.json_sql} FROM {spec.table}"
@@ -249,10 +250,11 @@ class TableResource(Generic[M, C, U, F]):
     ) -> builtins.list[Created[M] | ConvriskError]:
         """The inside of a create's transaction, in a few statements per batch: the keys looked
         up at once, the ids issued at once, the rows inserted and read back at once."""
-        now = int(self._clock())
+        moment = self._clock()
+        now = int(moment)
         results, fresh = self._keys.plan(conn, checked, now, stop_on_error=stop_on_error)
         if fresh:
-            made = self._insert(conn, [values for _, (values, _, _) in fresh])
+            made = self._insert(conn, [values for _, (values, _, _) in fresh], moment)
             answers: builtins.list[tuple[str, str, str]] = []
             for (position, (_, key, fingerprint)), obj in zip(fresh, made, strict=True):
                 results[position] = Created(obj, False)
@@ -267,16 +269,20 @@ class TableResource(Generic[M, C, U, F]):
                 results[index] = Created(earlier.record, True)
         return cast("builtins.list[Created[M] | ConvriskError]", results)
 
-    def _insert(self, conn: sqlite3.Connection, new: builtins.list[Columns]) -> builtins.list[M]:
-        """Insert new objects, each stamped now (ids issued in order); the objects."""
+    def _insert(
+        self, conn: sqlite3.Connection, new: builtins.list[Columns], moment: float
+    ) -> builtins.list[M]:
+        """Insert new objects created at `moment`, or each at a stamp of its own when the
+        resource has `stamps` (ids issued in order); the objects."""
         spec = self._spec
-        moments = [self._stamps() for _ in new]
-        issued = self._issue_ids(conn, [int(moment * 1000) for moment in moments])
+        stamps = self._stamps
+        moments = [moment] * len(new) if stamps is None else [stamps() for _ in new]
+        issued = self._issue_ids(conn, [int(at * 1000) for at in moments])
         rows: builtins.list[dict[str, Any]] = []
-        for object_id, values, moment in zip(issued, new, moments, strict=True):
-            row = {"id": object_id, **values, "created_at": int(moment)}
+        for object_id, values, at in zip(issued, new, moments, strict=True):
+            row = {"id": object_id, **values, "created_at": int(at)}
             if spec.has_updated_at:
-                row["updated_at"] = int(moment)
+                row["updated_at"] = int(at)
             rows.append(row)
         names = tuple(rows[0])
         if len(rows) > 1 and any(tuple(row) != names for row in rows):
@@ -318,7 +324,7 @@ class TableResource(Generic[M, C, U, F]):
         def work(conn: sqlite3.Connection) -> M:
             changes = dict(values)
             if spec.has_updated_at:
-                changes["updated_at"] = int(self._stamps())
+                changes["updated_at"] = int((self._stamps or self._clock)())
             assignments = ", ".join(f"{name} = ?" for name in changes)
             cursor = conn.execute(
                 f"UPDATE {spec.table} SET {assignments} WHERE id = ?",
