@@ -253,7 +253,8 @@ def _latency(text: str | None) -> tuple[int, int]:
 
 
 def _sandbox_clock(text: str) -> SandboxClock:
-    """--clock: TIME (steps 1 s a write), `frozen` (now) or `frozen@TIME`; a usage error else."""
+    """--clock: TIME (1 s more a record stamped), `frozen` (now) or `frozen@TIME`; else a usage
+    error."""
     import time
 
     from convrisk.local_backend.clock import STEP_SECONDS, SandboxClock
@@ -314,7 +315,7 @@ def _repeatable_text(seed: int | None, clock: SandboxClock | None) -> list[str]:
         if clock.frozen:
             lines.append(f"clock frozen at {shown}")
         else:
-            lines.append(f"clock starts at {shown}, {clock.step} s later at each write")
+            lines.append(f"clock starts at {shown}, {clock.step} s more for each record stamped")
     return lines
 
 

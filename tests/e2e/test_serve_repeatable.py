@@ -148,7 +148,7 @@ def test_the_banner_says_what_repeats(tmp_path: Path) -> None:
     assert code == 0, log
     text = "\n".join(served.banner)
     assert "ids repeat with --seed 7" in text
-    assert f"clock starts at {START}, 1 s later at each write" in text
+    assert f"clock starts at {START}, 1 s more for each record stamped" in text
 
 
 def test_concurrent_clients_get_the_same_ids_and_times_in_the_order_they_arrive(
