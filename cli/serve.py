@@ -16,7 +16,9 @@ from .errors import UsageProblem
 from .values import whole_number
 
 if TYPE_CHECKING:
+    from convrisk.local_backend.clock import SandboxClock
     from convrisk.local_backend.faults import Chaos
+    from convrisk.local_backend.ids import IdSource
 
 
 def serve(
@@ -68,8 +70,19 @@ def serve(
         typer.Option(
             "--seed",
             metavar="N",
-            help="Seed of --faults and --latency: the same requests get the same faults "
-            "(default: a random seed, printed at start).",
+            help="Seed of --faults, --latency and ids: the same requests get the same faults "
+            "and the same ids (default: a random seed for faults, printed at start; random ids).",
+            show_default=False,
+        ),
+    ] = None,
+    clock: Annotated[
+        str | None,
+        typer.Option(
+            "--clock",
+            metavar="TIME|frozen[@TIME]",
+            help="The time records are stamped with: TIME (ISO 8601 with a zone, e.g. "
+            "2025-01-01T00:00:00Z), then 1 s more for each record created or changed; frozen: "
+            "the start (or TIME), never moving.",
             show_default=False,
         ),
     ] = None,
@@ -104,6 +117,7 @@ def serve(
     Example:
       convrisk serve --port 8000
       convrisk serve --port 0 --db /tmp/demo.db --faults 0.2 --latency 5-50 --seed 7
+      convrisk serve --port 0 --seed 7 --clock 2025-01-01T00:00:00Z   # same ids, same times
       CONVRISK_SERVE_TOKEN=s3cret convrisk serve --log-format json
       convrisk serve --port 0 --load fixtures.jsonl
     """
@@ -120,11 +134,14 @@ def serve(
             f"--log-format must be text or json, not {log_format!r}.", param="--log-format"
         )
     fault_rate = _fault_rate(faults)
+    seed_number = None if seed is None else whole_number(seed, "--seed", 0)
     chaos = Chaos(
         latency_ms=_latency(latency),
         fault_rate=fault_rate,
-        seed=secrets.randbelow(2**31) if seed is None else whole_number(seed, "--seed", 0),
+        seed=secrets.randbelow(2**31) if seed_number is None else seed_number,
     )
+    sandbox_clock = None if clock is None else _sandbox_clock(clock)
+    id_sources = None if seed_number is None else _seeded_ids(seed_number, sandbox_clock)
     given = token if token is not None else run.env.get("CONVRISK_SERVE_TOKEN")
     source = "--token" if token is not None else "CONVRISK_SERVE_TOKEN"
     if given is not None:
@@ -162,6 +179,8 @@ def serve(
             )
         if chaos.active:
             printer.notice(f"convrisk serve: {_chaos_text(chaos)}")
+        for line in _repeatable_text(seed_number, sandbox_clock):
+            printer.notice(f"convrisk serve: {line}")
         base = "export CONVRISK_BASE_URL=" + shlex.quote(_client_url(url))
         if stored is not None:
             state = "made now" if stored.created else "kept from an earlier start"
@@ -182,6 +201,8 @@ def serve(
             log=printer.block,  # lines escaped by the log itself; a 5xx's reason spans lines
             log_format=log_format,
             chaos=chaos,
+            clock=sandbox_clock,
+            id_sources=id_sources,
             load=rows,
         )
     finally:
@@ -271,6 +292,73 @@ def _latency(text: str | None) -> tuple[int, int]:
             param="--latency",
         )
     return values
+
+
+def _sandbox_clock(text: str) -> SandboxClock:
+    """--clock: TIME (1 s more a record stamped), `frozen` (now) or `frozen@TIME`; else a usage
+    error."""
+    import time
+
+    from convrisk.local_backend.clock import STEP_SECONDS, SandboxClock
+
+    spec = text.strip()
+    frozen = spec == "frozen" or spec.startswith("frozen@")
+    moment = spec.removeprefix("frozen@") if spec != "frozen" else None
+    start = int(time.time()) if moment is None else _clock_time(moment, text)
+    return SandboxClock(start, 0 if frozen else STEP_SECONDS)
+
+
+# The latest start --clock takes: any later and stamps could leave what dates can show.
+_LAST_START = 253_370_764_800  # 9999-01-01T00:00:00Z
+
+
+def _clock_time(moment: str, text: str) -> int:
+    """An ISO 8601 time with a zone as whole Unix seconds (a fraction is dropped)."""
+    from datetime import datetime
+
+    try:
+        parsed = datetime.fromisoformat(moment)
+    except ValueError:
+        parsed = None
+    if parsed is None or parsed.tzinfo is None:
+        raise UsageProblem(
+            "--clock must be an ISO 8601 time with a zone (2025-01-01T00:00:00Z), frozen, or "
+            f"frozen@TIME, not {text!r}.",
+            param="--clock",
+        )
+    seconds = parsed.timestamp()
+    if not 0 <= seconds < _LAST_START:
+        raise UsageProblem(
+            f"--clock must lie from 1970-01-01T00:00:00Z to 9999-01-01T00:00:00Z, not {text!r}.",
+            param="--clock",
+        )
+    return int(seconds)
+
+
+def _seeded_ids(seed: int, clock: SandboxClock | None) -> dict[str, IdSource]:
+    """Each resource's repeatable ids; on the real clock an id carries a fixed time (0) instead
+    of its creation time, or it could not repeat."""
+    from convrisk.api_client.resources import RESOURCES
+    from convrisk.local_backend.ids import seeded
+
+    fixed = 0 if clock is None else None
+    return {name: seeded(seed, name, fixed_millis=fixed) for name in RESOURCES}
+
+
+def _repeatable_text(seed: int | None, clock: SandboxClock | None) -> list[str]:
+    """What the banner says of --seed (ids) and --clock."""
+    import time
+
+    lines = []
+    if seed is not None:
+        lines.append(f"ids repeat with --seed {seed} (the same calls from the same data)")
+    if clock is not None:
+        shown = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock.start))
+        if clock.frozen:
+            lines.append(f"clock frozen at {shown}")
+        else:
+            lines.append(f"clock starts at {shown}, {clock.step} s more for each record stamped")
+    return lines
 
 
 def _chaos_text(chaos: Chaos) -> str:

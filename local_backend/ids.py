@@ -8,6 +8,8 @@ so ids of one resource compare as strings exactly as they do as numbers: by crea
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from convrisk.api_client.resources import ID_ALPHABET as ALPHABET
 from convrisk.api_client.resources import ID_BODY_LENGTH as BODY_LENGTH
@@ -43,12 +45,28 @@ def decode(body: str) -> int | None:
     return number
 
 
+Randomness = Callable[[], int]
+
+
+def system_randomness() -> int:
+    """80 random bits from the operating system."""
+    # What secrets.randbits(80) does (os.urandom, 10 bytes), without importing secrets,
+    # which loads hmac and OpenSSL's hashlib at every `create`.
+    return int.from_bytes(os.urandom(RANDOM_BITS // 8), "big")
+
+
+def seeded_randomness(seed: str) -> Randomness:
+    """A repeatable stream of 80-bit numbers: the same seed, the same sequence."""
+    import random  # here: only a seeded `serve` needs it
+
+    rng = random.Random(seed)
+    return lambda: rng.getrandbits(RANDOM_BITS)
+
+
 def number_at(millis: int, randomness: int | None = None) -> int:
     """The id number for a time in milliseconds and 80 random bits (drawn when not given)."""
     if randomness is None:
-        # What secrets.randbits(80) does (os.urandom, 10 bytes), without importing secrets,
-        # which loads hmac and OpenSSL's hashlib at every `create`.
-        randomness = int.from_bytes(os.urandom(RANDOM_BITS // 8), "big")
+        randomness = system_randomness()
     return (max(millis, 0) << RANDOM_BITS) | randomness
 
 
@@ -57,16 +75,43 @@ def time_of(number: int) -> int:
     return number >> RANDOM_BITS
 
 
-def next_number(millis: int, last: int | None) -> int:
+def next_number(millis: int, last: int | None, randomness: Randomness = system_randomness) -> int:
     """A fresh id number for `millis`, strictly greater than `last` (the largest one issued).
 
     Within one millisecond, or when the clock went back, the successor of `last` is used, so ids
     stay strictly increasing in creation order.
     """
-    fresh = number_at(millis)
+    fresh = number_at(millis, randomness())
     if last is not None and fresh <= last:
         return last + 1
     return fresh
+
+
+@dataclass(frozen=True)
+class IdSource:
+    """Where one resource's new ids come from: their random bits, and their time.
+
+    `fixed_millis` set: every id carries that time instead of its creation time (a seeded
+    sandbox on the real clock, whose ids must repeat); the successor rule of `next_number`
+    keeps them unique and in creation order.
+    """
+
+    randomness: Randomness = system_randomness
+    fixed_millis: int | None = None
+
+    def next_number(self, millis: int, last: int | None) -> int:
+        """The number of the next id, created at `millis`, above `last`."""
+        at = millis if self.fixed_millis is None else self.fixed_millis
+        return next_number(at, last, self.randomness)
+
+
+SYSTEM = IdSource()
+
+
+def seeded(seed: int, resource: str, *, fixed_millis: int | None = None) -> IdSource:
+    """The repeatable ids of one resource under `serve --seed`: a stream of its own, so each
+    resource's ids depend only on its own creates."""
+    return IdSource(seeded_randomness(f"ids:{resource}:{seed}"), fixed_millis)
 
 
 def id_at(prefix: str, millis: int) -> str:

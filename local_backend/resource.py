@@ -81,10 +81,22 @@ class ResourceSpec(Generic[M]):
 class TableResource(Generic[M, C, U, F]):
     """The five operations of one resource over one SQLite table."""
 
-    def __init__(self, spec: ResourceSpec[M], db: Database, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        spec: ResourceSpec[M],
+        db: Database,
+        clock: Callable[[], float],
+        id_source: ids.IdSource = ids.SYSTEM,
+        stamps: Callable[[], float] | None = None,
+    ) -> None:
         self._spec = spec
         self._db = db
+        # `clock` is read once per write; `stamps`, when given (a sandbox clock, which moves at
+        # each reading), is read once per object created or changed, so that how concurrent
+        # creates are batched cannot change their times.
         self._clock = clock
+        self._stamps = stamps
+        self._ids = id_source
         self._select = f"SELECT {', '.join(spec.columns)} FROM {spec.table}"
         self._select_json = f"SELECT id, {spec.json_sql} FROM {spec.table}"
         self._keys = IdempotencyKeys(spec.name, spec.json_columns)
@@ -260,15 +272,17 @@ class TableResource(Generic[M, C, U, F]):
     def _insert(
         self, conn: sqlite3.Connection, new: builtins.list[Columns], moment: float
     ) -> builtins.list[M]:
-        """Insert new objects created at `moment` (ids issued in order); the objects."""
+        """Insert new objects created at `moment`, or each at a stamp of its own when the
+        resource has `stamps` (ids issued in order); the objects."""
         spec = self._spec
-        now = int(moment)
-        issued = self._issue_ids(conn, [int(moment * 1000)] * len(new))
+        stamps = self._stamps
+        moments = [moment] * len(new) if stamps is None else [stamps() for _ in new]
+        issued = self._issue_ids(conn, [int(at * 1000) for at in moments])
         rows: builtins.list[dict[str, Any]] = []
-        for object_id, values in zip(issued, new, strict=True):
-            row = {"id": object_id, **values, "created_at": now}
+        for object_id, values, at in zip(issued, new, moments, strict=True):
+            row = {"id": object_id, **values, "created_at": int(at)}
             if spec.has_updated_at:
-                row["updated_at"] = now
+                row["updated_at"] = int(at)
             rows.append(row)
         names = tuple(rows[0])
         if len(rows) > 1 and any(tuple(row) != names for row in rows):
@@ -310,7 +324,7 @@ class TableResource(Generic[M, C, U, F]):
         def work(conn: sqlite3.Connection) -> M:
             changes = dict(values)
             if spec.has_updated_at:
-                changes["updated_at"] = int(self._clock())
+                changes["updated_at"] = int((self._stamps or self._clock)())
             assignments = ", ".join(f"{name} = ?" for name in changes)
             cursor = conn.execute(
                 f"UPDATE {spec.table} SET {assignments} WHERE id = ?",
@@ -384,7 +398,7 @@ class TableResource(Generic[M, C, U, F]):
         last = max((number for number in numbers if number is not None), default=None)
         issued: builtins.list[str] = []
         for ms in millis:
-            last = ids.next_number(ms, last)
+            last = self._ids.next_number(ms, last)
             issued.append(spec.prefix + ids.encode(last))
         conn.execute(
             "INSERT INTO id_watermarks (resource, last_id) VALUES (?, ?)"

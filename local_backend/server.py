@@ -16,7 +16,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -30,7 +30,9 @@ from convrisk.api_client.protocol import Backend
 
 from .access_log import AccessLog, Log, UvicornNotices
 from .asgi_app import ServeApp
+from .clock import SandboxClock
 from .faults import Chaos, Connections
+from .ids import IdSource
 from .request_journal import Journal
 from .resource import Columns
 from .uvicorn_protocols import http_protocol
@@ -232,11 +234,15 @@ def run_server(
     log: Log,
     log_format: str = "text",
     chaos: Chaos | None = None,
+    clock: SandboxClock | None = None,
+    id_sources: Mapping[str, IdSource] | None = None,
     load: dict[str, list[Columns]] | None = None,
 ) -> None:
     """Serve the SQLite file at `db_path` until SIGINT or SIGTERM, then close everything.
 
-    `load` (snapshot.parse) replaces the file's records before anything is served.
+    `clock` stamps the records (`serve --clock`; the system's by default), `id_sources` mint
+    their ids (`serve --seed`). `load` (snapshot.parse) replaces the file's records before
+    anything is served.
 
     A second signal stops at once, without waiting for requests in flight; a stop that has not
     ended STOP_SECONDS after the first signal ends the process (exit 1) with a line in the log.
@@ -252,7 +258,12 @@ def run_server(
         if len(signals) > 1:
             server.force_exit()
 
-    backend = LocalBackend(db_path)
+    backend = LocalBackend(
+        db_path,
+        clock=time.time if clock is None else clock.now,
+        stamps=clock,
+        id_sources=id_sources,
+    )
     if load is not None:
         try:
             backend.restore(load)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +31,7 @@ from . import conversations as _conversations
 from . import risk_profiles as _risk_profiles
 from . import snapshot
 from .database import BUSY_TIMEOUT_SECONDS, Database
+from .ids import SYSTEM, IdSource
 from .json_export import register_sql_functions
 from .resource import Columns, TableResource
 from .table_spec import table_spec
@@ -51,8 +52,11 @@ RiskProfilesResource = TableResource[
 class LocalBackend:
     """The Backend protocol over one SQLite file.
 
-    `clock` gives the time in Unix seconds; `busy_timeout` is how long an operation waits for
-    another process's write lock before failing with a ServiceError.
+    `clock` gives the time in Unix seconds; `stamps`, when given, the time of each new or
+    changed object instead (one reading per object: `serve --clock`); `id_sources` the source
+    of each resource's new ids (by resource name; the system's randomness and the creation time
+    when not given); `busy_timeout` is how long an operation waits for another process's write
+    lock before failing with a ServiceError.
     """
 
     def __init__(
@@ -60,14 +64,18 @@ class LocalBackend:
         path: str | os.PathLike[str],
         *,
         clock: Callable[[], float] = time.time,
+        stamps: Callable[[], float] | None = None,
+        id_sources: Mapping[str, IdSource] | None = None,
         busy_timeout: float = BUSY_TIMEOUT_SECONDS,
     ) -> None:
         self._db = Database(path, busy_timeout=busy_timeout, on_connect=register_sql_functions)
+        sources = id_sources or {}
+        conversations, risk_profiles = _conversations.SPEC, _risk_profiles.SPEC
         self._conversations: ConversationsResource = TableResource(
-            _conversations.SPEC, self._db, clock
+            conversations, self._db, clock, sources.get(conversations.name, SYSTEM), stamps
         )
         self._risk_profiles: RiskProfilesResource = TableResource(
-            _risk_profiles.SPEC, self._db, clock
+            risk_profiles, self._db, clock, sources.get(risk_profiles.name, SYSTEM), stamps
         )
         self._wire: Wire | None = None
 

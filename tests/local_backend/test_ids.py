@@ -52,3 +52,38 @@ def test_ids_made_in_one_millisecond_carry_80_fresh_random_bits() -> None:
     # all 80 bits are drawn: the chance that 200 draws all miss the top bit is 2**-200
     assert max(randomness) >= 2**79
     assert min(randomness) < 2**79
+
+
+def test_a_seeded_source_repeats_its_ids_and_another_seed_does_not() -> None:
+    def minted(seed: int) -> list[int]:
+        source, last, out = ids.seeded(seed, "conversations"), None, []
+        for ms in (5_000, 5_000, 5_001, 7_000):
+            last = source.next_number(ms, last)
+            out.append(last)
+        return out
+
+    assert minted(7) == minted(7)
+    assert set(minted(7)).isdisjoint(minted(8))
+    assert [ids.time_of(n) for n in minted(7)][-1] == 7_000
+
+
+def test_each_resource_has_a_seeded_stream_of_its_own() -> None:
+    conversations = ids.seeded(7, "conversations").next_number(1_000, None)
+    profiles = ids.seeded(7, "risk_profiles").next_number(1_000, None)
+    assert conversations != profiles
+
+
+def test_a_fixed_time_keeps_ids_unique_and_in_order() -> None:
+    source = ids.seeded(7, "conversations", fixed_millis=0)
+    last: int | None = None
+    numbers = []
+    for ms in range(1_700_000_000_000, 1_700_000_000_000 + 500):
+        last = source.next_number(ms, last)
+        numbers.append(last)
+    assert numbers == sorted(set(numbers))
+    assert all(ids.time_of(n) == 0 for n in numbers)
+    assert all(ids.encode(n).startswith("0" * 10) for n in numbers)
+
+
+def test_the_system_source_is_not_seeded() -> None:
+    assert ids.SYSTEM.next_number(1_000, None) != ids.SYSTEM.next_number(1_000, None)

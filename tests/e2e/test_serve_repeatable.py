@@ -1,0 +1,212 @@
+"""Repeatable runs of the installed `convrisk serve` (issue 20): `--seed` makes ids repeat,
+`--clock` fixes the time records are stamped with. Clients on 127.0.0.1, every wait bounded."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from convrisk.local_backend import ids
+
+from .both_backends import TOKEN, serving
+from .test_serve_cli import run_serve
+
+pytestmark = pytest.mark.e2e
+
+START = "2025-01-01T00:00:00Z"
+START_SECONDS = 1_735_689_600
+HEADERS = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def _scenario(url: str) -> list[Any]:
+    """The same calls in the same order, as a client application would make them: every answer."""
+    answers: list[Any] = []
+    with httpx.Client(base_url=url, headers=HEADERS, timeout=10) as http:
+
+        def call(method: str, path: str, body: Any = None, **headers: str) -> Any:
+            answer = http.request(method, path, json=body, headers=headers)
+            assert answer.status_code == 200, answer.text
+            answers.append(answer.json())
+            return answers[-1]
+
+        first = call("POST", "/v1/conversations", {"contact_id": "ct_1"})
+        call("POST", "/v1/conversations", {"group_id": "grp_1"}, **{"Idempotency-Key": "k-1"})
+        call("POST", "/v1/conversations", {"group_id": "grp_1"}, **{"Idempotency-Key": "k-1"})
+        profile = call(
+            "POST",
+            "/v1/risk-profiles",
+            {"customer_id": "cus_1", "profile_type": "moderate", "score": 0.5, "details": {}},
+        )
+        call("PUT", f"/v1/risk-profiles/{profile['id']}", {"score": 0.7})
+        call("PUT", f"/v1/conversations/{first['id']}", {"is_muted": True})
+        call("POST", "/v1/conversations", {"contact_id": "ct_2"})
+        call("GET", "/v1/conversations")
+        call("GET", "/v1/risk-profiles")
+    return answers
+
+
+def _run(home: Path, *options: str) -> list[Any]:
+    """A fresh `convrisk serve OPTIONS` under `home`, the scenario against it, then a stop."""
+    home.mkdir()
+    with serving(home, *options) as served:
+        answers = _scenario(served.url)
+        code, log = served.stop()
+    assert code == 0, log
+    return answers
+
+
+def _ids(answers: list[Any]) -> list[str]:
+    return [answer["id"] for answer in answers if "id" in answer]
+
+
+def _listed(answers: list[Any]) -> list[dict[str, Any]]:
+    """The records of both lists at the end of the scenario."""
+    return [record for answer in answers[-2:] for record in answer["data"]]
+
+
+def test_the_same_seed_and_clock_give_the_same_ids_and_times(tmp_path: Path) -> None:
+    first = _run(tmp_path / "a", "--seed", "7", "--clock", START)
+    again = _run(tmp_path / "b", "--seed", "7", "--clock", START)
+    assert again == first
+    # Each stamp one second after the one before: a new record, a change to a risk profile. A
+    # replay (the third call) stamps nothing, nor does a change to a conversation (no updated_at).
+    conversations = sorted(_listed(first)[:3], key=lambda record: record["created_at"])
+    assert [c["created_at"] for c in conversations] == [START_SECONDS + n for n in (0, 1, 4)]
+    (profile,) = _listed(first)[3:]
+    assert (profile["created_at"], profile["updated_at"]) == (START_SECONDS + 2, START_SECONDS + 3)
+    # An id carries its creation time, as always.
+    for record in _listed(first):
+        number = ids.parse(record["id"].split("_")[0] + "_", record["id"])
+        assert number is not None and ids.time_of(number) == record["created_at"] * 1000
+
+
+def test_different_seeds_give_different_ids_at_the_same_times(tmp_path: Path) -> None:
+    seven = _listed(_run(tmp_path / "a", "--seed", "7", "--clock", START))
+    eight = _listed(_run(tmp_path / "b", "--seed", "8", "--clock", START))
+    assert {r["id"] for r in seven}.isdisjoint(r["id"] for r in eight)
+    assert [r["created_at"] for r in seven] == [r["created_at"] for r in eight]
+
+
+def test_a_seed_alone_repeats_the_ids_while_records_keep_the_real_time(tmp_path: Path) -> None:
+    before = int(time.time())
+    first = _run(tmp_path / "a", "--seed", "7")
+    again = _run(tmp_path / "b", "--seed", "7")
+    assert _ids(again) == _ids(first)
+    assert all(i.split("_")[1].startswith("0000000000") for i in _ids(first))
+    # Newest first, as ever: the order of creation.
+    assert [r["contact_id"] or r["group_id"] for r in _listed(first)[:3]] == [
+        "ct_2",
+        "grp_1",
+        "ct_1",
+    ]
+    assert all(before <= r["created_at"] <= time.time() + 1 for r in _listed(first))
+
+
+def test_a_clock_alone_repeats_the_times_not_the_ids(tmp_path: Path) -> None:
+    first = _listed(_run(tmp_path / "a", "--clock", START))
+    again = _listed(_run(tmp_path / "b", "--clock", START))
+    assert [r["created_at"] for r in again] == [r["created_at"] for r in first]
+    assert min(r["created_at"] for r in first) == START_SECONDS
+    assert {r["id"] for r in first}.isdisjoint(r["id"] for r in again)
+
+
+def test_a_frozen_clock_stamps_the_given_time_on_every_write_with_ids_in_order(
+    tmp_path: Path,
+) -> None:
+    answers = _run(tmp_path / "a", "--clock", f"frozen@{START}")
+    stamps = {r[k] for r in _listed(answers) for k in ("created_at", "updated_at") if k in r}
+    assert stamps == {START_SECONDS}
+    conversations = [r["id"] for r in _listed(answers)[:3]]
+    assert conversations == sorted(conversations, reverse=True)  # newest first: creation order
+    assert len(set(_ids(answers))) == 4  # three conversations, one profile (the replay repeats)
+
+
+def test_frozen_without_a_time_stays_at_the_start_and_the_banner_says_when(
+    tmp_path: Path,
+) -> None:
+    before = int(time.time())
+    with serving(tmp_path, "--clock", "frozen") as served:
+        after = int(time.time())
+        time.sleep(1.1)  # the wall clock moves on; the sandbox's does not
+        answers = _scenario(served.url)
+        code, log = served.stop()
+    assert code == 0, log
+    stamps = {r["created_at"] for r in _listed(answers)}
+    assert len(stamps) == 1 and before <= stamps.pop() <= after
+    (line,) = [line for line in served.banner if "clock" in line]
+    assert line.startswith("convrisk serve: clock frozen at 20"), line
+
+
+def test_the_banner_says_what_repeats(tmp_path: Path) -> None:
+    with serving(tmp_path, "--seed", "7", "--clock", START) as served:
+        code, log = served.stop()
+    assert code == 0, log
+    text = "\n".join(served.banner)
+    assert "ids repeat with --seed 7" in text
+    assert f"clock starts at {START}, 1 s more for each record stamped" in text
+
+
+def test_concurrent_clients_get_the_same_ids_and_times_in_the_order_they_arrive(
+    tmp_path: Path,
+) -> None:
+    """Four clients at once: which client gets which id depends on arrival, but the n-th write
+    to reach the store gets the same id and time on every run."""
+
+    def concurrent(home: Path) -> list[tuple[str, int]]:
+        home.mkdir()
+        with serving(home, "--seed", "3", "--clock", START) as served:
+            errors: list[BaseException] = []
+
+            def client(n: int) -> None:
+                try:
+                    with httpx.Client(base_url=served.url, headers=HEADERS, timeout=10) as http:
+                        for k in range(10):
+                            body = {"contact_id": f"ct_{n}_{k}"}
+                            answer = http.post("/v1/conversations", json=body)
+                            assert answer.status_code == 200, answer.text
+                except BaseException as exc:  # handed to the test thread
+                    errors.append(exc)
+
+            threads = [threading.Thread(target=client, args=(n,)) for n in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(60)
+            assert not errors, errors
+            assert not any(thread.is_alive() for thread in threads)
+            with httpx.Client(base_url=served.url, headers=HEADERS, timeout=10) as http:
+                listed = http.get("/v1/conversations", params={"limit": 100}).json()["data"]
+            code, log = served.stop()
+        assert code == 0, log
+        return [(r["id"], r["created_at"]) for r in listed]
+
+    first = concurrent(tmp_path / "a")
+    assert len(first) == 40
+    assert [t for _, t in first] == [START_SECONDS + 39 - n for n in range(40)]
+    assert concurrent(tmp_path / "b") == first
+
+
+@pytest.mark.parametrize(
+    ("value", "named"),
+    [
+        ("yesterday", "ISO 8601"),
+        ("2025-01-01T00:00:00", "ISO 8601"),  # no zone: which day would it be?
+        ("frozen@2025-13-01T00:00:00Z", "ISO 8601"),
+        ("1969-12-31T23:59:59Z", "1970-01-01"),
+        ("9999-06-01T00:00:00+00:00", "9999-01-01"),
+        ("", "ISO 8601"),
+    ],
+)
+def test_a_clock_that_is_not_a_time_is_exit_2_naming_the_option(
+    tmp_path: Path, value: str, named: str
+) -> None:
+    result = run_serve(tmp_path, "--clock", value)
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert "--clock" in line and named in line, line
+    assert not (tmp_path / "s.db").exists()
