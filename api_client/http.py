@@ -51,6 +51,7 @@ from .records import (
     Conversation,
     Created,
     Deleted,
+    IdPage,
     JsonPage,
     NotANumber,
     Page,
@@ -293,6 +294,17 @@ class HTTPResource(Generic[M, C, U, F]):
             "data": [json_text(item) for item in items],
             "ids": [item["id"] for item in items],
         }
+
+    def list_ids(
+        self,
+        filters: F | None = None,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        starting_after: str | None = None,
+    ) -> IdPage:
+        """The page `list` returns, as its records' ids (the service sends whole records)."""
+        page = self.list(filters, limit=limit, starting_after=starting_after)
+        return {"has_more": page["has_more"], "data": [item["id"] for item in page["data"]]}
 
     def create(self, params: C, *, idempotency_key: str | None = None) -> M:
         """Create an object; the same Idempotency-Key is sent on each retry."""

@@ -64,6 +64,14 @@ class JsonPage(TypedDict):
     ids: list[str]
 
 
+class IdPage(TypedDict):
+    """One page of a list as its records' ids alone (`-o id` needs no more): `data[i]` is the
+    id of the record the same `list` call would return at `i`."""
+
+    has_more: bool
+    data: list[str]
+
+
 # The header on an answer replayed for a repeated Idempotency-Key (Stripe's name); value `true`.
 REPLAYED_HEADER = "Idempotent-Replayed"
 
