@@ -202,6 +202,27 @@ def check_page(data: object) -> dict[str, Any]:
     return data
 
 
+def check_json_page(data: object) -> JsonPage:
+    """`check_page` for a page printed as JSON text: each item as its `json_text`.
+
+    The same check and errors as check_page, but an item whose text holds no more brackets
+    than the depth limit is not walked for its depth: it cannot nest that deep.
+    """
+    _checked(_edge()[1], data, "")
+    assert isinstance(data, dict)
+    items = data["data"]
+    texts: list[str] = []
+    for index, item in enumerate(items):
+        try:
+            text = json_text(item)
+        except RecursionError:  # nested far deeper than the limit
+            text = "[" * (MAX_DETAILS_DEPTH + 1)
+        if text.count("{") + text.count("[") > MAX_DETAILS_DEPTH:
+            _not_too_deep(item, f"data.{index}")
+        texts.append(text)
+    return {"has_more": data["has_more"], "data": texts, "ids": [item["id"] for item in items]}
+
+
 def _wrong(data: dict[str, Any], name: str, wanted: str) -> str:
     """What is wrong with field `name` of `data`: missing, or of the wrong kind."""
     if name not in data:
