@@ -455,6 +455,8 @@ def _sandbox_paths() -> dict[str, Any]:
             "post": {
                 "operationId": "sandbox_reset",
                 "summary": "Empty the store (both resources, idempotency keys) and the requests",
+                "description": "Also rewinds `serve --clock` and the ids of `serve --seed` to "
+                "where they started, so each test after a reset gets the same ids and times.",
                 "tags": [SANDBOX_TAG],
                 "responses": {**_ok("SandboxReset", "The store is empty."), **errors},
             },

@@ -46,7 +46,7 @@ class SandboxStore(Protocol):
     """A backend the sandbox can empty, copy and replace (LocalBackend)."""
 
     def reset(self) -> None:
-        """Remove every record and idempotency key."""
+        """Remove every record and idempotency key; rewind the clock and seeded ids."""
 
     def snapshot(self) -> list[str]:
         """The whole store as snapshot lines."""
