@@ -31,6 +31,7 @@ from convrisk.api_client.params import (
 )
 from convrisk.api_client.records import REPLAYED_HEADER, Deleted
 from convrisk.api_client.resources import ID_BODY_LENGTH, RESOURCES, Field, Resource
+from convrisk.api_client.sandbox import MAX_SNAPSHOT_BYTES
 
 from .request_journal import (
     BODY_CUT,
@@ -40,7 +41,6 @@ from .request_journal import (
     RESTORE_PATH,
     SNAPSHOT_PATH,
 )
-from .snapshot import MAX_SNAPSHOT_BYTES
 from .snapshot import ORDER as SNAPSHOT_ORDER
 
 SANDBOX_TAG = "sandbox"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from convrisk.api_client import sandbox as sandbox_api
 from convrisk.api_client.errors import InvalidRequestError
 from convrisk.api_client.params import MAX_TIMESTAMP, check_id
 from convrisk.api_client.records import json_text
@@ -19,8 +20,6 @@ from convrisk.api_client.resources import RESOURCES, Resource, ResourceName
 from .resource import Columns
 from .table_spec import table_spec
 
-# The largest snapshot taken: 64 MiB is some 200,000 records, past any test fixture.
-MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 # Resources in snapshot order.
 ORDER: tuple[ResourceName, ...] = ("conversations", "risk_profiles")
 
@@ -31,16 +30,17 @@ def line(resource: str, record: dict[str, Any]) -> str:
 
 
 def too_large() -> InvalidRequestError:
-    """The 413 of a snapshot over MAX_SNAPSHOT_BYTES."""
+    """The 413 of a snapshot over api_client.sandbox.MAX_SNAPSHOT_BYTES."""
+    limit = sandbox_api.MAX_SNAPSHOT_BYTES
     return InvalidRequestError(
-        f"The snapshot is too large: over the limit of {MAX_SNAPSHOT_BYTES} bytes.", status=413
+        f"The snapshot is too large: over the limit of {limit} bytes.", status=413
     )
 
 
 def parse(data: bytes) -> dict[str, list[Columns]]:
     """The rows of each table a snapshot holds, in its order; InvalidRequestError naming the
     first bad line (not UTF-8, not JSON, not a record of its resource, an id seen before)."""
-    if len(data) > MAX_SNAPSHOT_BYTES:
+    if len(data) > sandbox_api.MAX_SNAPSHOT_BYTES:
         raise too_large()
     try:
         text = data.decode("utf-8")

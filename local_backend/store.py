@@ -29,7 +29,6 @@ from convrisk.api_client.resources import RESOURCES
 
 from . import conversations as _conversations
 from . import risk_profiles as _risk_profiles
-from . import snapshot
 from .database import BUSY_TIMEOUT_SECONDS, Database
 from .ids import SYSTEM, IdSource
 from .json_export import register_sql_functions
@@ -80,7 +79,7 @@ class LocalBackend:
         )
         self._wire: Wire | None = None
         self._stamps = stamps
-        self._id_sources = {name: sources.get(name, SYSTEM) for name in snapshot.ORDER}
+        self._id_sources = {name: sources.get(name, SYSTEM) for name in RESOURCES}
 
     @property
     def path(self) -> Path:
@@ -150,6 +149,7 @@ class LocalBackend:
 
     def snapshot(self) -> list[str]:
         """The whole store as snapshot lines (local_backend.snapshot), read in one transaction."""
+        from . import snapshot  # here: only the sandbox takes snapshots
 
         def read(conn: sqlite3.Connection) -> list[str]:
             lines: list[str] = []
@@ -169,6 +169,7 @@ class LocalBackend:
         Nothing is rewound; each id watermark rises to the largest id restored, so a restored
         id is never minted again, even once its record is deleted.
         """
+        from . import snapshot
 
         def replace(conn: sqlite3.Connection) -> dict[str, int]:
             conn.execute("DELETE FROM conversations")

@@ -12,7 +12,7 @@ import httpx
 import jsonschema_rs
 import pytest
 
-from convrisk.local_backend import snapshot
+from convrisk.api_client import sandbox as sandbox_api
 from convrisk.local_backend.faults import FAULTS, Chaos
 from convrisk.local_backend.openapi import document
 from convrisk.local_backend.request_journal import BODY_CUT
@@ -313,7 +313,7 @@ def test_a_bad_snapshot_is_refused_naming_the_line_and_nothing_changes(
 def test_a_snapshot_over_the_cap_is_413_and_nothing_changes(
     http: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(snapshot, "MAX_SNAPSHOT_BYTES", 4096)
+    monkeypatch.setattr(sandbox_api, "MAX_SNAPSHOT_BYTES", 4096)
     fill(http)
     before = snapshot_of(http)
     response = http.post(RESTORE, content=before + b"\n" * 5000, headers=NDJSON)
