@@ -14,8 +14,6 @@ import pytest
 
 from .odd_service import CONVERSATIONS, PROFILES, stdout_against
 
-pytestmark = pytest.mark.e2e
-
 
 @pytest.mark.parametrize(
     ("command", "sent"), [("conv", CONVERSATIONS), ("risk", PROFILES)], ids=["conv", "risk"]

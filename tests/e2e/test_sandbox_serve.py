@@ -12,8 +12,6 @@ import pytest
 from .both_backends import TOKEN, isolated_env, serving, start_serve
 from .console import CONVRISK
 
-pytestmark = pytest.mark.e2e
-
 CONV = "/v1/conversations"
 RISK = "/v1/risk-profiles"
 

@@ -16,8 +16,6 @@ from convrisk.local_backend import ids
 from .both_backends import TOKEN, serving
 from .test_serve_cli import run_serve
 
-pytestmark = pytest.mark.e2e
-
 START = "2025-01-01T00:00:00Z"
 START_SECONDS = 1_735_689_600
 HEADERS = {"Authorization": f"Bearer {TOKEN}"}
