@@ -71,7 +71,8 @@ def serve(
             "--seed",
             metavar="N",
             help="Seed of --faults, --latency and ids: the same requests get the same faults "
-            "and the same ids (default: a random seed for faults, printed at start; random ids).",
+            "and the same ids (default: a random seed for faults, printed at start; random ids). "
+            "`sandbox reset` starts the ids (and --clock's time) over.",
             show_default=False,
         ),
     ] = None,

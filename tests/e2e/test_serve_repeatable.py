@@ -13,7 +13,8 @@ import pytest
 
 from convrisk.local_backend import ids
 
-from .both_backends import TOKEN, serving
+from .both_backends import TOKEN, isolated_env, serving
+from .console import run
 from .test_serve_cli import run_serve
 
 START = "2025-01-01T00:00:00Z"
@@ -237,7 +238,9 @@ def test_a_reset_rewinds_the_seeded_ids_and_the_clock_to_where_they_started(
             http.post("/v1/conversations", json={"contact_id": f"ct_more_{n}"})
         assert http.post("/__sandbox/reset").status_code == 200
         after_reset = _create_both(http)
-        assert http.post("/__sandbox/reset").status_code == 200
+        env = isolated_env(tmp_path, CONVRISK_BASE_URL=served.url, CONVRISK_TOKEN=TOKEN)
+        reset = run(env, "sandbox", "reset", "--yes")
+        assert reset.returncode == 0, reset.stderr
         again = _create_both(http)
         code, log = served.stop()
     assert code == 0, log
