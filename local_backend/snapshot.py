@@ -17,9 +17,12 @@ from convrisk.api_client.params import MAX_TIMESTAMP, check_id
 from convrisk.api_client.records import json_text
 from convrisk.api_client.resources import RESOURCES, Resource, ResourceName
 
+from . import ids
 from .resource import Columns
 from .table_spec import table_spec
 
+# The latest creation time an id carries, in milliseconds.
+LAST_ID_MILLIS = MAX_TIMESTAMP * 1000 + 999
 # Resources in snapshot order.
 ORDER: tuple[ResourceName, ...] = ("conversations", "risk_profiles")
 
@@ -82,6 +85,20 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def _restorable_id(resource: Resource, value: object) -> str:
+    """An id of the form this service mints, whose time is one it could have stamped: the ids
+    made after it (above it, see LocalBackend.restore) must not run out of numbers."""
+    object_id = check_id(resource.name, value)
+    number = ids.parse(resource.prefix, object_id)
+    if number is None or ids.time_of(number) > LAST_ID_MILLIS:
+        raise InvalidRequestError(
+            f"id {object_id} carries a time past the last timestamp ({MAX_TIMESTAMP}): "
+            f"not an id this service mints.",
+            param="id",
+        )
+    return object_id
+
+
 def _columns(resource: Resource, item: dict[str, Any]) -> Columns:
     """The column values of one record of `resource`, checked as a create and an update would
     check them, its read-only fields by type."""
@@ -95,7 +112,7 @@ def _columns(resource: Resource, item: dict[str, Any]) -> Columns:
     spec = table_spec(resource)
     creatable = {f.name for f in resource.creatable()}
     updatable = {f.name for f in resource.updatable()} - creatable
-    columns: Columns = {"id": check_id(resource.name, item["id"])}
+    columns: Columns = {"id": _restorable_id(resource, item["id"])}
     columns |= spec.create_values({k: v for k, v in item.items() if k in creatable})
     columns |= spec.update_values({k: v for k, v in item.items() if k in updatable})
     for field in resource.fields:

@@ -273,6 +273,7 @@ def bad_snapshots(good: bytes) -> dict[str, tuple[bytes, int, str]]:
     wrong = dict(record, is_muted="yes")
     extra = dict(record, colour="red")
     other = dict(record, resource="risk_profiles")
+    last = dict(record, id="conv_" + "Z" * 26)
     return {
         "not json": (lines[0] + b"\n{nope\n", 400, "line 2: not valid JSON"),
         "wrong type": (json.dumps(wrong).encode(), 400, "line 1: is_muted"),
@@ -282,6 +283,8 @@ def bad_snapshots(good: bytes) -> dict[str, tuple[bytes, int, str]]:
         "duplicate": (lines[0] + b"\n" + lines[0], 400, "line 2: id"),
         "array": (b"[1, 2]", 400, "line 1: not a JSON object"),
         "no resource": (json.dumps({"id": record["id"]}).encode(), 400, 'line 1: "resource"'),
+        # The largest id of its form: no id could be made after it.
+        "id past the last time": (json.dumps(last).encode(), 400, "line 1: id conv_ZZZ"),
     }
 
 
@@ -296,6 +299,7 @@ def bad_snapshots(good: bytes) -> dict[str, tuple[bytes, int, str]]:
         "duplicate",
         "array",
         "no resource",
+        "id past the last time",
     ],
 )
 def test_a_bad_snapshot_is_refused_naming_the_line_and_nothing_changes(
