@@ -280,3 +280,29 @@ def test_a_restore_does_not_rewind_and_a_create_never_takes_a_restored_id(
     assert [r["contact_id"] for r in listed] == ["ct_new", "ct_1"]
     assert after_delete.status_code == 200, after_delete.text
     assert after_delete.json()["id"] != restored
+
+
+@pytest.mark.parametrize(
+    ("options", "repeats"),
+    [(("--seed", "7"), "ids"), (("--clock", START), "times")],
+)
+def test_a_reset_rewinds_a_seed_alone_or_a_clock_alone(
+    tmp_path: Path, options: tuple[str, ...], repeats: str
+) -> None:
+    with (
+        serving(tmp_path, *options) as served,
+        httpx.Client(base_url=served.url, headers=HEADERS, timeout=10) as http,
+    ):
+        first = _create_both(http)
+        _create_both(http)
+        assert http.post("/__sandbox/reset").status_code == 200
+        again = _create_both(http)
+        code, log = served.stop()
+    assert code == 0, log
+    first_ids, again_ids = [i for i, _ in first], [i for i, _ in again]
+    first_times, again_times = [t for _, t in first], [t for _, t in again]
+    if repeats == "ids":
+        assert again_ids == first_ids
+    else:
+        assert again_times == first_times == [START_SECONDS, START_SECONDS + 1]
+        assert set(again_ids).isdisjoint(first_ids)  # no seed: random ids, never the same
