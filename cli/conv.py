@@ -6,19 +6,11 @@ import typer
 
 from convrisk.api_client.resources import CONVERSATIONS as CONVERSATION_RESOURCE
 
-from . import bodies, complete, guard, values
+from . import bodies, complete, guard, values, verbs
 from . import options as opt
 from .context import app_context
 from .loops import guard_ids, plan_create, plan_each_id
 from .resource_kinds import CONVERSATIONS
-from .verbs import (
-    delete_command,
-    get_command,
-    import_command,
-    list_pages,
-    resource_of,
-    update_each,
-)
 
 if TYPE_CHECKING:
     from convrisk.api_client.params import ConversationFilters
@@ -91,7 +83,7 @@ def list_(
             "contact_id": values.nonempty(contact_id, _CONTACT_FILTER.option),
         }
 
-    list_pages(
+    verbs.list_pages(
         app_context(ctx),
         "conversations",
         filters,
@@ -127,14 +119,14 @@ def create(
     run = app_context(ctx)
     params = bodies.conversation_party(contact_id, group_id)
     if dry_run:
-        return plan_create(run, CONVERSATIONS, params, resource_of("conversations"), output)
+        return plan_create(run, CONVERSATIONS, params, verbs.resource_of("conversations"), output)
     printer = run.printer(output)
     guard.check_write(run, count=1, what="create a conversation", max_affected=None, yes=yes)
     printer.one(CONVERSATIONS, run.client().conversations.create(params))
 
 
 app.command("get")(
-    get_command(
+    verbs.get_command(
         "conversations",
         """Show conversations by id (several ids, or - to read them from stdin).
 
@@ -198,14 +190,14 @@ def update(
         pin, mute, archive, archived_at, pinned_message_id, clear_pinned_message
     )
     if dry_run:
-        resource = resource_of("conversations")
+        resource = verbs.resource_of("conversations")
         return plan_each_id(run, CONVERSATIONS, id_list, "update", changes, resource, output)
     guard_ids(run, id_list, f"update {CONVERSATIONS.plural}", cap, yes)
-    update_each(run, "conversations", id_list, changes, output)
+    verbs.update_each(run, "conversations", id_list, changes, output)
 
 
 app.command("delete")(
-    delete_command(
+    verbs.delete_command(
         "conversations",
         """Delete conversations and all their messages, for good (asks first on a terminal).
 
@@ -220,7 +212,7 @@ app.command("delete")(
     )
 )
 app.command("import")(
-    import_command(
+    verbs.import_command(
         "conversations",
         """Create or update conversations from a file: one record per JSON line or CSV row.
 

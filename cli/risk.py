@@ -6,19 +6,11 @@ import typer
 
 from convrisk.api_client.resources import RISK_PROFILES as RISK_PROFILE_RESOURCE
 
-from . import bodies, complete, guard, values
+from . import bodies, complete, guard, values, verbs
 from . import options as opt
 from .context import app_context
 from .loops import guard_ids, plan_create, plan_each_id
 from .resource_kinds import RISK_PROFILES
-from .verbs import (
-    delete_command,
-    get_command,
-    import_command,
-    list_pages,
-    resource_of,
-    update_each,
-)
 
 if TYPE_CHECKING:
     from convrisk.api_client.params import RiskProfileFilters
@@ -74,7 +66,7 @@ def list_(
             "profile_type": values.nonempty(profile_type, "--profile-type"),
         }
 
-    list_pages(
+    verbs.list_pages(
         app_context(ctx),
         "risk_profiles",
         filters,
@@ -127,7 +119,7 @@ def create(
         run.printer(output).reading_stdin("--details (a JSON object)")
     params = bodies.risk_profile_fields(customer_id, profile_type, score, details)
     if dry_run:
-        return plan_create(run, RISK_PROFILES, params, resource_of("risk_profiles"), output)
+        return plan_create(run, RISK_PROFILES, params, verbs.resource_of("risk_profiles"), output)
     printer = run.printer(output)
     stdin_free = details != "-"
     guard.check_write(run, count=1, what=what, max_affected=None, yes=yes, stdin_free=stdin_free)
@@ -135,7 +127,7 @@ def create(
 
 
 app.command("get")(
-    get_command(
+    verbs.get_command(
         "risk_profiles",
         """Show risk profiles by id (several ids, or - to read them from stdin).
 
@@ -182,7 +174,7 @@ def update(
         run.printer(output).reading_stdin("--details (a JSON object)")
     changes = bodies.risk_profile_changes(profile_type, score, details)
     if dry_run:
-        resource = resource_of("risk_profiles")
+        resource = verbs.resource_of("risk_profiles")
         return plan_each_id(run, RISK_PROFILES, id_list, "update", changes, resource, output)
     if details == "-":
         guard.check_write(
@@ -190,11 +182,11 @@ def update(
         )
     else:
         guard_ids(run, id_list, what, cap, yes)
-    update_each(run, "risk_profiles", id_list, changes, output)
+    verbs.update_each(run, "risk_profiles", id_list, changes, output)
 
 
 app.command("delete")(
-    delete_command(
+    verbs.delete_command(
         "risk_profiles",
         """Delete risk profiles and all their data, for good (asks first on a terminal).
 
@@ -207,7 +199,7 @@ app.command("delete")(
     )
 )
 app.command("import")(
-    import_command(
+    verbs.import_command(
         "risk_profiles",
         """Create or update risk profiles from a file: one record per JSON line or CSV row.
 
