@@ -37,11 +37,13 @@ def check(
     ] = False,
     yes: opt.WriteYes = False,
 ) -> None:
-    """Check that the profile's service keeps the contract: a scenario (create both kinds, get,
-    list with each filter, page both ways, update every field, delete, the errors for a bad id,
-    body and token), each answer held to the OpenAPI document and compared with the same
-    scenario on an in-process sandbox (ids and the service's times masked). Prints one line per
-    difference; exit 0 when nothing differs, 1 otherwise.
+    """Check that the profile's service answers as `convrisk serve` does.
+
+    A scenario (create both kinds, get, list with each filter, page both ways, update every
+    field, delete, the errors for a bad id, body and token) runs on the service; each answer is
+    held to the OpenAPI document and compared with the same scenario on an in-process sandbox
+    (ids and the service's times masked). Prints one line per difference; exit 0 when nothing
+    differs, 1 otherwise.
 
     The records it creates carry the marker convrisk-check-<run id> (as group_id, contact_id or
     customer_id, and in details); they are deleted at the end, unless --keep.
@@ -54,6 +56,12 @@ def check(
     from convrisk.local_backend import conformance
 
     run = app_context(ctx)
+    if run.as_curl:
+        raise UsageProblem(
+            "--as-curl sends nothing, and `convrisk check` needs the service's answers: run it "
+            "without --as-curl.",
+            param="--as-curl",
+        )
     settings = run.settings()
     if not settings.is_remote:
         raise UsageProblem(

@@ -332,12 +332,16 @@ class Check:
 
     def run(self) -> Iterator[StepResult]:
         """Each step's result as it is done. A failure to get an answer from the service
-        (connection, timeout) is raised: what was created so far stays in `service.live`."""
+        (connection, timeout), or a 401 to its token, is raised: what was created so far stays
+        in `service.live`."""
         for step in self.steps:
             yield self._run(step)
 
     def _run(self, step: Step) -> StepResult:
         ours = self._answer(self.service, step)
+        if ours.status == 401 and not step.bad_token:
+            # The profile's token is refused: every step would fail alike; say that once.
+            raise ours.error()
         theirs = self._answer(self.sandbox, step)
         result = StepResult(step.name, step.method, step.target, ours.status)
         path = _resolve(step.target, self.service.ids).partition("?")[0]

@@ -63,6 +63,7 @@ def test_check_passes_against_serve_and_leaves_the_service_as_it_was(
     assert result.stdout.splitlines() == [f"Checked: {steps(result)} steps run, 0 differences."]
     assert "Deleted the 7 records the check left." in result.stderr
     assert held(client_env) == before
+    assert client_env["CONVRISK_TOKEN"] not in result.stdout + result.stderr
 
 
 def steps(result: Any) -> int:
@@ -260,4 +261,25 @@ def test_check_refuses_a_junit_file_in_a_missing_folder_before_sending(
     assert result.stderr.splitlines() == [
         f"Error: --junit: the folder of {tmp_path / 'nowhere' / 'check.xml'} does not exist."
     ]
+    assert held(client_env) == before
+
+
+def test_check_with_a_token_the_service_refuses_says_so_once_and_leaves_nothing(
+    client_env: dict[str, str],
+) -> None:
+    before = held(client_env)
+    result = run({**client_env, "CONVRISK_TOKEN": "not-the-token"}, "check")
+    assert result.returncode == 4
+    assert result.stdout == ""
+    assert result.stderr.splitlines()[-1].startswith("Error: ")
+    assert "not-the-token" not in result.stderr
+    assert held(client_env) == before
+
+
+def test_check_refuses_as_curl_and_sends_nothing(client_env: dict[str, str]) -> None:
+    before = held(client_env)
+    result = run(client_env, "--as-curl", "check")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "--as-curl sends nothing" in result.stderr.splitlines()[0]
     assert held(client_env) == before
