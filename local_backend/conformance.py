@@ -43,6 +43,8 @@ ARCHIVED_AT = 1_700_000_000
 GROUP_CONVERSATIONS = 5
 RISK_PROFILE_TYPES = ("moderate", "aggressive", "conservative")
 PAGE = 2
+# The records a sweep for the run's marker reads, per resource (a run creates fewer).
+SWEEP_LIMIT = 100
 
 
 class Finding(Protocol):
@@ -101,6 +103,7 @@ class Side:
     send_bad_token: Send
     ids: dict[str, str] = field(default_factory=dict)
     live: dict[str, str] = field(default_factory=dict)  # created and not deleted yet
+    collections: dict[str, str] = field(default_factory=dict)  # where each was created
 
     def symbol_of(self, value: str) -> str | None:
         """The symbol of an id this side created, else None."""
@@ -123,7 +126,7 @@ def marker(run_id: str) -> str:
 def shown_symbol(symbol: str) -> str:
     """`c1` as `conversation #1`, `r2` as `risk profile #2` (for differences and messages)."""
     if symbol.startswith("x"):
-        return f"record #{symbol[1:]} made by a request that should have failed"
+        return f"unexpected record #{symbol[1:]}"
     noun = CONVERSATIONS.noun if symbol.startswith("c") else RISK_PROFILES.noun
     return f"{noun} #{symbol[1:]}"
 
@@ -382,6 +385,7 @@ class Check:
                     symbol = f"x{self._unexpected}"
                 side.ids.setdefault(symbol, made_id)
                 side.live[symbol] = made_id
+                side.collections[symbol] = step.target.partition("?")[0]
         if step.deletes is not None and (answer.ok or answer.status == 404):
             side.live.pop(step.deletes, None)
 
@@ -444,14 +448,14 @@ class Check:
         return None
 
     def clean_up(self) -> tuple[list[str], list[tuple[str, str]]]:
-        """Delete every record the scenario left on the service: the ids deleted, and those
-        left with why. Best effort: each is tried once more when its first attempt failed."""
+        """Delete every record the scenario left on the service, and any other carrying the
+        run's marker: the ids deleted, and those left with why. Best effort: one DELETE each
+        (with the client's retries)."""
+        self._sweep()
         deleted: list[str] = []
         left: list[tuple[str, str]] = []
         for symbol, record_id in list(self.service.live.items()):
-            path = CONVERSATIONS.path if symbol.startswith("c") else RISK_PROFILES.path
-            if symbol.startswith("x"):
-                path = _path_of(record_id)
+            path = self.service.collections[symbol]
             why = ""
             try:
                 answer = self.service.send("DELETE", f"{path}/{quote(record_id, safe='')}", None)
@@ -466,10 +470,31 @@ class Check:
             left.append((record_id, why))
         return deleted, left
 
-
-def _path_of(record_id: str) -> str:
-    """The collection an unexpected record's id belongs to (by its prefix)."""
-    return RISK_PROFILES.path if record_id.startswith(RISK_PROFILES.prefix) else CONVERSATIONS.path
+    def _sweep(self) -> None:
+        """Count among the records to delete those that carry the run's marker and that the
+        check does not know of (a create whose answer was lost to Ctrl-C or a dropped
+        connection): one page of each resource, filtered by the marker. A record is taken only
+        when its own field holds the marker, whatever the service made of the filter."""
+        mark = marker(self.run_id)
+        known = set(self.service.live.values())
+        for path, name in ((CONVERSATIONS.path, "group_id"), (RISK_PROFILES.path, "customer_id")):
+            target = f"{path}?{name}={quote(mark, safe='')}&limit={SWEEP_LIMIT}"
+            try:
+                answer = self.service.send("GET", target, None)
+            except ConvriskError:
+                continue
+            page = _json(answer.body) if answer.ok else None
+            data = page.get("data") if isinstance(page, dict) else None
+            for item in data if isinstance(data, list) else []:
+                if not isinstance(item, dict) or item.get(name) != mark:
+                    continue
+                item_id = item.get("id")
+                if isinstance(item_id, str) and item_id and item_id not in known:
+                    known.add(item_id)
+                    self._unexpected += 1
+                    symbol = f"x{self._unexpected}"
+                    self.service.live[symbol] = item_id
+                    self.service.collections[symbol] = path
 
 
 class _NotJSON:

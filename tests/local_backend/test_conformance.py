@@ -158,3 +158,37 @@ def test_a_create_the_service_should_have_refused_is_cleaned_up_too(
     run.clean_up()
     page = json.loads(honest.send("GET", "/v1/risk-profiles?customer_id=c", None).body)
     assert page["data"] == []
+
+
+def test_the_sweep_for_the_marker_deletes_only_records_that_carry_it(
+    sandboxes: tuple[conformance.Sandbox, conformance.Sandbox],
+) -> None:
+    service, _ = sandboxes
+    honest = service.side()
+    other = json.loads(honest.send("POST", "/v1/conversations", b'{"group_id":"team"}').body)
+    run = conformance.Check(honest, sandboxes[1].side(), Contract.load(), conformance.new_run_id())
+    steps = run.run()
+    for _ in range(3):  # three conversations created
+        next(steps)
+    # A create whose answer was lost: made on the service, unknown to the check.
+    lost = honest.send(
+        "POST", "/v1/conversations", json.dumps({"group_id": run_marker(run)}).encode()
+    )
+    assert lost.status == 200
+    ignoring = conformance.Side(
+        lambda m, t, b: honest.send(m, t.split("?")[0] + "?limit=100" if m == "GET" else t, b),
+        honest.send_bad_token,
+        ids=run.service.ids,
+        live=run.service.live,
+        collections=run.service.collections,
+    )
+    run.service = ignoring  # a service that ignores the marker filter
+    deleted, left = run.clean_up()
+    assert left == [] and len(deleted) == 4
+    assert json.loads(lost.body)["id"] in deleted
+    remaining = json.loads(honest.send("GET", "/v1/conversations?limit=100", None).body)["data"]
+    assert [record["id"] for record in remaining] == [other["id"]]
+
+
+def run_marker(run: conformance.Check) -> str:
+    return conformance.marker(run.run_id)
