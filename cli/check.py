@@ -13,6 +13,7 @@ from . import guard
 from . import options as opt
 from .context import AppContext, app_context, build_client
 from .errors import CheckFailed, UsageProblem
+from .kinds import DIFFERENCES
 
 if TYPE_CHECKING:
     from convrisk.local_backend.conformance import Check, StepResult
@@ -36,22 +37,25 @@ def check(
         typer.Option("--keep", help="Leave the records the check created, and print their ids."),
     ] = False,
     yes: opt.WriteYes = False,
+    output: opt.Output = None,
 ) -> None:
     """Check that the profile's service answers as `convrisk serve` does.
 
     A scenario (create both kinds, get, list with each filter, page both ways, update every
     field, delete, the errors for a bad id, body and token) runs on the service; each answer is
     held to the OpenAPI document and compared with the same scenario on an in-process sandbox
-    (ids and the service's times masked). Prints one line per difference; exit 0 when nothing
-    differs, 1 otherwise.
+    (ids and the service's times masked). Prints one line per difference (each a record with
+    -o json, jsonl or csv) and a summary on stderr; exit 0 when nothing differs, 1 otherwise.
 
     The records it creates carry the marker convrisk-check-<run id> (as group_id, contact_id or
-    customer_id, and in details); they are deleted at the end, unless --keep.
+    customer_id, and in details); they are deleted at the end, unless --keep (their ids are
+    then listed on stderr).
 
     \b
     Example:
       convrisk check
       convrisk --profile staging check --junit check.xml
+      convrisk check -o jsonl
     """
     from convrisk.local_backend import conformance
 
@@ -79,7 +83,8 @@ def check(
     from convrisk.local_backend.contract import Contract
 
     rules = Contract.load()
-    printer = run.printer()
+    printer = run.printer(output)
+    printer.format_for(DIFFERENCES)
     service = build_client(settings)
     wrong = build_client(_with_wrong_token(settings))
     run_id = conformance.new_run_id()
@@ -96,11 +101,11 @@ def check(
             f"{conformance.marker(run_id)}."
         )
         try:
-            for result in checking.run():
-                results.append(result)
-                printer.progress(f"step {len(results)}/{total}: {result.name}")
-                for difference in result.differences:
-                    printer.line(f"{result.name}: {difference}")
+            with printer.records(DIFFERENCES, many=True) as sink:
+                for result in checking.run():
+                    results.append(result)
+                    printer.progress(f"step {len(results)}/{total}: {result.name}")
+                    sink.write([_row(result, difference) for difference in result.differences])
         finally:
             printer.clear_progress()
             sandbox.close()
@@ -113,7 +118,17 @@ def check(
     summary = f"{len(results)} steps run, {found} difference{'' if found == 1 else 's'}"
     if found:
         raise CheckFailed(f"{summary}: the service does not answer as convrisk serve does.")
-    printer.line(f"Checked: {summary}.")
+    printer.notice(f"Checked: {summary}.")
+
+
+def _row(result: StepResult, difference: str) -> dict[str, str]:
+    """A difference as a record of DIFFERENCES."""
+    return {
+        "step": result.name,
+        "method": result.method,
+        "target": result.target,
+        "difference": difference,
+    }
 
 
 def _end(run: AppContext, checking: Check, *, keep: bool, finished: bool) -> None:
@@ -126,7 +141,7 @@ def _end(run: AppContext, checking: Check, *, keep: bool, finished: bool) -> Non
         if kept:
             printer.notice(f"Kept {len(kept)} records (--keep):")
             for record_id in kept:
-                printer.line(record_id)
+                printer.notice(f"  {record_id}")
         return
     deleted, left = checking.clean_up()
     if left:

@@ -85,7 +85,8 @@ class Step:
 
 @dataclass
 class StepResult:
-    """What one step found: the service's status and each difference, a line each."""
+    """What one step found: the request as sent to the service, its status and each
+    difference, a line each."""
 
     name: str
     method: str
@@ -346,8 +347,9 @@ class Check:
             # The profile's token is refused: every step would fail alike; say that once.
             raise ours.error()
         theirs = self._answer(self.sandbox, step)
-        result = StepResult(step.name, step.method, step.target, ours.status)
-        path = _resolve(step.target, self.service.ids).partition("?")[0]
+        target = _resolve(step.target, self.service.ids)
+        result = StepResult(step.name, step.method, target, ours.status)
+        path = target.partition("?")[0]
         headers = {"content-type": ours.content_type} if ours.content_type else {}
         for finding in self.rules.check_answer(step.method, path, ours.status, headers, ours.body):
             result.differences.append(f"contract: {safe_line(finding.line())}")
