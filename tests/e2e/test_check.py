@@ -103,6 +103,7 @@ class ChangesOneField(JSONService):
     `release` is set."""
 
     upstream: ClassVar[str] = ""
+    score: ClassVar[str] = "{score}"  # what the score becomes: a string
     seen: ClassVar[int] = 0
     hold_at: ClassVar[int | None] = None
     reached: ClassVar[threading.Event]
@@ -110,7 +111,9 @@ class ChangesOneField(JSONService):
     lock: ClassVar[threading.Lock]
 
     @classmethod
-    def fresh(cls, upstream: str, hold_at: int | None = None) -> type[ChangesOneField]:
+    def fresh(
+        cls, upstream: str, hold_at: int | None = None, score: str = "{score}"
+    ) -> type[ChangesOneField]:
         """A handler class of its own (class state is per test)."""
         return type(
             "Fresh",
@@ -119,6 +122,7 @@ class ChangesOneField(JSONService):
                 "upstream": upstream,
                 "seen": 0,
                 "hold_at": hold_at,
+                "score": score,
                 "reached": threading.Event(),
                 "release": threading.Event(),
                 "lock": threading.Lock(),
@@ -145,7 +149,7 @@ class ChangesOneField(JSONService):
         path = self.path.partition("?")[0]
         if self.command == "GET" and path.startswith("/v1/risk-profiles/") and answer.is_success:
             record = answer.json()
-            record["score"] = str(record["score"])
+            record["score"] = self.score.format(score=record["score"])
             data = json.dumps(record).encode()
         self.send_json(answer.status_code, data)
 
@@ -295,3 +299,21 @@ def test_check_refuses_as_curl_and_sends_nothing(client_env: dict[str, str]) -> 
     assert result.stdout == ""
     assert "--as-curl sends nothing" in result.stderr.splitlines()[0]
     assert held(client_env) == before
+
+
+def test_on_a_terminal_a_difference_is_one_line_with_the_services_text_escaped(
+    client_env: dict[str, str], serve: Serve
+) -> None:
+    hostile = "\x1b]0;pwned\x07\u202e{score}"
+    handler = ChangesOneField.fresh(serve.url, score=hostile)
+    with running(on_loopback(handler)) as server:
+        env = {**client_env, "CONVRISK_BASE_URL": url_of(server)}
+        term = Terminal(env, ["check"], columns=160)
+        assert term.finish() == 1
+    assert b"\x1b]0;pwned" not in term.output and "\u202e".encode() not in term.output
+    lines = term.text()
+    sent = '"\\u001b]0;pwned\\u0007\\u202e42"'  # JSON's escapes, then U+202E's
+    expected = f"get risk profile #1: body /score: service sent {sent}, the sandbox 42"
+    assert expected in lines, lines
+    assert lines[-1].startswith("Error: ") and "differences" in lines[-1]
+    assert not any(line.startswith("step ") for line in lines)  # no progress left behind
