@@ -180,9 +180,16 @@ def _write_junit(path: Path, results: list[StepResult]) -> None:
         tests=str(len(results)),
         failures=str(failures),
         errors="0",
+        time=f"{sum(result.seconds for result in results):.3f}",
     )
     for result in results:
-        case = ET.SubElement(suite, "testcase", classname="convrisk.check", name=result.name)
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname="convrisk.check",
+            name=result.name,
+            time=f"{result.seconds:.3f}",
+        )
         for difference in result.differences:
             failure = ET.SubElement(case, "failure", message=difference, type="difference")
             failure.text = f"{result.method} {result.target}: {difference}"

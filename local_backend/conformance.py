@@ -93,6 +93,7 @@ class StepResult:
     target: str
     status: int | None
     differences: list[str] = field(default_factory=list)
+    seconds: float = 0.0  # how long the service took to answer
 
 
 @dataclass
@@ -342,13 +343,15 @@ class Check:
             yield self._run(step)
 
     def _run(self, step: Step) -> StepResult:
+        started = time.monotonic()
         ours = self._answer(self.service, step)
+        seconds = time.monotonic() - started
         if ours.status == 401 and not step.bad_token:
             # The profile's token is refused: every step would fail alike; say that once.
             raise ours.error()
         theirs = self._answer(self.sandbox, step)
         target = _resolve(step.target, self.service.ids)
-        result = StepResult(step.name, step.method, target, ours.status)
+        result = StepResult(step.name, step.method, target, ours.status, seconds=seconds)
         path = target.partition("?")[0]
         headers = {"content-type": ours.content_type} if ours.content_type else {}
         for finding in self.rules.check_answer(step.method, path, ours.status, headers, ours.body):

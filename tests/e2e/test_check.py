@@ -186,6 +186,7 @@ def test_check_names_the_field_a_service_changes_and_fails_with_junit(
     suite = ET.parse(report).getroot()
     assert suite.tag == "testsuite" and suite.get("failures") == "3"
     assert int(suite.get("tests", "0")) == steps(result)
+    assert all(float(case.get("time", "-1")) >= 0 for case in suite)
     failed = {case.get("name"): case for case in suite if case.find("failure") is not None}
     assert set(failed) == {f"get risk profile #{n}" for n in (1, 2, 3)}
     messages = [f.get("message") for f in failed["get risk profile #1"].iter("failure")]
