@@ -74,6 +74,8 @@ def check(
             "the local database is no service to check.",
             param="--base-url",
         )
+    printer = run.printer(output)
+    printer.format_for(DIFFERENCES)
     junit_path = _junit_path(junit)
     what = "create and delete check records on the service"
     guard.refuse_early(run, what, yes=yes)
@@ -83,8 +85,6 @@ def check(
     from convrisk.local_backend.contract import Contract
 
     rules = Contract.load()
-    printer = run.printer(output)
-    printer.format_for(DIFFERENCES)
     service = build_client(settings)
     wrong = build_client(_with_wrong_token(settings))
     run_id = conformance.new_run_id()

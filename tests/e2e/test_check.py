@@ -318,3 +318,14 @@ def test_on_a_terminal_a_difference_is_one_line_with_the_services_text_escaped(
     assert expected in lines, lines
     assert lines[-1].startswith("Error: ") and "differences" in lines[-1]
     assert not any(line.startswith("step ") for line in lines)  # no progress left behind
+
+
+@pytest.mark.parametrize("output", ["id", "yaml"])
+def test_check_refuses_an_output_format_it_cannot_print_before_sending(
+    client_env: dict[str, str], output: str
+) -> None:
+    before = held(client_env)
+    result = run(client_env, "check", "-o", output)
+    assert result.returncode == 2
+    assert len(result.stderr.splitlines()) == 1 and "-o" in result.stderr
+    assert held(client_env) == before
