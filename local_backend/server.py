@@ -241,8 +241,8 @@ def run_server(
     """Serve the SQLite file at `db_path` until SIGINT or SIGTERM, then close everything.
 
     `clock` stamps the records (`serve --clock`; the system's by default), `id_sources` mint
-    their ids (`serve --seed`). `load` (snapshot.parse) replaces the file's records once the
-    port is bound, before anything is served.
+    their ids (`serve --seed`). `load` (snapshot.parse) replaces the file's records before
+    anything is served.
 
     A second signal stops at once, without waiting for requests in flight; a stop that has not
     ended STOP_SECONDS after the first signal ends the process (exit 1) with a line in the log.
