@@ -18,8 +18,6 @@ from convrisk.local_backend.store import LocalBackend
 from .both_backends import TOKEN, Remote, isolated_env, serving
 from .console import CONVRISK, SAFETY_TIMEOUT, db_of, run
 
-pytestmark = pytest.mark.e2e
-
 
 def test_ending_before_walks_towards_the_newest_oldest_first(
     env: dict[str, str],

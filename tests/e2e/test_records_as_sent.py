@@ -16,8 +16,6 @@ from .both_backends import isolated_env
 from .console import assert_loads_none_of
 from .odd_service import CONVERSATIONS, PROFILES, stdout_against
 
-pytestmark = pytest.mark.e2e
-
 
 @pytest.mark.parametrize(
     ("command", "sent"), [("conv", CONVERSATIONS), ("risk", PROFILES)], ids=["conv", "risk"]
