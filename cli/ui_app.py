@@ -63,9 +63,13 @@ async def off_thread(call: Callable[[], T]) -> T:
 
     def target() -> None:
         try:
-            future.set_result(call())
+            result = call()
         except BaseException as exc:
-            future.set_exception(exc)
+            if not future.cancelled():  # nobody waits for an answer the user left behind
+                future.set_exception(exc)
+        else:
+            if not future.cancelled():
+                future.set_result(result)
 
     threading.Thread(target=target, name="convrisk-ui request", daemon=True).start()
     return await asyncio.wrap_future(future)
@@ -217,7 +221,7 @@ class RecordsView(Vertical):
         self.filters: dict[str, Any] = {}
         self.after: str | None = None
         self.has_more = True
-        self.loading = False
+        self.fetching = False
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder=" ".join(_option_names(self.resource)), classes="filter")
@@ -398,7 +402,9 @@ class Browser(App[int]):
 
     def show_status(self) -> None:
         text = Text(shown(self.where()), no_wrap=True, overflow="ellipsis")
-        second = self.problem or self.busy
+        loading = [view.kind.plural for view in self.query(RecordsView) if view.fetching]
+        busy = self.busy or (f"Loading {', '.join(loading)}… (q quits)" if loading else "")
+        second = self.problem or busy
         if second:
             text.append("\n")
             style = "bold red" if self.problem else "italic"
@@ -427,12 +433,12 @@ class Browser(App[int]):
     @work(group="load")
     async def load(self, view: RecordsView) -> None:
         """The next page of a view, off the screen's thread."""
-        if view.loading or not view.has_more:
+        if view.fetching or not view.has_more:
             return
-        view.loading = True
+        view.fetching = True
         name: ResourceName = view.resource.name
         filters, after = dict(view.filters), view.after
-        self.say(self.problem, busy=f"Loading {view.kind.plural}…")
+        self.show_status()
         try:
             resource = getattr(self.run_context.client(), name)
             page = await off_thread(
@@ -440,14 +446,14 @@ class Browser(App[int]):
             )
         except Exception as exc:
             view.has_more = False  # `r` tries again
-            self.say(self.error_line(exc), busy="")
+            view.fetching = False
+            self.say(self.error_line(exc))
             return
-        finally:
-            view.loading = False
+        view.fetching = False
         if view.filters != filters or view.after != after:
             return  # a refresh or a new filter came meanwhile
         view.add_page(page["data"], bool(page.get("has_more")))
-        self.say("", busy="")
+        self.show_status()
 
     @on(DataTable.RowHighlighted)
     def highlighted(self, event: DataTable.RowHighlighted) -> None:

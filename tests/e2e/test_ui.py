@@ -1,0 +1,163 @@
+"""`convrisk ui` as installed (a real pty, rendered with pyte) and against services on loopback:
+a real `convrisk serve`, one that answers 500 and one that never answers."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+
+from convrisk.cli.ui_app import Browser
+from tests.cli.test_ui_browser import browse, ids_shown, status, until
+from tests.loopback import JSONService, on_loopback, running, url_of
+
+from .both_backends import serving
+from .console import run
+from .screen import Terminal
+
+# How long the hanging service holds a request at most (the test releases it sooner).
+HANG_SECONDS = 60
+
+
+def test_ui_on_a_terminal_shows_a_conversation_id_and_q_quits_with_0(
+    env: dict[str, str], store: Any
+) -> None:
+    id = store.conversations.create({"contact_id": "c_pty"})["id"]
+    term = Terminal(env, ["ui"], columns=100, lines=30)
+    shown = on_the_screen(term, id)
+    assert any(line.startswith(f"│ ") or id in line for line in shown)
+    term.send(b"q")
+    assert term.finish() == 0
+    # The terminal as it was: the alternate screen left, the cursor shown again.
+    tail = term.output[term.output.rindex(b"\x1b[?1049l") :]
+    assert b"\x1b[?1049h" not in tail
+
+
+def test_ui_on_a_40x12_terminal_shows_the_id_whole(env: dict[str, str], store: Any) -> None:
+    id = store.conversations.create({"contact_id": "c_small"})["id"]
+    term = Terminal(env, ["ui"], columns=40, lines=12)
+    on_the_screen(term, id)
+    term.send(b"\x03")  # Ctrl-C quits as q does
+    assert term.finish() == 0
+
+
+def on_the_screen(term: Terminal, text: str) -> list[str]:
+    """The screen's lines once `text` shows on one of them (within 60 s)."""
+    deadline = time.monotonic() + 60
+    term.read_until(text.encode())
+    while not any(text in line for line in term.text()):
+        assert time.monotonic() < deadline, "\n".join(term.text())
+        time.sleep(0.05)
+        term.read_until(b"\x1b")
+    return term.text()
+
+
+def test_ui_with_stdout_piped_exits_2_with_one_line(env: dict[str, str]) -> None:
+    result = run(env, "ui")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "needs a terminal" in result.stderr
+
+
+def remote_env(url: str, token: str = "t") -> dict[str, str]:
+    return {"CONVRISK_BASE_URL": url, "CONVRISK_TOKEN": token, "CONVRISK_MAX_RETRIES": "0"}
+
+
+def test_ui_against_serve_lists_mutes_and_deletes(tmp_path: Path) -> None:
+    with serving(tmp_path) as served:
+        from convrisk.local_backend.store import LocalBackend
+
+        seeded = LocalBackend(served.db_path)
+        try:
+            ids = [seeded.conversations.create({"contact_id": f"c_{i}"})["id"] for i in range(2)]
+        finally:
+            seeded.close()
+
+        async def script(app: Browser, pilot: Pilot[int]) -> None:
+            await until(pilot, lambda: sorted(ids_shown(app)) == sorted(ids), "both rows")
+            assert served.url.split("//")[1] in status(app)
+            await pilot.press("m")
+            await until(pilot, lambda: "Muted 1 conversation." in status(app), "muted")
+            await pilot.press("d")
+            await until(pilot, lambda: bool(app.screen.query("#answer")), "the question")
+            await pilot.press("y", "enter")
+            await until(pilot, lambda: "Deleted 1 conversation." in status(app), "deleted")
+            await until(pilot, lambda: len(ids_shown(app)) == 1, "one row left")
+            await pilot.press("q")
+
+        browse(script, env=remote_env(served.url, served.token))
+        check = LocalBackend(served.db_path)
+        try:
+            left = check.conversations.list(limit=10)["data"]
+        finally:
+            check.close()
+    assert len(left) == 1 and not left[0]["is_muted"]
+
+
+class Failing(JSONService):
+    """Every request answered 500."""
+
+    def do_GET(self) -> None:
+        self.send_json(500, {"error": {"type": "api_error", "message": "boom"}})
+
+
+class Hanging(JSONService):
+    """Every request held until the test lets go (or HANG_SECONDS)."""
+
+    release = threading.Event()
+
+    def do_GET(self) -> None:
+        self.release.wait(HANG_SECONDS)
+        self.send_json(503, {"error": {"type": "api_error", "message": "late"}})
+
+
+@pytest.fixture
+def hanging() -> Iterator[str]:
+    Hanging.release.clear()
+    with running(on_loopback(Hanging)) as server:
+        try:
+            yield url_of(server)
+        finally:
+            Hanging.release.set()
+
+
+def test_a_service_answering_500_is_a_status_line_and_q_still_quits() -> None:
+    with running(on_loopback(Failing)) as server:
+
+        async def script(app: Browser, pilot: Pilot[int]) -> None:
+            await until(pilot, lambda: "(HTTP 500)" in status(app), "the error line")
+            assert "boom" in status(app) and "Traceback" not in status(app)
+            await pilot.press("r")
+            await until(pilot, lambda: "(HTTP 500)" in status(app), "the error again")
+            await pilot.press("q")
+
+        assert browse(script, env=remote_env(url_of(server))).return_code == 0
+
+
+def test_a_service_that_hangs_leaves_the_screen_responsive_and_q_quits(hanging: str) -> None:
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: "Loading conversations" in status(app), "the wait shown")
+        await pilot.press("question_mark")  # the screen still answers keys
+        await until(pilot, lambda: bool(app.screen.query("#keys")), "the keys")
+        await pilot.press("escape")
+        started = time.monotonic()
+        await pilot.press("q")
+        assert time.monotonic() - started < 5
+
+    assert browse(script, env=remote_env(hanging)).return_code == 0
+
+
+def test_the_installed_ui_quits_on_q_while_a_request_hangs(
+    env: dict[str, str], hanging: str
+) -> None:
+    term = Terminal({**env, **remote_env(hanging)}, ["ui"], columns=100, lines=30)
+    term.read_until(b"Loading")
+    started = time.monotonic()
+    term.send(b"q")
+    assert term.finish() == 0
+    assert time.monotonic() - started < 10
