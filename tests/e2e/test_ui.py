@@ -30,7 +30,8 @@ def test_ui_on_a_terminal_shows_a_conversation_id_and_q_quits_with_0(
     id = store.conversations.create({"contact_id": "c_pty"})["id"]
     term = Terminal(env, ["ui"], columns=100, lines=30)
     shown = on_the_screen(term, id)
-    assert any(line.startswith(f"│ ") or id in line for line in shown)
+    assert any("profile default" in line for line in on_the_screen(term, "profile default"))
+    assert any(id in line for line in shown)
     term.send(b"q")
     assert term.finish() == 0
     # The terminal as it was: the alternate screen left, the cursor shown again.
