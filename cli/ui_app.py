@@ -130,11 +130,24 @@ def detail_text(kind: Kind, record: Record) -> Text:
     return lines
 
 
+class Shown(Static):
+    """A Static that keeps the text it shows, to be read back."""
+
+    def __init__(self, text: Text | None = None, **options: Any) -> None:
+        self.shown_text = Text("") if text is None else text
+        super().__init__(self.shown_text, **options)
+
+    def show(self, text: Text) -> None:
+        """Show this text instead."""
+        self.shown_text = text
+        self.update(text)
+
+
 class Keys(ModalScreen[None]):
     """The keys, closed by any key."""
 
     def compose(self) -> ComposeResult:
-        yield Static(Text(KEYS), id="keys")
+        yield Shown(Text(KEYS), id="keys")
 
     def on_key(self) -> None:
         self.dismiss(None)
@@ -151,7 +164,7 @@ class Question(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="question"):
-            yield Static(safe(self.question))
+            yield Shown(safe(self.question), id="question-text")
             yield Input(id="answer")
 
     def action_dismiss_none(self) -> None:
@@ -181,7 +194,7 @@ class EditForm(ModalScreen[dict[str, Any] | None]):
             yield Input(str(self.record.get("score", "")), id="score")
             yield Static("details (a JSON object)")
             yield Input(json_text(details if details is not None else {}), id="details")
-            yield Static(id="edit-problem")
+            yield Shown(id="edit-problem")
 
     def action_dismiss_none(self) -> None:
         self.dismiss(None)
@@ -201,7 +214,7 @@ class EditForm(ModalScreen[dict[str, Any] | None]):
                 changed.get("profile_type"), changed.get("score"), changed.get("details")
             )
         except UsageProblem as exc:
-            self.query_one("#edit-problem", Static).update(safe(exc.message))
+            self.query_one("#edit-problem", Shown).show(safe(exc.message))
             return
         self.dismiss(dict(changes))
 
@@ -228,7 +241,7 @@ class RecordsView(Vertical):
         with Horizontal():
             yield DataTable(cursor_type="row", zebra_stripes=True)
             with VerticalScroll(classes="detail"):
-                yield Static(Text(""), classes="detail-text")
+                yield Shown(classes="detail-text")
 
     def on_mount(self) -> None:
         table = self.table
@@ -263,7 +276,7 @@ class RecordsView(Vertical):
 
     @property
     def detail_shown(self) -> bool:
-        return bool(self.query_one(".detail-text", Static).visual)
+        return bool(self.query_one(".detail-text", Shown).shown_text)
 
     def clear(self) -> None:
         """No rows, no marks, from the first page again."""
@@ -272,7 +285,7 @@ class RecordsView(Vertical):
         self.marked.clear()
         self.after = None
         self.has_more = True
-        self.query_one(".detail-text", Static).update(Text(""))
+        self.query_one(".detail-text", Shown).show(Text(""))
 
     def current_id(self) -> str | None:
         """The id of the row under the cursor."""
@@ -293,7 +306,7 @@ class RecordsView(Vertical):
         current = self.current_id()
         record = self.records.get(current) if current is not None else None
         text = detail_text(self.kind, record) if record is not None else Text("")
-        self.query_one(".detail-text", Static).update(text)
+        self.query_one(".detail-text", Shown).show(text)
 
     def replace(self, record: dict[str, Any]) -> None:
         """A row shown again with the record the service answered."""
@@ -362,18 +375,24 @@ class Browser(App[int]):
         self.settings = run.settings()
         self.problem = ""
         self.busy = ""
+        # Kept, not queried: a query reads the screen on top, which may be a question.
+        self.views: dict[str, RecordsView] = {
+            r.name: RecordsView(r) for r in (CONVERSATION_RESOURCE, RISK_PROFILE_RESOURCE)
+        }
+        self.tabs = TabbedContent(id="tabs")
+        self.status_bar = Shown(id="status")
 
     def compose(self) -> ComposeResult:
-        with TabbedContent(id="tabs"):
+        with self.tabs:
             with TabPane("Conversations", id="conversations"):
-                yield RecordsView(CONVERSATION_RESOURCE)
+                yield self.views["conversations"]
             with TabPane("Risk profiles", id="risk_profiles"):
-                yield RecordsView(RISK_PROFILE_RESOURCE)
-        yield Static(id="status")
+                yield self.views["risk_profiles"]
+        yield self.status_bar
 
     def on_mount(self) -> None:
         self.show_status()
-        for view in self.query(RecordsView):
+        for view in self.views.values():
             self.load(view)
         self.view().table.focus()
 
@@ -402,14 +421,14 @@ class Browser(App[int]):
 
     def show_status(self) -> None:
         text = Text(shown(self.where()), no_wrap=True, overflow="ellipsis")
-        loading = [view.kind.plural for view in self.query(RecordsView) if view.fetching]
+        loading = [view.kind.plural for view in self.views.values() if view.fetching]
         busy = self.busy or (f"Loading {', '.join(loading)}… (q quits)" if loading else "")
         second = self.problem or busy
         if second:
             text.append("\n")
             style = "bold red" if self.problem else "italic"
             text.append(shown(second), style=style)
-        self.query_one("#status", Static).update(text)
+        self.status_bar.show(text)
 
     def say(self, problem: str = "", *, busy: str | None = None) -> None:
         """The last error (or a notice) as the status bar's second line."""
@@ -427,8 +446,7 @@ class Browser(App[int]):
 
     def view(self) -> RecordsView:
         """The view of the tab on screen."""
-        active = self.query_one(TabbedContent).active or "conversations"
-        return self.query_one(f"#view-{active}", RecordsView)
+        return self.views.get(self.tabs.active) or self.views["conversations"]
 
     @work(group="load")
     async def load(self, view: RecordsView) -> None:
@@ -457,7 +475,7 @@ class Browser(App[int]):
 
     @on(DataTable.RowHighlighted)
     def highlighted(self, event: DataTable.RowHighlighted) -> None:
-        for view in self.query(RecordsView):
+        for view in self.views.values():
             if view.table is event.data_table:
                 view.show_detail()
                 if event.cursor_row >= view.table.row_count - NEAR_END:

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Input, Static
+from textual.widgets import Input
 
 from convrisk.cli.context import AppContext
-from convrisk.cli.ui_app import Browser, RecordsView
+from convrisk.cli.ui_app import Browser, RecordsView, Shown
 
 from .conftest import Invoke
 
@@ -52,15 +52,15 @@ async def until(pilot: Pilot[int], check: Check, what: str) -> None:
 
 
 def view(app: Browser, name: str = "conversations") -> RecordsView:
-    return app.query_one(f"#view-{name}", RecordsView)
+    return app.views[name]
 
 
 def status(app: Browser) -> str:
-    return str(app.query_one("#status", Static).visual)
+    return app.status_bar.shown_text.plain
 
 
 def detail(app: Browser) -> str:
-    return str(app.view().query_one(".detail-text", Static).visual)
+    return app.view().query_one(".detail-text", Shown).shown_text.plain
 
 
 def ids_shown(app: Browser, name: str = "conversations") -> list[str]:
@@ -136,7 +136,7 @@ def test_question_mark_shows_the_keys_and_any_key_closes_them(invoke: Invoke) ->
     async def script(app: Browser, pilot: Pilot[int]) -> None:
         await pilot.press("question_mark")
         await until(pilot, lambda: bool(app.screen.query("#keys")), "the keys")
-        text = str(app.screen.query_one("#keys", Static).visual)
+        text = app.screen.query_one("#keys", Shown).shown_text.plain
         assert "mark / unmark" in text and "quit" in text
         await pilot.press("x")
         await until(pilot, lambda: not app.screen.query("#keys"), "the keys closed")
@@ -253,7 +253,7 @@ def test_d_asks_with_the_count_and_deletes_only_on_yes(
 
     async def answer(app: Browser, pilot: Pilot[int], text: str) -> None:
         await until(pilot, lambda: bool(app.screen.query("#answer")), "the question")
-        question = str(app.screen.query(Static).first().visual)
+        question = app.screen.query_one("#question-text", Shown).shown_text.plain
         assert "Delete 2 records for good?" in question
         app.screen.query_one("#answer", Input).value = text
         await pilot.press("enter")
@@ -281,7 +281,7 @@ def test_e_edits_a_risk_profile_with_the_rules_of_risk_update(invoke: Invoke) ->
 
     async def script(app: Browser, pilot: Pilot[int]) -> None:
         await pilot.press("tab")
-        app.query_one("TabbedContent").active = "risk_profiles"  # type: ignore[attr-defined]
+        app.tabs.active = "risk_profiles"
         await until(pilot, lambda: len(ids_shown(app, "risk_profiles")) == 1, "the profile")
         app.view().table.focus()
         await pilot.press("e")
@@ -289,8 +289,8 @@ def test_e_edits_a_risk_profile_with_the_rules_of_risk_update(invoke: Invoke) ->
         app.screen.query_one("#score", Input).value = "high"
         app.screen.query_one("#score", Input).focus()
         await pilot.press("enter")
-        problem = app.screen.query_one("#edit-problem", Static)
-        await until(pilot, lambda: "score" in str(problem.visual).lower(), "the score refused")
+        problem = app.screen.query_one("#edit-problem", Shown)
+        await until(pilot, lambda: "score" in problem.shown_text.plain.lower(), "the score refused")
         app.screen.query_one("#score", Input).value = "80"
         app.screen.query_one("#details", Input).value = '{"reviewed": true}'
         await pilot.press("enter")

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Input
 
 from convrisk.cli.ui_app import Browser
 from tests.cli.test_ui_browser import browse, ids_shown, status, until
@@ -69,35 +70,69 @@ def remote_env(url: str, token: str = "t") -> dict[str, str]:
     return {"CONVRISK_BASE_URL": url, "CONVRISK_TOKEN": token, "CONVRISK_MAX_RETRIES": "0"}
 
 
-def test_ui_against_serve_lists_mutes_and_deletes(tmp_path: Path) -> None:
+def test_ui_against_serve_every_key_and_action(tmp_path: Path) -> None:
     with serving(tmp_path) as served:
         from convrisk.local_backend.store import LocalBackend
 
         seeded = LocalBackend(served.db_path)
         try:
-            ids = [seeded.conversations.create({"contact_id": f"c_{i}"})["id"] for i in range(2)]
+            ids = [seeded.conversations.create({"contact_id": f"c_{i}"})["id"] for i in range(3)]
+            seeded.risk_profiles.create(
+                {"customer_id": "cus_1", "profile_type": "moderate", "score": 5, "details": {}}
+            )
         finally:
             seeded.close()
 
+        async def filtered(app: Browser, pilot: Pilot[int], text: str) -> None:
+            await pilot.press("slash")
+            app.view().query_one(Input).value = text
+            await pilot.press("enter")
+
         async def script(app: Browser, pilot: Pilot[int]) -> None:
-            await until(pilot, lambda: sorted(ids_shown(app)) == sorted(ids), "both rows")
+            await until(pilot, lambda: sorted(ids_shown(app)) == sorted(ids), "every row")
             assert served.url.split("//")[1] in status(app)
-            await pilot.press("m")
-            await until(pilot, lambda: "Muted 1 conversation." in status(app), "muted")
+            await pilot.press("space", "down", "space", "m")  # the two newest
+            await until(pilot, lambda: "Muted 2 conversations." in status(app), "muted")
+            await pilot.press("p")
+            await until(pilot, lambda: "Pinned 1 conversation." in status(app), "pinned")
+            await pilot.press("a")
+            await until(pilot, lambda: "Archived 1 conversation." in status(app), "archived")
+            await filtered(app, pilot, "--muted")
+            await until(pilot, lambda: len(ids_shown(app)) == 2, "the muted ones")
+            await filtered(app, pilot, "c_0")  # a contact id: scanned, as list does remotely
+            await until(pilot, lambda: ids_shown(app) == [ids[0]], "c_0's")
+            await filtered(app, pilot, "")
+            await until(pilot, lambda: len(ids_shown(app)) == 3, "every row again")
             await pilot.press("d")
             await until(pilot, lambda: bool(app.screen.query("#answer")), "the question")
             await pilot.press("y", "enter")
             await until(pilot, lambda: "Deleted 1 conversation." in status(app), "deleted")
-            await until(pilot, lambda: len(ids_shown(app)) == 1, "one row left")
+            await pilot.press("r")
+            await until(pilot, lambda: len(ids_shown(app)) == 2, "two rows after refresh")
+            app.tabs.active = "risk_profiles"
+            await until(pilot, lambda: len(ids_shown(app, "risk_profiles")) == 1, "the profile")
+            await pilot.press("e")
+            await until(pilot, lambda: bool(app.screen.query("#score")), "the form")
+            app.screen.query_one("#score", Input).value = "70"
+            app.screen.query_one("#score", Input).focus()
+            await pilot.press("enter")
+            await until(pilot, lambda: "Edited 1 risk profile." in status(app), "edited")
             await pilot.press("q")
 
-        browse(script, env=remote_env(served.url, served.token))
+        assert browse(script, env=remote_env(served.url, served.token)).return_code == 0
         check = LocalBackend(served.db_path)
         try:
-            left = check.conversations.list(limit=10)["data"]
+            left = {r["id"]: r for r in check.conversations.list(limit=10)["data"]}
+            (profile,) = check.risk_profiles.list(limit=10)["data"]
         finally:
             check.close()
-    assert len(left) == 1 and not left[0]["is_muted"]
+    # ids[2] (the newest) and ids[1] muted; ids[1], under the cursor, pinned and archived; then,
+    # the filter cleared, the cursor back on the first row: ids[2] deleted
+    assert set(left) == {ids[0], ids[1]}
+    assert not left[ids[0]]["is_muted"] and not left[ids[0]]["is_pinned"]
+    kept = left[ids[1]]
+    assert kept["is_muted"] and kept["is_pinned"] and kept["archived_at"] is not None
+    assert profile["score"] == 70
 
 
 class Failing(JSONService):
