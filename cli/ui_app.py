@@ -235,6 +235,7 @@ class RecordsView(Vertical):
         self.after: str | None = None
         self.has_more = True
         self.fetching = False
+        self.started = False
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder=" ".join(_option_names(self.resource)), classes="filter")
@@ -392,8 +393,7 @@ class Browser(App[int]):
 
     def on_mount(self) -> None:
         self.show_status()
-        for view in self.views.values():
-            self.load(view)
+        self.first_load(self.view())  # the other tab's rows when it is first shown
         self.view().table.focus()
 
     def on_resize(self) -> None:
@@ -402,7 +402,15 @@ class Browser(App[int]):
 
     @on(TabbedContent.TabActivated)
     def tab_shown(self) -> None:
-        self.view().table.focus()
+        view = self.view()
+        self.first_load(view)
+        view.table.focus()
+
+    def first_load(self, view: RecordsView) -> None:
+        """The first page of a view, once."""
+        if not view.started:
+            view.started = True
+            self.load(view)
 
     # The status bar -------------------------------------------------------------------------
 
