@@ -3,11 +3,15 @@
 import os
 import sys
 import threading
+from concurrent.futures import Future
+from typing import Any
 
 import typer
 
 from .context import app_context
 from .errors import UsageProblem
+
+PAGE = 50  # rows asked for at a time
 
 
 def ui(ctx: typer.Context) -> int:
@@ -26,9 +30,21 @@ def ui(ctx: typer.Context) -> int:
         raise UsageProblem("convrisk ui needs a terminal: stdin and stdout must both be one.")
     run = app_context(ctx)
     run.settings()  # broken settings fail here, as a command line's would
+    client = run.client()
+    # The first page is asked for before Textual is imported: the service (or SQLite) answers
+    # while the screen is being built.
+    first_page: Future[Any] = Future()
+
+    def prefetch() -> None:
+        try:
+            first_page.set_result(client.conversations.list(None, limit=PAGE))
+        except Exception as exc:
+            first_page.set_exception(exc)
+
+    threading.Thread(target=prefetch, name="convrisk-ui request", daemon=True).start()
     from .ui_app import Browser
 
-    code = Browser(run).run()
+    code = Browser(run, page_size=PAGE, first_page=first_page).run()
     if any(thread.daemon and thread.name.startswith("convrisk-ui") for thread in _alive()):
         # A request still waiting for its answer (a service that hangs) must not hold up the
         # quit the user asked for: the terminal is already restored, so leave now.

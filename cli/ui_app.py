@@ -31,7 +31,8 @@ from .resource_kinds import KINDS
 T = TypeVar("T")
 Record = Mapping[str, Any]
 
-# Rows asked for at a time; the next page is asked for when the cursor is this near the end.
+# Rows asked for at a time (default); the next page is asked for when the cursor is this near
+# the end.
 PAGE = 50
 NEAR_END = 10
 MARK = "*"
@@ -370,9 +371,18 @@ class Browser(App[int]):
         Binding("e", "edit", "Edit", show=False),
     ]
 
-    def __init__(self, run: AppContext) -> None:
+    def __init__(
+        self,
+        run: AppContext,
+        *,
+        page_size: int = PAGE,
+        first_page: concurrent.futures.Future[Any] | None = None,
+    ) -> None:
+        """`first_page`: the conversations' first page, already asked for."""
         super().__init__()
         self.run_context = run
+        self.page_size = page_size
+        self.first_page = first_page
         self.settings = run.settings()
         self.problem = ""
         self.busy = ""
@@ -466,10 +476,15 @@ class Browser(App[int]):
         filters, after = dict(view.filters), view.after
         self.show_status()
         try:
-            resource = getattr(self.run_context.client(), name)
-            page = await off_thread(
-                lambda: resource.list(filters or None, limit=PAGE, starting_after=after)
-            )
+            first, self.first_page = self.first_page, None
+            if first is not None and name == "conversations" and not filters and after is None:
+                page = await asyncio.wrap_future(first)
+            else:
+                resource = getattr(self.run_context.client(), name)
+                size = self.page_size
+                page = await off_thread(
+                    lambda: resource.list(filters or None, limit=size, starting_after=after)
+                )
         except Exception as exc:
             view.has_more = False  # `r` tries again
             view.fetching = False
