@@ -152,6 +152,13 @@ class Hanging(JSONService):
         self.send_json(503, {"error": {"type": "api_error", "message": "late"}})
 
 
+class Huge(JSONService):
+    """A page far over the cap (CONVRISK_MAX_RESPONSE_MB=1): 3 MiB of one string."""
+
+    def do_GET(self) -> None:
+        self.send_json(200, b'{"data": [], "has_more": false, "pad": "' + b"x" * (3 << 20) + b'"}')
+
+
 @pytest.fixture
 def hanging() -> Iterator[str]:
     Hanging.release.clear()
@@ -173,6 +180,18 @@ def test_a_service_answering_500_is_a_status_line_and_q_still_quits() -> None:
             await pilot.press("q")
 
         assert browse(script, env=remote_env(url_of(server))).return_code == 0
+
+
+def test_a_page_over_the_size_cap_is_a_status_line_and_q_still_quits() -> None:
+    with running(on_loopback(Huge)) as server:
+
+        async def script(app: Browser, pilot: Pilot[int]) -> None:
+            await until(pilot, lambda: "MiB" in status(app), "the error line")
+            assert ids_shown(app) == []
+            await pilot.press("q")
+
+        env = {**remote_env(url_of(server)), "CONVRISK_MAX_RESPONSE_MB": "1"}
+        assert browse(script, env=env).return_code == 0
 
 
 def test_a_service_that_hangs_leaves_the_screen_responsive_and_q_quits(hanging: str) -> None:
