@@ -237,6 +237,7 @@ class RecordsView(Vertical):
         self.has_more = True
         self.fetching = False
         self.started = False
+        self.generation = 0
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder=" ".join(_option_names(self.resource)), classes="filter")
@@ -287,6 +288,7 @@ class RecordsView(Vertical):
         self.marked.clear()
         self.after = None
         self.has_more = True
+        self.generation += 1  # a page asked for before is not shown
         self.query_one(".detail-text", Shown).show(Text(""))
 
     def current_id(self) -> str | None:
@@ -473,7 +475,7 @@ class Browser(App[int]):
             return
         view.fetching = True
         name: ResourceName = view.resource.name
-        filters, after = dict(view.filters), view.after
+        filters, after, generation = dict(view.filters), view.after, view.generation
         self.show_status()
         try:
             first, self.first_page = self.first_page, None
@@ -486,13 +488,17 @@ class Browser(App[int]):
                     lambda: resource.list(filters or None, limit=size, starting_after=after)
                 )
         except Exception as exc:
-            view.has_more = False  # `r` tries again
             view.fetching = False
+            if view.generation != generation:
+                self.load(view)  # a refresh or a new filter came meanwhile: its rows instead
+                return
+            view.has_more = False  # `r` tries again
             self.say(self.error_line(exc))
             return
         view.fetching = False
-        if view.filters != filters or view.after != after:
-            return  # a refresh or a new filter came meanwhile
+        if view.generation != generation:
+            self.load(view)
+            return
         view.add_page(page["data"], bool(page.get("has_more")))
         self.show_status()
 
@@ -644,7 +650,7 @@ class Browser(App[int]):
         name: ResourceName = view.resource.name
         target = getattr(self.run_context.client(), name)
         done, failed = await self.each(ids, lambda id: target.update(id, changes), view.replace)
-        self.report(verb, view.kind, done, failed)
+        self.report(verb, view, done, failed)
 
     @work(group="write", exclusive=False)
     async def delete(self, view: RecordsView, ids: list[str]) -> None:
@@ -655,7 +661,7 @@ class Browser(App[int]):
         for id in done:
             view.drop(id)
         view.show_detail()
-        self.report("Deleted", view.kind, done, failed)
+        self.report("Deleted", view, done, failed)
 
     async def each(
         self,
@@ -678,8 +684,9 @@ class Browser(App[int]):
         self.busy = ""
         return done, failed
 
-    def report(self, verb: str, kind: Kind, done: list[str], failed: list[str]) -> None:
-        view = self.view()
+    def report(self, verb: str, view: RecordsView, done: list[str], failed: list[str]) -> None:
+        """The marks of the rows done taken off; the status bar says what was done."""
+        kind = view.kind
         view.marked.difference_update(done)
         for id in done:
             if id in view.records:

@@ -169,6 +169,38 @@ class Huge(JSONService):
         self.send_json(200, b'{"data": [], "has_more": false, "pad": "' + b"x" * (3 << 20) + b'"}')
 
 
+def conversation(id: str) -> dict[str, Any]:
+    """A conversation as the service answers it."""
+    return {
+        "id": id,
+        "contact_id": "c_1",
+        "group_id": None,
+        "pinned_message_id": None,
+        "is_pinned": False,
+        "is_muted": False,
+        "last_active_at": None,
+        "last_opened_at": None,
+        "created_at": 1714560000,
+        "archived_at": None,
+    }
+
+
+class SlowThenNew(JSONService):
+    """The first list answered late with the old row; every later one at once with the new."""
+
+    answered = 0
+    lock = threading.Lock()
+
+    def do_GET(self) -> None:
+        with self.lock:
+            SlowThenNew.answered += 1
+            first = SlowThenNew.answered == 1
+        if first:
+            time.sleep(1)
+        id = "conv_01HV0000000000000000000OLD" if first else "conv_01HV0000000000000000000NEW"
+        self.send_json(200, {"object": "list", "data": [conversation(id)], "has_more": False})
+
+
 @pytest.fixture
 def hanging() -> Iterator[str]:
     Hanging.release.clear()
@@ -205,6 +237,21 @@ def test_a_page_over_the_size_cap_is_a_status_line_and_q_still_quits(tmp_path: P
             await pilot.press("q")
 
         assert browse(script, env=env).return_code == 0
+
+
+def test_r_during_a_load_shows_the_refreshed_rows_only() -> None:
+    SlowThenNew.answered = 0
+    with running(on_loopback(SlowThenNew)) as server:
+
+        async def script(app: Browser, pilot: Pilot[int]) -> None:
+            await until(pilot, lambda: SlowThenNew.answered == 1, "the first request")
+            await pilot.press("r")
+            await until(pilot, lambda: SlowThenNew.answered == 2, "the second request")
+            await pilot.pause(1.5)  # the late answer to the first has come and gone
+            assert ids_shown(app) == ["conv_01HV0000000000000000000NEW"]
+            await pilot.press("q")
+
+        browse(script, env=remote_env(url_of(server)))
 
 
 def test_a_service_that_hangs_leaves_the_screen_responsive_and_q_quits(hanging: str) -> None:
