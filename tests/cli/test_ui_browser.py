@@ -374,3 +374,21 @@ def test_a_small_terminal_still_shows_ids_and_the_status(
 
     browse(script, size=size)
     assert ids
+
+
+def test_keys_typed_in_the_filter_are_text_and_escape_closes_it(
+    invoke: Invoke, conversations: Callable[[int], list[str]]
+) -> None:
+    conversations(1)
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: len(ids_shown(app)) == 1, "the row")
+        await pilot.press("slash", "q", "m", "d")
+        field = app.view().query_one(Input)
+        assert field.value == "qmd" and app.is_running
+        await pilot.press("escape")
+        assert app.focused is app.view().table
+        await pilot.press("q")
+
+    assert browse(script).return_code == 0
+    assert conv_list(invoke, "--muted") == []
