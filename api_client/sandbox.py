@@ -28,6 +28,7 @@ REQUEST_FIELDS = (
     "body_truncated",
     "fault",
     "duration_ms",
+    "violations",
 )
 
 Send = Callable[[str, str, bytes | None], RawAnswer]

@@ -21,19 +21,8 @@ import jsonschema_rs
 from convrisk.api_client.text import safe_line
 
 from .openapi import document
+from .request_journal import VIOLATION_RULES as RULES
 
-# The rules a violation can break (Violation.rule).
-RULES = (
-    "status",
-    "content-type",
-    "body",
-    "page",
-    "error-shape",
-    "request",
-    "redirect",
-    "size",
-    "upstream",
-)
 # Violations named per schema check; beyond, one line says how many more.
 MAX_SCHEMA_VIOLATIONS = 10
 # Further violations counted, no more (a large body could break a rule in every record).

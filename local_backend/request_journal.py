@@ -25,6 +25,18 @@ RESTORE_PATH = "/__sandbox/restore"
 JOURNAL_SIZE = 10_000
 # Bytes of a body kept in an entry.
 BODY_CUT = 4096
+# The rules a violation on an entry can name (`serve --proxy-to`; local_backend.contract).
+VIOLATION_RULES = (
+    "status",
+    "content-type",
+    "body",
+    "page",
+    "error-shape",
+    "request",
+    "redirect",
+    "size",
+    "upstream",
+)
 
 Headers = Sequence[tuple[str, str]]
 
