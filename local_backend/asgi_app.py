@@ -186,7 +186,7 @@ class ServeApp:
                 done(answer.status, fault)
                 return await self._send(scope, receive, send, answer, close=_body_pending(headers))
 
-        if self.proxy is not None and (path == "/v1" or path.startswith("/v1/")):
+        if self.proxy is not None and _forwarded(path):
             return await self._forward(scope, receive, send, headers, fault, done)
 
         call = self.wire.start(method, path, query, headers)
@@ -361,6 +361,14 @@ async def _read_body(
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
+
+
+def _forwarded(path: str) -> bool:
+    """Whether proxy mode sends this path upstream: /v1 and below, without a dot segment (which
+    a URL parser would resolve into another path of the upstream)."""
+    if path != "/v1" and not path.startswith("/v1/"):
+        return False
+    return not any(part in (".", "..") for part in path.split("/"))
 
 
 def _body_pending(headers: list[tuple[str, str]]) -> bool:

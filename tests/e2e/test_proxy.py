@@ -4,6 +4,7 @@ ways, and ones that refuse, hang, redirect or answer without end."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import subprocess
@@ -21,6 +22,7 @@ from tests.loopback import JSONService, on_loopback, running, url_of
 
 from .both_backends import TOKEN, isolated_env, serving
 from .console import run
+from .screen import on_screen
 
 pytestmark = pytest.mark.e2e
 
@@ -187,7 +189,12 @@ def test_report_passes_each_broken_answer_through_and_logs_and_journals_it(
             assert entry["violations"][0]["rule"] == rule
             assert entry["violations"][0]["where"] == where
         assert '"***" is not of type "boolean"' in entries[0]["violations"][0]["message"]
+        table = [line for line in on_screen(env, "sandbox", "requests", columns=160) if line]
+        assert "200 (1 violation)" in table[1]
+        assert "404 (2 violations)" in table[3]
         shown = run(env, "sandbox", "requests")
+        assert shown.returncode == 0, shown.stderr
+        assert "/is_muted" in shown.stdout  # the TSV's VIOLATIONS column
         code, log = proxy.stop()
     assert code == 0
     logged = violations_logged(log)
@@ -410,3 +417,49 @@ def _imports(home: Path, extra: list[str]) -> set[str]:
     )
     assert done.returncode == 0, done.stderr
     return set(done.stdout.split())
+
+
+def test_faults_and_latency_still_apply_in_front_of_the_upstream(tmp_path: Path) -> None:
+    with (
+        serving(new(tmp_path, "up")) as upstream,
+        serving(
+            new(tmp_path, "p"),
+            "--proxy-to",
+            upstream.url,
+            "--faults",
+            "1",
+            "--latency",
+            "150",
+            "--seed",
+            "5",
+        ) as proxy,
+    ):
+        with http(proxy.url) as client:
+            for _ in range(12):
+                started = time.monotonic()
+                with contextlib.suppress(httpx.HTTPError):  # an injected drop
+                    client.get(CONV)
+                assert time.monotonic() - started >= 0.15
+        entries = journal(cli_env(tmp_path / "c", proxy.url))
+        assert len(entries) == 12
+        assert all(entry["fault"] for entry in entries)
+        # Only a drop after the operation reaches the upstream; the others are the proxy's own.
+        reached = journal(cli_env(tmp_path / "d", upstream.url))
+        assert len(reached) == sum(entry["fault"] == "drop-after" for entry in entries)
+
+
+def test_a_path_with_a_dot_segment_is_not_forwarded(tmp_path: Path) -> None:
+    with (
+        serving(new(tmp_path, "up")) as upstream,
+        serving(new(tmp_path, "p"), "--proxy-to", upstream.url) as proxy,
+    ):
+        # Sent as is (an HTTP client would resolve the dots itself).
+        host, port = proxy.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=20) as sock:
+            sock.sendall(
+                b"GET /v1/../v1/conversations HTTP/1.1\r\nHost: x\r\n"
+                + f"Authorization: Bearer {TOKEN}\r\nConnection: close\r\n\r\n".encode()
+            )
+            head = sock.recv(4096)
+        assert head.startswith(b"HTTP/1.1 404 ")
+        assert journal(cli_env(tmp_path / "d", upstream.url)) == []
