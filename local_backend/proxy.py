@@ -70,20 +70,16 @@ class Proxy:
         self.timeout = timeout
         self.max_bytes = max_bytes
         self.contract = Contract.load()
-        self._client: httpx.AsyncClient | None = None
-
-    def _http(self) -> httpx.AsyncClient:
-        # Made on the server's event loop, on the first request (its connections belong there).
-        if self._client is None:
-            self._client = httpx.AsyncClient(
-                follow_redirects=False,
-                timeout=httpx.Timeout(self.timeout),
-                limits=httpx.Limits(max_connections=MAX_CONNECTIONS),
-                # The environment's proxy and .netrc are for the user's own clients; the
-                # upstream is named on the command line and its token comes from the client.
-                trust_env=False,
-            )
-        return self._client
+        # Made now, not on the first request (its TLS context takes a while to build); it
+        # connects on the server's event loop, when the first request comes.
+        self._client = httpx.AsyncClient(
+            follow_redirects=False,
+            timeout=httpx.Timeout(timeout),
+            limits=httpx.Limits(max_connections=MAX_CONNECTIONS),
+            # The environment's proxy and .netrc are for the user's own clients; the upstream
+            # is named on the command line and its token comes from the client.
+            trust_env=False,
+        )
 
     def check_request(
         self, method: str, path: str, query: str, headers: Sequence[tuple[str, str]], body: bytes
@@ -132,7 +128,7 @@ class Proxy:
         sent = [(name, value) for name, value in headers if name in FORWARDED_REQUEST]
         # No compressed answers: the cap counts the bytes as they arrive and as they are kept.
         sent.append(("accept-encoding", "identity"))
-        client = self._http()
+        client = self._client
         request = client.build_request(method, url, headers=sent, content=body or None)
         response = await client.send(request, stream=True)
         try:
