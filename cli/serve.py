@@ -153,8 +153,7 @@ def serve(
       convrisk serve --port 0 --seed 7 --clock 2025-01-01T00:00:00Z   # same ids, same times
       CONVRISK_SERVE_TOKEN=s3cret convrisk serve --log-format json
       convrisk serve --port 0 --load fixtures.jsonl
-      convrisk serve --port 0 --token "$REAL_TOKEN" --proxy-to https://api.example.com \\
-        --validate enforce
+      convrisk serve --port 0 --token "$T" --proxy-to https://api.example.com --validate enforce
     """
     import secrets
 
