@@ -220,7 +220,9 @@ def serve(
                     printer.notice(line)
         if chaos.active:
             printer.notice(f"convrisk serve: {_chaos_text(chaos)}")
-        for line in _repeatable_text(seed_number, sandbox_clock):
+        # In proxy mode the ids are the upstream's: --seed repeats the faults alone.
+        ids_seed = None if proxy is not None else seed_number
+        for line in _repeatable_text(ids_seed, sandbox_clock):
             printer.notice(f"convrisk serve: {line}")
         base = "export CONVRISK_BASE_URL=" + shlex.quote(_client_url(url))
         if stored is not None:

@@ -440,6 +440,7 @@ def test_faults_and_latency_still_apply_in_front_of_the_upstream(tmp_path: Path)
                 with contextlib.suppress(httpx.HTTPError):  # an injected drop
                     client.get(CONV)
                 assert time.monotonic() - started >= 0.15
+        assert not any("ids repeat" in line for line in proxy.banner)  # the upstream's ids
         entries = journal(cli_env(tmp_path / "c", proxy.url))
         assert len(entries) == 12
         assert all(entry["fault"] for entry in entries)
