@@ -499,6 +499,7 @@ class HTTPBackend:
             transport.scrub(answer.headers.get("Location", "")),
             gone=answer.gone,
             idempotency_key=key,
+            content_type=transport.scrub(answer.headers.get("Content-Type", "")),
         )
 
     @property

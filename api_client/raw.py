@@ -46,6 +46,8 @@ class RawAnswer:
     gone: bool = False
     # The Idempotency-Key the request carried (a POST's, made by the client), else None.
     idempotency_key: str | None = None
+    # The answer's Content-Type header as sent ("" when it had none).
+    content_type: str = ""
 
     @property
     def ok(self) -> bool:

@@ -80,6 +80,7 @@ class LazyGroup(OneSuggestion, TyperGroup):
             "history": _history_command,
             "undo": _undo_command,
             "sandbox": functools.partial(_sub_group, "sandbox", "sandbox"),
+            "check": _check_command,
         }
         lazy = LazyCommands(builders)
         for name, registered in self.commands.items():  # none today; kept if any are added
@@ -159,6 +160,18 @@ def _undo_command() -> Command:
 
     return typer.main.get_command_from_info(
         CommandInfo(name="undo", callback=undo, cls=Command),
+        pretty_exceptions_short=app.pretty_exceptions_short,
+        rich_markup_mode=app.rich_markup_mode,
+    )
+
+
+def _check_command() -> Command:
+    """`check`, built as `app.command("check")(check)` would build it."""
+    from .check import check
+    from .commands import Command
+
+    return typer.main.get_command_from_info(
+        CommandInfo(name="check", callback=check, cls=Command),
         pretty_exceptions_short=app.pretty_exceptions_short,
         rich_markup_mode=app.rich_markup_mode,
     )

@@ -60,6 +60,12 @@ class VerifyFailed(CliError):
     error_type = "verify_failed"
 
 
+class CheckFailed(CliError):
+    """`convrisk check` found the service answering otherwise than the sandbox (exit 1)."""
+
+    error_type = "check_failed"
+
+
 class OutputFailed(CliError):
     """stdout cannot be written (closed at start, a full disk, an I/O error): exit 1."""
 
@@ -269,7 +275,9 @@ def exit_code(exc: BaseException) -> int:
         return exit_code(exc.first)
     if isinstance(exc, UsageProblem | ClickException):
         return USAGE
-    if isinstance(exc, NotConfirmed | NotSet | JqFailed | ConfigLocked | VerifyFailed):
+    if isinstance(
+        exc, NotConfirmed | NotSet | JqFailed | ConfigLocked | VerifyFailed | CheckFailed
+    ):
         return FAILED
     if isinstance(exc, KeyboardInterrupt | Abort):
         return INTERRUPTED

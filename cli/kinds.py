@@ -379,3 +379,25 @@ REQUESTS = Kind(
     id_key="seq",
     never_cut=("seq",),
 )
+
+
+def _difference_line(row: Row) -> list[str]:
+    """One difference `convrisk check` found: `step name: what differs`."""
+    return [f"{row.get('step')}: {row.get('difference')}"]
+
+
+_DIFFERENCE_COLUMNS = (
+    Column("step", "STEP"),
+    Column("method", "METHOD"),
+    Column("target", "TARGET"),
+    Column("difference", "DIFFERENCE"),
+)
+# What `convrisk check` found: one row per difference, as a line in the table format.
+DIFFERENCES = Kind(
+    "difference",
+    "differences",
+    _DIFFERENCE_COLUMNS,
+    _DIFFERENCE_COLUMNS,
+    line=_difference_line,
+    formats=("table", "json", "jsonl", "csv"),
+)

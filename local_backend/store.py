@@ -120,7 +120,8 @@ class LocalBackend:
             reason = HTTPStatus(answer.status).phrase
         except ValueError:
             reason = ""
-        return RawAnswer(answer.status, b"" if method == "HEAD" else answer.body, reason)
+        body = b"" if method == "HEAD" else answer.body
+        return RawAnswer(answer.status, body, reason, content_type="application/json")
 
     def reset(self) -> None:
         """Remove every record of both resources and every idempotency key, in one transaction
