@@ -192,13 +192,3 @@ def test_operations_are_found_by_their_path_templates(contract: Contract) -> Non
     assert contract.operation("GET", "/v1/risk-profiles/rp_01/more") is None
     assert contract.operation("PATCH", "/v1/risk-profiles") is None
     assert Contract.load() is contract
-
-
-def test_a_401_without_www_authenticate_is_named(contract: Contract) -> None:
-    error = {"error": {"type": "authentication_error", "code": "x", "message": "m", "param": None}}
-    found = contract.check_answer(
-        "GET", "/v1/conversations", 401, dict([JSON_TYPE]), json.dumps(error).encode()
-    )
-    assert [v.line() for v in found] == [
-        "error-shape: no WWW-Authenticate header; the document requires one"
-    ]
