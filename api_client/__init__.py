@@ -29,7 +29,7 @@ if TYPE_CHECKING:
         ServiceError,
     )
     from .protocol import Backend
-    from .records import Conversation, Deleted, JsonPage, Page, Record, RiskProfile
+    from .records import Conversation, Deleted, IdPage, JsonPage, Page, Record, RiskProfile
 
 # The one place the version is written (pyproject.toml reads it without importing the package).
 __version__ = "0.1.0"
@@ -47,6 +47,7 @@ _LAZY = {
     "ServiceError": "errors",
     "Conversation": "records",
     "Deleted": "records",
+    "IdPage": "records",
     "JsonPage": "records",
     "Page": "records",
     "Record": "records",
@@ -79,6 +80,7 @@ __all__ = [
     "Conversation",
     "ConvriskError",
     "Deleted",
+    "IdPage",
     "InvalidRequestError",
     "JsonPage",
     "NotFoundError",

@@ -25,7 +25,16 @@ from .params import (
     check_risk_profile_update,
 )
 from .protocol import Backend, ResourceBackend
-from .records import Conversation, Created, Deleted, JsonPage, Page, Record, RiskProfile
+from .records import (
+    Conversation,
+    Created,
+    Deleted,
+    IdPage,
+    JsonPage,
+    Page,
+    Record,
+    RiskProfile,
+)
 
 if TYPE_CHECKING:
     from .raw import RawAnswer
@@ -155,6 +164,26 @@ class ResourceClient(Generic[M, C, U, F]):
             page["ids"] = page["ids"][:size]
 
         return paginate(fetch, lambda page: page["ids"][-1], cut, limit, starting_after, per_page)
+
+    def iter_id_pages(
+        self,
+        filters: F | None = None,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        page_size: int | None = None,
+    ) -> Iterator[IdPage]:
+        """`iter_pages` with each record as its id alone: the same pages, ids and errors; the
+        local backend reads the ids only, and builds no record."""
+        per_page, limit = self._check_iteration(limit, page_size)
+
+        def fetch(size: int, cursor: str | None) -> IdPage:
+            return self._backend.list_ids(filters, limit=size, starting_after=cursor)
+
+        def cut(page: IdPage, size: int) -> None:
+            page["data"] = page["data"][:size]
+
+        return paginate(fetch, lambda page: page["data"][-1], cut, limit, starting_after, per_page)
 
     def _check_iteration(self, limit: int | None, page_size: int | None) -> tuple[int, int | None]:
         """The page size to ask for, and the checked total."""

@@ -51,12 +51,14 @@ from .records import (
     Conversation,
     Created,
     Deleted,
+    IdPage,
     JsonPage,
     NotANumber,
     Page,
     Record,
     RiskProfile,
     ShapeError,
+    check_json_page,
     check_page,
     check_record,
     json_text,
@@ -226,19 +228,7 @@ class HTTPResource(Generic[M, C, U, F]):
     ) -> Page[M]:
         """One page; the service judges the cursors (its ids may have any form). A filter the
         interface lacks (`contact_id`) is applied here, on a scan of the pages (`scan_page`)."""
-        checked = check_filters(self._name, filters)
-        check_paging(self._name, limit, None, None)
-        if starting_after is not None and ending_before is not None:
-            raise InvalidRequestError(
-                "Give at most one of starting_after and ending_before.", param="ending_before"
-            )
-        cursors: dict[str, str] = {}
-        for key, cursor in (("starting_after", starting_after), ("ending_before", ending_before)):
-            checked_cursor = check_remote_cursor(self._name, key, cursor)
-            if checked_cursor is not None:
-                cursors[key] = checked_cursor
-        query = {k: _query_value(v) for k, v in checked.items() if k not in self._scanned}
-        kept = {k: v for k, v in checked.items() if k in self._scanned}
+        query, cursors, kept = self._list_query(filters, limit, starting_after, ending_before)
         if not kept:
             return self._page({**query, **cursors, "limit": str(limit)})
         columns = {self._scanned[name]: value for name, value in kept.items()}
@@ -260,6 +250,30 @@ class HTTPResource(Generic[M, C, U, F]):
             report=self._scan_report,
         )
         return cast("Page[M]", found)
+
+    def _list_query(
+        self,
+        filters: F | None,
+        limit: int,
+        starting_after: str | None,
+        ending_before: str | None,
+    ) -> tuple[dict[str, str], dict[str, str], dict[str, Any]]:
+        """A list's checked arguments: its query's filters, its cursors, and the filters the
+        interface lacks (applied on a scan)."""
+        checked = check_filters(self._name, filters)
+        check_paging(self._name, limit, None, None)
+        if starting_after is not None and ending_before is not None:
+            raise InvalidRequestError(
+                "Give at most one of starting_after and ending_before.", param="ending_before"
+            )
+        cursors: dict[str, str] = {}
+        for key, cursor in (("starting_after", starting_after), ("ending_before", ending_before)):
+            checked_cursor = check_remote_cursor(self._name, key, cursor)
+            if checked_cursor is not None:
+                cursors[key] = checked_cursor
+        query = {k: _query_value(v) for k, v in checked.items() if k not in self._scanned}
+        kept = {k: v for k, v in checked.items() if k in self._scanned}
+        return query, cursors, kept
 
     def scanned_filters(self, filters: F | None) -> tuple[str, ...]:
         """The given filters the interface lacks: a list applies them on a scan."""
@@ -286,13 +300,32 @@ class HTTPResource(Generic[M, C, U, F]):
         starting_after: str | None = None,
     ) -> JsonPage:
         """The page `list` returns, each record as its compact JSON text."""
+        query, cursors, kept = self._list_query(filters, limit, starting_after, None)
+        if kept:
+            items = self.list(filters, limit=limit, starting_after=starting_after)
+            return {
+                "has_more": items["has_more"],
+                "data": [json_text(item) for item in items["data"]],
+                "ids": [item["id"] for item in items["data"]],
+            }
+        response = self._t.request(
+            "GET", self._path, params={**query, **cursors, "limit": str(limit)}
+        )
+        what = f"a page of {self._noun}s"
+        data = _json_body(response, what)
+        result: JsonPage = _validate(check_json_page, data, response.status_code, what)
+        return result
+
+    def list_ids(
+        self,
+        filters: F | None = None,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        starting_after: str | None = None,
+    ) -> IdPage:
+        """The page `list` returns, as its records' ids (the service sends whole records)."""
         page = self.list(filters, limit=limit, starting_after=starting_after)
-        items = page["data"]
-        return {
-            "has_more": page["has_more"],
-            "data": [json_text(item) for item in items],
-            "ids": [item["id"] for item in items],
-        }
+        return {"has_more": page["has_more"], "data": [item["id"] for item in page["data"]]}
 
     def create(self, params: C, *, idempotency_key: str | None = None) -> M:
         """Create an object; the same Idempotency-Key is sent on each retry."""

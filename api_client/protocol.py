@@ -20,7 +20,16 @@ from .params import (
     RiskProfileFilters,
     RiskProfileUpdateParams,
 )
-from .records import Conversation, Created, Deleted, JsonPage, Page, Record, RiskProfile
+from .records import (
+    Conversation,
+    Created,
+    Deleted,
+    IdPage,
+    JsonPage,
+    Page,
+    Record,
+    RiskProfile,
+)
 
 if TYPE_CHECKING:
     from .raw import RawAnswer
@@ -57,6 +66,16 @@ class ResourceBackend(Protocol[M, C_contra, U_contra, F_contra]):
         starting_after: str | None = None,
     ) -> JsonPage:
         """The page `list` would return, as each record's `records.json_text()` and its id."""
+        ...
+
+    def list_ids(
+        self,
+        filters: F_contra | None = None,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        starting_after: str | None = None,
+    ) -> IdPage:
+        """The page `list` would return, as its records' ids alone."""
         ...
 
     def scanned_filters(self, filters: F_contra | None) -> tuple[str, ...]:

@@ -8,10 +8,11 @@ string (to page and to print ids), `has_more` a boolean and `data` a list of obj
 and no value nested deeper than `MAX_DETAILS_DEPTH` (to print it). Tables interpret values
 tolerantly; JSON output prints the dict as it is.
 
-pydantic checks a remote answer (DESIGN 4.1): `_edge()` builds two small models of what the
-client relies on, imported only when a remote answer arrives, and used only to check: the
-object returned is the one the service sent, never a model's dump. A local command builds no
-model at all.
+pydantic's core checks a remote answer (DESIGN 4.1): `_edge()` builds two small
+`pydantic_core` schema validators of what the client relies on (the same check as pydantic
+models, without importing pydantic itself), built only when a remote
+answer arrives, and used only to check: the object returned is the one the service sent, never
+the validator's output. A local command builds no validator at all.
 """
 
 from __future__ import annotations
@@ -61,6 +62,14 @@ class JsonPage(TypedDict):
     has_more: bool
     data: list[str]
     ids: list[str]
+
+
+class IdPage(TypedDict):
+    """One page of a list as its records' ids alone (`-o id` needs no more): `data[i]` is the
+    id of the record the same `list` call would return at `i`."""
+
+    has_more: bool
+    data: list[str]
 
 
 # The header on an answer replayed for a repeated Idempotency-Key (Stripe's name); value `true`.
@@ -122,39 +131,38 @@ class ShapeError(ValueError):
 
 @functools.cache
 def _edge() -> tuple[Any, Any]:
-    """The pydantic models of a record and a page, as far as the client relies on them."""
-    from typing import Annotated
+    """The validators of a record and a page, as far as the client relies on them."""
+    from pydantic_core import SchemaValidator
+    from pydantic_core import core_schema as cs
 
-    from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
-
-    class EdgeRecord(BaseModel):
-        """A record: an id that is a non-empty string (other fields are not the client's)."""
-
-        model_config = ConfigDict(extra="ignore")
-        id: Annotated[StrictStr, Field(min_length=1)]
-
-    class EdgePage(BaseModel):
-        """A page: has_more true or false, data an array of records."""
-
-        model_config = ConfigDict(extra="ignore")
-        has_more: StrictBool
-        data: list[EdgeRecord]
-
-    return EdgeRecord, EdgePage
+    # A record: an id that is a non-empty string (other fields are not the client's).
+    record = cs.typed_dict_schema(
+        {"id": cs.typed_dict_field(cs.str_schema(strict=True, min_length=1))},
+        extra_behavior="ignore",
+    )
+    # A page: has_more true or false, data an array of records.
+    page = cs.typed_dict_schema(
+        {
+            "has_more": cs.typed_dict_field(cs.bool_schema(strict=True)),
+            "data": cs.typed_dict_field(cs.list_schema(record, strict=True)),
+        },
+        extra_behavior="ignore",
+    )
+    return SchemaValidator(record), SchemaValidator(page)
 
 
 # What each field the client relies on must be, for messages.
 _WANTED = {"id": "a non-empty string", "has_more": "true or false", "data": "an array"}
 
 
-def _checked(model: Any, data: object, where: str) -> None:
-    """Validate `data` with a pydantic model; the first problem as a ShapeError naming it."""
-    from pydantic import ValidationError
+def _checked(validator: Any, data: object, where: str) -> None:
+    """Validate `data` with a pydantic_core validator; the first problem as a ShapeError."""
+    from pydantic_core import ValidationError
 
     if not isinstance(data, dict):
         raise ShapeError(where or "the body", f"a JSON object was expected, not {_kind(data)}")
     try:
-        model.model_validate(data)
+        validator.validate_python(data)
     except ValidationError as exc:
         loc = [str(part) for part in exc.errors(include_url=False)[0]["loc"]]
         parent: object = data
@@ -192,6 +200,27 @@ def check_page(data: object) -> dict[str, Any]:
     for index, item in enumerate(data["data"]):
         _not_too_deep(item, f"data.{index}")
     return data
+
+
+def check_json_page(data: object) -> JsonPage:
+    """`check_page` for a page printed as JSON text: each item as its `json_text`.
+
+    The same check and errors as check_page, but an item whose text holds no more brackets
+    than the depth limit is not walked for its depth: it cannot nest that deep.
+    """
+    _checked(_edge()[1], data, "")
+    assert isinstance(data, dict)
+    items = data["data"]
+    texts: list[str] = []
+    for index, item in enumerate(items):
+        try:
+            text = json_text(item)
+        except RecursionError:  # nested far deeper than the limit
+            text = "[" * (MAX_DETAILS_DEPTH + 1)
+        if text.count("{") + text.count("[") > MAX_DETAILS_DEPTH:
+            _not_too_deep(item, f"data.{index}")
+        texts.append(text)
+    return {"has_more": data["has_more"], "data": texts, "ids": [item["id"] for item in items]}
 
 
 def _wrong(data: dict[str, Any], name: str, wanted: str) -> str:

@@ -6,14 +6,17 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 from .errors import InvalidRequestError
-from .raw import RawAnswer
+
+if TYPE_CHECKING:
+    from .raw import RawAnswer
 
 PREFIX = "/__sandbox/"
-# The largest snapshot `restore` sends (the sandbox refuses more with 413).
+# The largest snapshot: `restore` sends no more, and the sandbox (local_backend.snapshot) takes
+# no more (413). 64 MiB is some 200,000 records, past any test fixture.
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 # The fields of a journal entry, in the order they are shown.
 REQUEST_FIELDS = (
@@ -31,7 +34,8 @@ REQUEST_FIELDS = (
     "violations",
 )
 
-Send = Callable[[str, str, bytes | None], RawAnswer]
+# A quoted name: `serve` reads MAX_SNAPSHOT_BYTES here without loading the HTTP answer's module.
+Send = Callable[[str, str, bytes | None], "RawAnswer"]
 
 
 class NotASandbox(InvalidRequestError):

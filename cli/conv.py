@@ -6,10 +6,10 @@ import typer
 
 from convrisk.api_client.resources import CONVERSATIONS as CONVERSATION_RESOURCE
 
-from . import bodies, complete, guard, values
+from . import bodies, complete, guard, values, verbs
 from . import options as opt
 from .context import app_context
-from .loops import delete_each, for_each_id, guard_ids, plan_create, plan_each_id, print_list
+from .loops import guard_ids, plan_create, plan_each_id
 from .resource_kinds import CONVERSATIONS
 
 if TYPE_CHECKING:
@@ -73,28 +73,25 @@ def list_(
       convrisk conv list --contact-id c_1 --all -o jsonl
       convrisk conv list --ending-before conv_01HV... --limit 20
     """
-    run = app_context(ctx)
-    total = values.total_wanted(limit, all_items)
-    after, before = values.cursors(starting_after, ending_before)
-    group = values.nonempty(group_id, "--group-id")
-    contact = values.nonempty(contact_id, _CONTACT_FILTER.option)
-    filters: ConversationFilters = {
-        "muted": muted,
-        "archived": archived,
-        "pinned": pinned,
-        "group_id": group,
-        "contact_id": contact,
-    }
-    print_list(
-        run,
-        CONVERSATIONS,
-        lambda client: client.conversations,
+
+    def filters() -> "ConversationFilters":
+        return {
+            "muted": muted,
+            "archived": archived,
+            "pinned": pinned,
+            "group_id": values.nonempty(group_id, "--group-id"),
+            "contact_id": values.nonempty(contact_id, _CONTACT_FILTER.option),
+        }
+
+    verbs.list_pages(
+        app_context(ctx),
+        "conversations",
         filters,
-        limit=total,
-        starting_after=after,
-        ending_before=before,
+        limit=limit,
+        all_items=all_items,
+        starting_after=starting_after,
+        ending_before=ending_before,
         output=output,
-        hint_more=not all_items,
     )
 
 
@@ -122,37 +119,24 @@ def create(
     run = app_context(ctx)
     params = bodies.conversation_party(contact_id, group_id)
     if dry_run:
-        return plan_create(run, CONVERSATIONS, params, lambda c: c.conversations, output)
+        return plan_create(run, CONVERSATIONS, params, verbs.resource_of("conversations"), output)
     printer = run.printer(output)
     guard.check_write(run, count=1, what="create a conversation", max_affected=None, yes=yes)
     printer.one(CONVERSATIONS, run.client().conversations.create(params))
 
 
-@app.command("get")
-def get(
-    ctx: typer.Context,
-    ids: opt.Ids,
-    output: opt.Output = None,
-    fields: ConvFields = None,
-    jq: opt.Jq = None,
-) -> None:
-    """Show conversations by id (several ids, or - to read them from stdin).
+app.command("get")(
+    verbs.get_command(
+        "conversations",
+        """Show conversations by id (several ids, or - to read them from stdin).
 
-    \b
-    Example:
-      convrisk conv get conv_01HV... -o json
-      convrisk conv list --muted -o id | convrisk conv get - -o jsonl
-    """
-    run = app_context(ctx)
-    id_list = values.id_list(ids)
-    client = run.client()
-    for_each_id(
-        run,
-        CONVERSATIONS,
-        id_list,
-        lambda id: client.conversations.retrieve(id),
-        output=output,
+        \b
+        Example:
+          convrisk conv get conv_01HV... -o json
+          convrisk conv list --muted -o id | convrisk conv get - -o jsonl
+        """,
     )
+)
 
 
 @app.command("update")
@@ -206,89 +190,44 @@ def update(
         pin, mute, archive, archived_at, pinned_message_id, clear_pinned_message
     )
     if dry_run:
-        resource = lambda c: c.conversations  # noqa: E731
+        resource = verbs.resource_of("conversations")
         return plan_each_id(run, CONVERSATIONS, id_list, "update", changes, resource, output)
     guard_ids(run, id_list, f"update {CONVERSATIONS.plural}", cap, yes)
-    client = run.client()
-    for_each_id(
-        run,
-        CONVERSATIONS,
-        id_list,
-        lambda id: client.conversations.update(id, changes),
-        output=output,
+    verbs.update_each(run, "conversations", id_list, changes, output)
+
+
+app.command("delete")(
+    verbs.delete_command(
+        "conversations",
+        """Delete conversations and all their messages, for good (asks first on a terminal).
+
+        Archiving (conv update --archive) is the reversible alternative.
+
+        \b
+        Example:
+          convrisk conv delete conv_01HV...
+          convrisk conv list --archived --all -o id | convrisk conv delete - --yes
+          convrisk conv list --muted --all -o id | convrisk conv delete - --dry-run
+        """,
     )
+)
+app.command("import")(
+    verbs.import_command(
+        "conversations",
+        """Create or update conversations from a file: one record per JSON line or CSV row.
 
+        A record without id is a create (contact_id or group_id); with id, an update of the
+        fields it carries (pinned_message_id, is_pinned, is_muted, archived_at). One result per
+        record (JSON lines when piped); each failure is reported with its line and the rest go
+        on. Run it again after an interruption: records already created are not created twice.
 
-@app.command("delete")
-def delete(
-    ctx: typer.Context,
-    ids: opt.Ids,
-    yes: opt.Yes = False,
-    dry_run: opt.DryRun = False,
-    max_affected: opt.MaxAffected = None,
-    output: opt.Output = None,
-    fields: opt.DeletionFields = None,
-    jq: opt.Jq = None,
-) -> None:
-    """Delete conversations and all their messages, for good (asks first on a terminal).
-
-    Archiving (conv update --archive) is the reversible alternative.
-
-    \b
-    Example:
-      convrisk conv delete conv_01HV...
-      convrisk conv list --archived --all -o id | convrisk conv delete - --yes
-      convrisk conv list --muted --all -o id | convrisk conv delete - --dry-run
-    """
-    run = app_context(ctx)
-    id_list = values.id_list(ids)
-    cap = opt.max_affected(max_affected)
-    resource = lambda c: c.conversations  # noqa: E731
-    delete_each(
-        run, CONVERSATIONS, id_list, yes, output, resource, dry_run=dry_run, max_affected=cap
+        \b
+        Example:
+          convrisk conv import conversations.jsonl > results.jsonl
+          convrisk conv import changes.csv --dry-run
+          convrisk conv list --muted --all -o jsonl | jq -c '{id, is_muted: false}' \\
+            | convrisk conv import - --stop-on-error
+          convrisk --db a.db conv list --all -o jsonl | convrisk --db b.db conv import - --copy
+        """,
     )
-
-
-@app.command("import")
-def import_(
-    ctx: typer.Context,
-    file: opt.ImportFile,
-    file_format: opt.ImportFormat = None,
-    dry_run: opt.DryRun = False,
-    stop_on_error: opt.StopOnError = False,
-    copy: opt.Copy = False,
-    yes: opt.WriteYes = False,
-    max_affected: opt.MaxAffected = None,
-    output: opt.Output = None,
-    jq: opt.Jq = None,
-) -> None:
-    """Create or update conversations from a file: one record per JSON line or CSV row.
-
-    A record without id is a create (contact_id or group_id); with id, an update of the fields
-    it carries (pinned_message_id, is_pinned, is_muted, archived_at). One result per record
-    (JSON lines when piped); each failure is reported with its line and the rest go on. Run it
-    again after an interruption: records already created are not created twice.
-
-    \b
-    Example:
-      convrisk conv import conversations.jsonl > results.jsonl
-      convrisk conv import changes.csv --dry-run
-      convrisk conv list --muted --all -o jsonl | jq -c '{id, is_muted: false}' \\
-        | convrisk conv import - --stop-on-error
-      convrisk --db a.db conv list --all -o jsonl | convrisk --db b.db conv import - --copy
-    """
-    from .importer import CONVERSATION_IMPORT, import_file
-
-    run = app_context(ctx)
-    import_file(
-        run,
-        CONVERSATION_IMPORT,
-        file,
-        file_format,
-        dry_run=dry_run,
-        stop_on_error=stop_on_error,
-        output=output,
-        copy=copy,
-        yes=yes,
-        max_affected=opt.max_affected(max_affected),
-    )
+)

@@ -105,6 +105,8 @@ def import_spec(kind: Kind, resource: Resource) -> ImportSpec:
 
 CONVERSATION_IMPORT = import_spec(CONVERSATIONS, resources.CONVERSATIONS)
 RISK_PROFILE_IMPORT = import_spec(RISK_PROFILES, resources.RISK_PROFILES)
+# By resource name.
+IMPORTS = {"conversations": CONVERSATION_IMPORT, "risk_profiles": RISK_PROFILE_IMPORT}
 
 
 # What ends a batch early: False (go on), True (--stop-on-error met a failed record), or an

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
         RiskProfilesBackend,
     )
     from convrisk.api_client.raw import RawAnswer
-    from convrisk.api_client.records import Deleted, JsonPage, Page
+    from convrisk.api_client.records import Deleted, IdPage, JsonPage, Page
 
     from .journal import Entry, Operation, Outcome
 
@@ -310,6 +310,16 @@ class JournaledResource(Generic[M, C, U, F]):
     ) -> JsonPage:
         """One page as JSON texts, as the wrapped backend gives it."""
         return self._inner.list_json(filters, limit=limit, starting_after=starting_after)
+
+    def list_ids(
+        self,
+        filters: F | None = None,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        starting_after: str | None = None,
+    ) -> IdPage:
+        """One page as ids, as the wrapped backend gives it."""
+        return self._inner.list_ids(filters, limit=limit, starting_after=starting_after)
 
     def scanned_filters(self, filters: F | None) -> tuple[str, ...]:
         """The filters a list applies by a scan, as the wrapped backend says."""

@@ -51,7 +51,10 @@ def print_list(
             )
         )
     try:
-        if printer.takes_json_text() and ending_before is None:
+        if printer.takes_ids() and ending_before is None:
+            ids = target.iter_id_pages(filters, limit=limit, starting_after=starting_after)
+            printer.id_pages(kind, ids, hint_more=hint_more, cursor_option=going_on)
+        elif printer.takes_json_text() and ending_before is None:
             texts = target.iter_json_pages(filters, limit=limit, starting_after=starting_after)
             printer.json_pages(kind, texts, hint_more=hint_more, cursor_option=going_on)
         else:

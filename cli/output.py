@@ -21,7 +21,7 @@ import contextlib
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING, Literal, TypeVar, cast
 
 from .cells import json_text, shown
 from .errors import ErrorInfo, JqFailed, OutputFailed, StdoutClosed, UsageProblem
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
-    from convrisk.api_client.records import JsonPage, Page, Record
+    from convrisk.api_client.records import IdPage, JsonPage, Page, Record
 
     from .shape import Shape
 
@@ -410,6 +410,10 @@ class Printer:
             return self.shape.fields is None and self.shape.jq is not None
         return self.fmt == "jsonl" or (self.fmt == "json" and not self.stdout_is_terminal())
 
+    def takes_ids(self) -> bool:
+        """Whether a list's pages may come as ids alone (`IdPage`): its output is `-o id`."""
+        return self.shape is None and self.fmt == "id"
+
     def pages(
         self,
         kind: Kind,
@@ -426,7 +430,7 @@ class Printer:
         after printing something says on stderr how to go on from the last item printed, then
         fails as it would.
         """
-        self._pages(kind, pages, hint_more=hint_more, text=False, cursor_option=cursor_option)
+        self._pages(kind, pages, hint_more=hint_more, given="records", cursor_option=cursor_option)
 
     def json_pages(
         self,
@@ -438,15 +442,26 @@ class Printer:
     ) -> None:
         """`pages` for pages of JSON text (when `takes_json_text()`): written as they are, or
         given to --jq as they are."""
-        self._pages(kind, pages, hint_more=hint_more, text=True, cursor_option=cursor_option)
+        self._pages(kind, pages, hint_more=hint_more, given="json", cursor_option=cursor_option)
+
+    def id_pages(
+        self,
+        kind: Kind,
+        pages: Iterable[IdPage],
+        *,
+        hint_more: bool,
+        cursor_option: str = "--starting-after",
+    ) -> None:
+        """`pages` for pages of ids alone (when `takes_ids()`)."""
+        self._pages(kind, pages, hint_more=hint_more, given="ids", cursor_option=cursor_option)
 
     def _pages(
         self,
         kind: Kind,
-        pages: Iterable[Page[R]] | Iterable[JsonPage],
+        pages: Iterable[Page[R]] | Iterable[JsonPage] | Iterable[IdPage],
         *,
         hint_more: bool,
-        text: bool,
+        given: Literal["records", "json", "ids"],
         cursor_option: str,
     ) -> None:
         count = 0
@@ -456,10 +471,15 @@ class Printer:
         try:
             with self.records(kind, many=True) as sink:
                 for page in pages:
-                    if text:
+                    if given == "ids":
+                        ids = cast("IdPage", page)["data"]
+                        sink.write_ids(ids)
+                        size = len(ids)
+                    elif given == "json":
                         text_page = cast("JsonPage", page)
                         sink.write_json(text_page["data"])
                         ids = text_page["ids"]
+                        size = len(ids)
                     else:
                         records = cast("Page[R]", page)["data"]
                         sink.write(records)
@@ -469,8 +489,9 @@ class Printer:
                             for r in records[-1:]
                             if isinstance(r, dict) and isinstance(r.get("id"), str)
                         ]
+                        size = len(records)
                     last_id = ids[-1] if ids else last_id
-                    count += len(page["data"])
+                    count += size
                     has_more = page["has_more"]
                     if has_more:
                         noun = kind.noun if count == 1 else kind.plural

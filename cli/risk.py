@@ -6,10 +6,10 @@ import typer
 
 from convrisk.api_client.resources import RISK_PROFILES as RISK_PROFILE_RESOURCE
 
-from . import bodies, complete, guard, values
+from . import bodies, complete, guard, values, verbs
 from . import options as opt
 from .context import app_context
-from .loops import delete_each, for_each_id, guard_ids, plan_create, plan_each_id, print_list
+from .loops import guard_ids, plan_create, plan_each_id
 from .resource_kinds import RISK_PROFILES
 
 if TYPE_CHECKING:
@@ -59,23 +59,22 @@ def list_(
       convrisk risk list --all -o csv > risk-profiles.csv
       convrisk risk list --customer-id cus_1 --ending-before rp_01HV... --all
     """
-    run = app_context(ctx)
-    total = values.total_wanted(limit, all_items)
-    after, before = values.cursors(starting_after, ending_before)
-    filters: RiskProfileFilters = {
-        "customer_id": values.nonempty(customer_id, "--customer-id"),
-        "profile_type": values.nonempty(profile_type, "--profile-type"),
-    }
-    print_list(
-        run,
-        RISK_PROFILES,
-        lambda client: client.risk_profiles,
+
+    def filters() -> "RiskProfileFilters":
+        return {
+            "customer_id": values.nonempty(customer_id, "--customer-id"),
+            "profile_type": values.nonempty(profile_type, "--profile-type"),
+        }
+
+    verbs.list_pages(
+        app_context(ctx),
+        "risk_profiles",
         filters,
-        limit=total,
-        starting_after=after,
-        ending_before=before,
+        limit=limit,
+        all_items=all_items,
+        starting_after=starting_after,
+        ending_before=ending_before,
         output=output,
-        hint_more=not all_items,
     )
 
 
@@ -120,38 +119,25 @@ def create(
         run.printer(output).reading_stdin("--details (a JSON object)")
     params = bodies.risk_profile_fields(customer_id, profile_type, score, details)
     if dry_run:
-        return plan_create(run, RISK_PROFILES, params, lambda c: c.risk_profiles, output)
+        return plan_create(run, RISK_PROFILES, params, verbs.resource_of("risk_profiles"), output)
     printer = run.printer(output)
     stdin_free = details != "-"
     guard.check_write(run, count=1, what=what, max_affected=None, yes=yes, stdin_free=stdin_free)
     printer.one(RISK_PROFILES, run.client().risk_profiles.create(params))
 
 
-@app.command("get")
-def get(
-    ctx: typer.Context,
-    ids: opt.Ids,
-    output: opt.Output = None,
-    fields: RiskFields = None,
-    jq: opt.Jq = None,
-) -> None:
-    """Show risk profiles by id (several ids, or - to read them from stdin).
+app.command("get")(
+    verbs.get_command(
+        "risk_profiles",
+        """Show risk profiles by id (several ids, or - to read them from stdin).
 
-    \b
-    Example:
-      convrisk risk get rp_01HV... -o json
-      convrisk risk list --customer-id cus_1 -o id | convrisk risk get - -o jsonl
-    """
-    run = app_context(ctx)
-    id_list = values.id_list(ids)
-    client = run.client()
-    for_each_id(
-        run,
-        RISK_PROFILES,
-        id_list,
-        lambda id: client.risk_profiles.retrieve(id),
-        output=output,
+        \b
+        Example:
+          convrisk risk get rp_01HV... -o json
+          convrisk risk list --customer-id cus_1 -o id | convrisk risk get - -o jsonl
+        """,
     )
+)
 
 
 @app.command("update")
@@ -188,7 +174,7 @@ def update(
         run.printer(output).reading_stdin("--details (a JSON object)")
     changes = bodies.risk_profile_changes(profile_type, score, details)
     if dry_run:
-        resource = lambda c: c.risk_profiles  # noqa: E731
+        resource = verbs.resource_of("risk_profiles")
         return plan_each_id(run, RISK_PROFILES, id_list, "update", changes, resource, output)
     if details == "-":
         guard.check_write(
@@ -196,84 +182,39 @@ def update(
         )
     else:
         guard_ids(run, id_list, what, cap, yes)
-    client = run.client()
-    for_each_id(
-        run,
-        RISK_PROFILES,
-        id_list,
-        lambda id: client.risk_profiles.update(id, changes),
-        output=output,
+    verbs.update_each(run, "risk_profiles", id_list, changes, output)
+
+
+app.command("delete")(
+    verbs.delete_command(
+        "risk_profiles",
+        """Delete risk profiles and all their data, for good (asks first on a terminal).
+
+        \b
+        Example:
+          convrisk risk delete rp_01HV...
+          convrisk risk list --customer-id cus_1 --all -o id | convrisk risk delete - --yes
+          convrisk risk delete rp_01HV... rp_01HW... --dry-run -o json
+        """,
     )
+)
+app.command("import")(
+    verbs.import_command(
+        "risk_profiles",
+        """Create or update risk profiles from a file: one record per JSON line or CSV row.
 
+        A record without id is a create (customer_id, profile_type, score, details; details
+        default to {}); with id, an update of the fields it carries (profile_type, score,
+        details). One result per record (JSON lines when piped); each failure is reported with
+        its line and the rest go on. Run it again after an interruption: records already
+        created are not created twice.
 
-@app.command("delete")
-def delete(
-    ctx: typer.Context,
-    ids: opt.Ids,
-    yes: opt.Yes = False,
-    dry_run: opt.DryRun = False,
-    max_affected: opt.MaxAffected = None,
-    output: opt.Output = None,
-    fields: opt.DeletionFields = None,
-    jq: opt.Jq = None,
-) -> None:
-    """Delete risk profiles and all their data, for good (asks first on a terminal).
-
-    \b
-    Example:
-      convrisk risk delete rp_01HV...
-      convrisk risk list --customer-id cus_1 --all -o id | convrisk risk delete - --yes
-      convrisk risk delete rp_01HV... rp_01HW... --dry-run -o json
-    """
-    run = app_context(ctx)
-    id_list = values.id_list(ids)
-    cap = opt.max_affected(max_affected)
-    resource = lambda c: c.risk_profiles  # noqa: E731
-    delete_each(
-        run, RISK_PROFILES, id_list, yes, output, resource, dry_run=dry_run, max_affected=cap
+        \b
+        Example:
+          convrisk risk import profiles.csv
+          convrisk risk import profiles.jsonl --dry-run -o json
+          convrisk risk import - --format csv --stop-on-error < profiles.csv
+          convrisk --db a.db risk list --all -o jsonl | convrisk --db b.db risk import - --copy
+        """,
     )
-
-
-@app.command("import")
-def import_(
-    ctx: typer.Context,
-    file: opt.ImportFile,
-    file_format: opt.ImportFormat = None,
-    dry_run: opt.DryRun = False,
-    stop_on_error: opt.StopOnError = False,
-    copy: opt.Copy = False,
-    yes: opt.WriteYes = False,
-    max_affected: opt.MaxAffected = None,
-    output: opt.Output = None,
-    jq: opt.Jq = None,
-) -> None:
-    """Create or update risk profiles from a file: one record per JSON line or CSV row.
-
-    A record without id is a create (customer_id, profile_type, score, details; details default
-    to {}); with id, an update of the fields it carries (profile_type, score, details). One
-    result per record (JSON lines when piped); each failure is reported with its line and the
-    rest go on. Run it again after an interruption: records already created are not created
-    twice.
-
-    \b
-    Example:
-      convrisk risk import profiles.csv
-      convrisk risk import profiles.jsonl --dry-run -o json
-      convrisk risk import - --format csv --stop-on-error < profiles.csv
-      convrisk --db a.db risk list --all -o jsonl | convrisk --db b.db risk import - --copy
-    """
-    from .importer import RISK_PROFILE_IMPORT, import_file
-
-    run = app_context(ctx)
-    import_file(
-        run,
-        RISK_PROFILE_IMPORT,
-        file,
-        file_format,
-        dry_run=dry_run,
-        stop_on_error=stop_on_error,
-        output=output,
-        copy=copy,
-        yes=yes,
-        max_affected=opt.max_affected(max_affected),
-    )
+)

@@ -309,7 +309,8 @@ def _shown(entry: dict[str, Any]) -> str:
 @app.command("reset")
 def reset(ctx: typer.Context, yes: opt.WriteYes = False) -> None:
     """Empty the sandbox: every conversation and risk profile, the idempotency keys, and the
-    request journal.
+    request journal. The ids of `serve --seed` and the time of `serve --clock` start over, so
+    each test that resets first gets the same ids and times.
 
     \b
     Example:

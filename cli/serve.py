@@ -72,7 +72,8 @@ def serve(
             "--seed",
             metavar="N",
             help="Seed of --faults, --latency and ids: the same requests get the same faults "
-            "and the same ids (default: a random seed for faults, printed at start; random ids).",
+            "and the same ids (default: a random seed for faults, printed at start; random ids). "
+            "`sandbox reset` starts the ids (and --clock's time) over.",
             show_default=False,
         ),
     ] = None,
@@ -357,13 +358,14 @@ def _proxy_text(proxy: Proxy) -> list[tuple[str, str]]:
 def _snapshot_rows(path: str) -> dict[str, list[dict[str, Any]]]:
     """--load FILE read and checked whole (local_backend.snapshot); a usage error otherwise."""
     from convrisk.api_client.errors import InvalidRequestError
+    from convrisk.api_client.sandbox import MAX_SNAPSHOT_BYTES
     from convrisk.api_client.text import printable
     from convrisk.local_backend import snapshot
 
     shown = printable(path)
     try:
         with open(path, "rb") as file:
-            data = file.read(snapshot.MAX_SNAPSHOT_BYTES + 1)
+            data = file.read(MAX_SNAPSHOT_BYTES + 1)
     except OSError as exc:
         raise UsageProblem(f"--load {shown}: {exc.strerror or exc}.", param="--load") from None
     try:

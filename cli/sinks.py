@@ -55,6 +55,10 @@ class Sink:
         """The text of rows given as compact JSON: what `render` gives for the same rows."""
         raise NotImplementedError(f"{type(self).__name__} does not take JSON text")
 
+    def write_ids(self, ids: Sequence[str]) -> None:
+        """Print rows given as their ids alone (`-o id`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not take ids alone")
+
     def close(self) -> None:
         """Finish the output (close a JSON array, print a lone header)."""
 
@@ -72,6 +76,9 @@ class NullSink(Sink):
         """Print nothing."""
 
     def write_json(self, texts: Sequence[str]) -> None:
+        """Print nothing."""
+
+    def write_ids(self, ids: Sequence[str]) -> None:
         """Print nothing."""
 
 
@@ -134,6 +141,12 @@ class IdSink(Sink):
         one (a planned create, a failed import record) are left out."""
         key = self.kind.id_key
         return "".join(shown(str(row[key])) + "\n" for row in rows if row.get(key) is not None)
+
+    def write_ids(self, ids: Sequence[str]) -> None:
+        """Print rows given as their ids alone: what `write` prints for the same rows."""
+        if ids:
+            self.out.write("".join(shown(id) + "\n" for id in ids))
+            self.count += len(ids)
 
 
 class LineSink(Sink):

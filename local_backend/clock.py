@@ -38,3 +38,8 @@ class SandboxClock:
             stamp = self.start + self._stamps * self.step
             self._stamps += 1
         return float(stamp)
+
+    def rewind(self) -> None:
+        """Back to the start: the next stamp is `start` again (a sandbox reset)."""
+        with self._lock:
+            self._stamps = 0

@@ -55,12 +55,22 @@ def system_randomness() -> int:
     return int.from_bytes(os.urandom(RANDOM_BITS // 8), "big")
 
 
-def seeded_randomness(seed: str) -> Randomness:
+class SeededRandomness:
     """A repeatable stream of 80-bit numbers: the same seed, the same sequence."""
-    import random  # here: only a seeded `serve` needs it
 
-    rng = random.Random(seed)
-    return lambda: rng.getrandbits(RANDOM_BITS)
+    def __init__(self, seed: str) -> None:
+        import random  # here: only a seeded `serve` needs it
+
+        self._seed = seed
+        self._rng = random.Random(seed)
+
+    def __call__(self) -> int:
+        """The next number of the stream."""
+        return self._rng.getrandbits(RANDOM_BITS)
+
+    def rewind(self) -> None:
+        """Start the stream over from its first number."""
+        self._rng.seed(self._seed)
 
 
 def number_at(millis: int, randomness: int | None = None) -> int:
@@ -104,6 +114,16 @@ class IdSource:
         at = millis if self.fixed_millis is None else self.fixed_millis
         return next_number(at, last, self.randomness)
 
+    @property
+    def repeatable(self) -> bool:
+        """Whether the ids come from a seeded stream, which `rewind` starts over."""
+        return isinstance(self.randomness, SeededRandomness)
+
+    def rewind(self) -> None:
+        """Start a seeded stream over (a sandbox reset); the system's randomness has no start."""
+        if isinstance(self.randomness, SeededRandomness):
+            self.randomness.rewind()
+
 
 SYSTEM = IdSource()
 
@@ -111,7 +131,7 @@ SYSTEM = IdSource()
 def seeded(seed: int, resource: str, *, fixed_millis: int | None = None) -> IdSource:
     """The repeatable ids of one resource under `serve --seed`: a stream of its own, so each
     resource's ids depend only on its own creates."""
-    return IdSource(seeded_randomness(f"ids:{resource}:{seed}"), fixed_millis)
+    return IdSource(SeededRandomness(f"ids:{resource}:{seed}"), fixed_millis)
 
 
 def id_at(prefix: str, millis: int) -> str:

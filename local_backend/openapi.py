@@ -31,6 +31,7 @@ from convrisk.api_client.params import (
 )
 from convrisk.api_client.records import REPLAYED_HEADER, Deleted
 from convrisk.api_client.resources import ID_BODY_LENGTH, RESOURCES, Field, Resource
+from convrisk.api_client.sandbox import MAX_SNAPSHOT_BYTES
 
 from .request_journal import (
     BODY_CUT,
@@ -41,7 +42,6 @@ from .request_journal import (
     SNAPSHOT_PATH,
     VIOLATION_RULES,
 )
-from .snapshot import MAX_SNAPSHOT_BYTES
 from .snapshot import ORDER as SNAPSHOT_ORDER
 
 SANDBOX_TAG = "sandbox"
@@ -460,6 +460,8 @@ def _sandbox_paths() -> dict[str, Any]:
             "post": {
                 "operationId": "sandbox_reset",
                 "summary": "Empty the store (both resources, idempotency keys) and the requests",
+                "description": "Also rewinds `serve --clock` and the ids of `serve --seed` to "
+                "where they started, so each test after a reset gets the same ids and times.",
                 "tags": [SANDBOX_TAG],
                 "responses": {**_ok("SandboxReset", "The store is empty."), **store_errors},
             },

@@ -33,7 +33,15 @@ from convrisk.api_client.params import (
     check_text,
     exceeds_depth,
 )
-from convrisk.api_client.records import Created, Deleted, JsonPage, Page, Record, load_json
+from convrisk.api_client.records import (
+    Created,
+    Deleted,
+    IdPage,
+    JsonPage,
+    Page,
+    Record,
+    load_json,
+)
 from convrisk.api_client.records import json_text as record_json
 
 from . import ids
@@ -99,6 +107,7 @@ class TableResource(Generic[M, C, U, F]):
         self._ids = id_source
         self._select = f"SELECT {', '.join(spec.columns)} FROM {spec.table}"
         self._select_json = f"SELECT id, {spec.json_sql} FROM {spec.table}"
+        self._select_ids = f"SELECT id FROM {spec.table}"
         self._keys = IdempotencyKeys(spec.name, spec.json_columns)
         self._json_pages = JsonPages(
             db, lambda conn, object_id: record_json(self._fetch(conn, object_id))
@@ -148,6 +157,21 @@ class TableResource(Generic[M, C, U, F]):
             "data": [record_json(record) for record in records],
             "ids": [record["id"] for record in records],
         }
+
+    def list_ids(
+        self,
+        filters: F | None = None,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        starting_after: str | None = None,
+    ) -> IdPage:
+        """The page `list` returns, as its records' ids: the ids alone are read."""
+        sql, args = self.list_sql(
+            filters, limit=limit, starting_after=starting_after, select=self._select_ids
+        )
+        size = args[-1] - 1
+        rows = self._db.read(lambda conn: conn.execute(sql, args).fetchall())
+        return {"has_more": len(rows) > size, "data": [row[0] for row in rows[:size]]}
 
     def list_sql(
         self,

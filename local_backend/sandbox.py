@@ -12,6 +12,7 @@ from concurrent.futures import Executor
 from typing import Protocol, runtime_checkable
 from urllib.parse import parse_qsl
 
+from convrisk.api_client import sandbox as sandbox_api
 from convrisk.api_client.errors import InvalidRequestError, NotFoundError
 from convrisk.api_client.text import printable
 
@@ -46,7 +47,7 @@ class SandboxStore(Protocol):
     """A backend the sandbox can empty, copy and replace (LocalBackend)."""
 
     def reset(self) -> None:
-        """Remove every record and idempotency key."""
+        """Remove every record and idempotency key; rewind the clock and seeded ids."""
 
     def snapshot(self) -> list[str]:
         """The whole store as snapshot lines."""
@@ -100,7 +101,7 @@ class Sandbox:
             if path == SNAPSHOT_PATH:
                 return await self._snapshot()
             if path == RESTORE_PATH:
-                body = await read_body(snapshot.MAX_SNAPSHOT_BYTES, snapshot.too_large)
+                body = await read_body(sandbox_api.MAX_SNAPSHOT_BYTES, snapshot.too_large)
                 return body if isinstance(body, Answer) else await self._restore(body)
             if method == "DELETE":
                 return json_answer(200, {"cleared": self.journal.clear()})

@@ -283,12 +283,6 @@ def run_server(
         stamps=clock,
         id_sources=id_sources,
     )
-    if load is not None:
-        try:
-            backend.restore(load)
-        except BaseException:
-            backend.close()
-            raise
     previous: dict[signal.Signals, Any] = {}
     watchdog: threading.Timer | None = None
     try:
@@ -306,6 +300,14 @@ def run_server(
         except OSError as exc:
             reason = exc.strerror or str(exc)
             raise ConvriskError(f"Cannot listen on {host} port {port}: {reason}.") from None
+        if load is not None:
+            # Only once the port is bound (nothing is served yet): a start that fails leaves
+            # the file's records as they were.
+            try:
+                backend.restore(load)
+            except BaseException:
+                server.server_close()
+                raise
         if threading.current_thread() is threading.main_thread():
             for signum in (signal.SIGINT, signal.SIGTERM):
                 previous[signum] = signal.signal(signum, on_signal)

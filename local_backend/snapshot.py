@@ -11,16 +11,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from convrisk.api_client import sandbox as sandbox_api
 from convrisk.api_client.errors import InvalidRequestError
 from convrisk.api_client.params import MAX_TIMESTAMP, check_id
 from convrisk.api_client.records import json_text
 from convrisk.api_client.resources import RESOURCES, Resource, ResourceName
 
+from . import ids
 from .resource import Columns
 from .table_spec import table_spec
 
-# The largest snapshot taken: 64 MiB is some 200,000 records, past any test fixture.
-MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
+# The latest creation time an id carries, in milliseconds.
+LAST_ID_MILLIS = MAX_TIMESTAMP * 1000 + 999
 # Resources in snapshot order.
 ORDER: tuple[ResourceName, ...] = ("conversations", "risk_profiles")
 
@@ -31,16 +33,17 @@ def line(resource: str, record: dict[str, Any]) -> str:
 
 
 def too_large() -> InvalidRequestError:
-    """The 413 of a snapshot over MAX_SNAPSHOT_BYTES."""
+    """The 413 of a snapshot over api_client.sandbox.MAX_SNAPSHOT_BYTES."""
+    limit = sandbox_api.MAX_SNAPSHOT_BYTES
     return InvalidRequestError(
-        f"The snapshot is too large: over the limit of {MAX_SNAPSHOT_BYTES} bytes.", status=413
+        f"The snapshot is too large: over the limit of {limit} bytes.", status=413
     )
 
 
 def parse(data: bytes) -> dict[str, list[Columns]]:
     """The rows of each table a snapshot holds, in its order; InvalidRequestError naming the
     first bad line (not UTF-8, not JSON, not a record of its resource, an id seen before)."""
-    if len(data) > MAX_SNAPSHOT_BYTES:
+    if len(data) > sandbox_api.MAX_SNAPSHOT_BYTES:
         raise too_large()
     try:
         text = data.decode("utf-8")
@@ -82,6 +85,20 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def _restorable_id(resource: Resource, value: object) -> str:
+    """An id of the form this service mints, whose time is one it could have stamped: the ids
+    made after it (above it, see LocalBackend.restore) must not run out of numbers."""
+    object_id = check_id(resource.name, value)
+    number = ids.parse(resource.prefix, object_id)
+    if number is None or ids.time_of(number) > LAST_ID_MILLIS:
+        raise InvalidRequestError(
+            f"id {object_id} carries a time past the last timestamp ({MAX_TIMESTAMP}): "
+            f"not an id this service mints.",
+            param="id",
+        )
+    return object_id
+
+
 def _columns(resource: Resource, item: dict[str, Any]) -> Columns:
     """The column values of one record of `resource`, checked as a create and an update would
     check them, its read-only fields by type."""
@@ -95,7 +112,7 @@ def _columns(resource: Resource, item: dict[str, Any]) -> Columns:
     spec = table_spec(resource)
     creatable = {f.name for f in resource.creatable()}
     updatable = {f.name for f in resource.updatable()} - creatable
-    columns: Columns = {"id": check_id(resource.name, item["id"])}
+    columns: Columns = {"id": _restorable_id(resource, item["id"])}
     columns |= spec.create_values({k: v for k, v in item.items() if k in creatable})
     columns |= spec.update_values({k: v for k, v in item.items() if k in updatable})
     for field in resource.fields:

@@ -29,7 +29,6 @@ from convrisk.api_client.resources import RESOURCES
 
 from . import conversations as _conversations
 from . import risk_profiles as _risk_profiles
-from . import snapshot
 from .database import BUSY_TIMEOUT_SECONDS, Database
 from .ids import SYSTEM, IdSource
 from .json_export import register_sql_functions
@@ -39,6 +38,7 @@ from .table_spec import table_spec
 if TYPE_CHECKING:
     from convrisk.api_client.raw import RawAnswer
 
+    from .clock import SandboxClock
     from .wire import Wire
 
 ConversationsResource = TableResource[
@@ -64,7 +64,7 @@ class LocalBackend:
         path: str | os.PathLike[str],
         *,
         clock: Callable[[], float] = time.time,
-        stamps: Callable[[], float] | None = None,
+        stamps: SandboxClock | None = None,
         id_sources: Mapping[str, IdSource] | None = None,
         busy_timeout: float = BUSY_TIMEOUT_SECONDS,
     ) -> None:
@@ -78,6 +78,8 @@ class LocalBackend:
             risk_profiles, self._db, clock, sources.get(risk_profiles.name, SYSTEM), stamps
         )
         self._wire: Wire | None = None
+        self._stamps = stamps
+        self._id_sources = {name: sources.get(name, SYSTEM) for name in RESOURCES}
 
     @property
     def path(self) -> Path:
@@ -124,18 +126,31 @@ class LocalBackend:
         return RawAnswer(answer.status, body, reason, content_type="application/json")
 
     def reset(self) -> None:
-        """Remove every record of both resources and every idempotency key, in one transaction
-        (the id watermarks stay: an id is never issued twice)."""
+        """Remove every record of both resources and every idempotency key, in one transaction,
+        and rewind the sandbox clock and the seeded id streams to their start.
+
+        A seeded resource also forgets the ids it issued, so that its stream gives the same ids
+        again; any other keeps its id watermark: its ids are never issued twice.
+        """
 
         def empty(conn: sqlite3.Connection) -> None:
             conn.execute("DELETE FROM conversations")
             conn.execute("DELETE FROM risk_profiles")
             conn.execute("DELETE FROM idempotency_keys")
+            for name, source in self._id_sources.items():
+                if source.repeatable:
+                    conn.execute("DELETE FROM id_watermarks WHERE resource = ?", (name,))
+                # Inside the write lock, so no create can draw between the emptying and the
+                # rewind; rewinding twice (a retried transaction) is rewinding once.
+                source.rewind()
+            if self._stamps is not None:
+                self._stamps.rewind()
 
         self._db.write(empty)
 
     def snapshot(self) -> list[str]:
         """The whole store as snapshot lines (local_backend.snapshot), read in one transaction."""
+        from . import snapshot  # here: only the sandbox takes snapshots
 
         def read(conn: sqlite3.Connection) -> list[str]:
             lines: list[str] = []
@@ -150,7 +165,12 @@ class LocalBackend:
 
     def restore(self, rows: dict[str, list[Columns]]) -> dict[str, int]:
         """Replace the whole store by these rows (snapshot.parse), idempotency keys emptied, in
-        one transaction: all or nothing. How many records of each resource."""
+        one transaction: all or nothing. How many records of each resource.
+
+        Nothing is rewound; each id watermark rises to the largest id restored, so a restored
+        id is never minted again, even once its record is deleted.
+        """
+        from . import snapshot
 
         def replace(conn: sqlite3.Connection) -> dict[str, int]:
             conn.execute("DELETE FROM conversations")
@@ -163,6 +183,13 @@ class LocalBackend:
                     f"INSERT INTO {spec.table} ({', '.join(spec.columns)}) VALUES ({marks})",
                     [tuple(row[column] for column in spec.columns) for row in rows[name]],
                 )
+                largest = max((row["id"] for row in rows[name]), default=None)
+                if largest is not None:
+                    conn.execute(
+                        "INSERT INTO id_watermarks (resource, last_id) VALUES (?, ?) ON CONFLICT"
+                        " (resource) DO UPDATE SET last_id = max(last_id, excluded.last_id)",
+                        (name, largest),
+                    )
             return {name: len(rows[name]) for name in snapshot.ORDER}
 
         return self._db.write(replace)

@@ -295,6 +295,27 @@ def test_json_pages_stop_on_a_repeated_cursor_and_are_cut_to_the_limit(
     assert page["has_more"] is True
 
 
+def test_id_pages_are_the_same_pages_as_ids_and_are_cut_to_the_limit(remote: MakeRemote) -> None:
+    answers = [ids_page("conv_4", "conv_3", has_more=True), ids_page("conv_2", has_more=False)]
+    r = remote(*answers, *answers, ids_page("conv_4", "conv_3", "conv_2", has_more=True))
+    client = Client(r.backend, page_size=2)
+    pages = list(client.conversations.iter_pages())
+    ids = list(client.conversations.iter_id_pages())
+    assert ids == [
+        {"has_more": page["has_more"], "data": [record["id"] for record in page["data"]]}
+        for page in pages
+    ]
+    assert list(Client(r.backend).conversations.iter_id_pages(limit=2)) == [
+        {"has_more": True, "data": ["conv_4", "conv_3"]}
+    ]
+
+
+def test_an_id_page_of_a_broken_answer_is_the_same_service_error(remote: MakeRemote) -> None:
+    r = remote(httpx.Response(200, json={"has_more": False, "data": [{"x": 1}]}))
+    with pytest.raises(ServiceError, match=r"data\.0\.id: missing"):
+        list(Client(r.backend).conversations.iter_id_pages())
+
+
 @pytest.mark.parametrize("page_size", [0, 101, -5])
 def test_an_impossible_page_size_is_refused(remote: MakeRemote, page_size: int) -> None:
     with pytest.raises(InvalidRequestError) as info:

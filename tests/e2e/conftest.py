@@ -15,6 +15,16 @@ from tests.loopback import on_loopback, running, url_of
 from .console import db_of
 from .odd_service import OddRecords
 
+_HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test of this folder is an e2e test (the quick loop, `-m "not e2e"`, leaves it out),
+    whether or not its file says so."""
+    for item in items:
+        if item.path.is_relative_to(_HERE):
+            item.add_marker(pytest.mark.e2e)
+
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:

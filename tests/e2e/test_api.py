@@ -19,8 +19,6 @@ from .both_backends import TOKEN, Cli, cli, isolated_env, local_cli, serving  # 
 from .console import CONVRISK, SAFETY_TIMEOUT
 from .screen import Terminal
 
-pytestmark = pytest.mark.e2e
-
 
 def ok(result: subprocess.CompletedProcess[str]) -> str:
     assert result.returncode == 0, result.stderr

@@ -21,8 +21,6 @@ from .both_backends import cli as cli  # a fixture: each test on the local db an
 from .console import CONVRISK, SAFETY_TIMEOUT, run
 from .screen import Terminal
 
-pytestmark = pytest.mark.e2e
-
 
 @pytest.mark.parametrize(
     ("args", "suggestion"),

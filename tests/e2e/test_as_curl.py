@@ -24,8 +24,6 @@ from tests.loopback import JSONService, on_loopback, running, url_of
 from .both_backends import Cli, Serve, cli, isolated_env, local_cli, remote_cli, serving  # noqa: F401
 from .console import SAFETY_TIMEOUT, assert_loads_none_of, run
 
-pytestmark = pytest.mark.e2e
-
 USER_AGENT = f"convrisk/{api_client.__version__}"
 # The headers a curl line must send as convrisk does (curl writes Host and Content-Length).
 SENT_HEADERS = ("user-agent", "accept", "authorization", "content-type", "idempotency-key")

@@ -24,8 +24,6 @@ from .console import (
     run,
 )
 
-pytestmark = pytest.mark.e2e
-
 
 def test_the_console_script_is_installed() -> None:
     assert CONVRISK.is_file() and os.access(CONVRISK, os.X_OK)

@@ -15,8 +15,6 @@ from convrisk.cli.resource_kinds import CONVERSATIONS
 
 from .console import CONVRISK, SAFETY_TIMEOUT, db_of, run
 
-pytestmark = pytest.mark.e2e
-
 
 def complete(env: dict[str, str], line: str) -> list[str]:
     """What bash is offered for the last word of `line` (an empty last word after a space)."""

@@ -5,13 +5,9 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from convrisk.api_client.records import Conversation, RiskProfile
 
 from .both_backends import Cli, cli  # noqa: F401
-
-pytestmark = pytest.mark.e2e
 
 MISSING_CONV = "conv_00000000000000000000000000"
 MISSING_RP = "rp_00000000000000000000000000"

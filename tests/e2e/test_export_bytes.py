@@ -17,8 +17,6 @@ from tests.local_backend.varied import fill_varied
 from .both_backends import isolated_env
 from .console import CONVRISK
 
-pytestmark = pytest.mark.e2e
-
 SAFETY_TIMEOUT = 120
 
 

@@ -14,8 +14,6 @@ import pytest
 from .both_backends import Cli, cli  # noqa: F401
 from .screen import Terminal
 
-pytestmark = pytest.mark.e2e
-
 WRITE_METHODS = (" POST ", " PUT ", " PATCH ", " DELETE ")
 
 

@@ -15,8 +15,6 @@ import pytest
 from .console import run
 from .screen import on_screen
 
-pytestmark = pytest.mark.e2e
-
 
 def journal_of(env: dict[str, str]) -> Path:
     """The default journal of convrisk run with `env` (no XDG_STATE_HOME: under HOME)."""

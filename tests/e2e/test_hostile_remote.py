@@ -13,8 +13,6 @@ from bench.hostile_server import MIB, HostileServer
 from .both_backends import isolated_env
 from .console import CONVRISK
 
-pytestmark = pytest.mark.e2e
-
 SAFETY_TIMEOUT = 120
 
 

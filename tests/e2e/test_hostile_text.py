@@ -22,8 +22,6 @@ from tests.loopback import JSONService, on_loopback, running, url_of
 
 from .console import CONVRISK, SAFETY_TIMEOUT, run
 
-pytestmark = pytest.mark.e2e
-
 # Retitles the terminal (OSC 0 ... BEL), then clears it (CSI 2 J).
 HOSTILE = "\x1b]0;pwned\x07\x1b[2J"
 SHOWN = "\\x1b]0;pwned\\x07\\x1b[2J"

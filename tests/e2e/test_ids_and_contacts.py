@@ -16,8 +16,6 @@ from .both_backends import Cli, cli, isolated_env, remote_cli  # noqa: F401
 from .console import CONVRISK, SAFETY_TIMEOUT, run
 from .screen import Terminal
 
-pytestmark = pytest.mark.e2e
-
 WELL_FORMED_MISSING = "conv_01ARZ3NDEKTSV4RRFFQ69G5FAV"
 
 

@@ -24,8 +24,6 @@ from .both_backends import (  # noqa: F401
 )
 from .console import SAFETY_TIMEOUT, assert_loads_none_of, on_a_terminal, read_until
 
-pytestmark = pytest.mark.e2e
-
 MISSING_RP = "rp_00000000000000000000000000"
 
 

@@ -15,8 +15,6 @@ import pytest
 from .both_backends import Cli, cli, isolated_env  # noqa: F401
 from .console import run
 
-pytestmark = pytest.mark.e2e
-
 # What the service sets: never compared between the two data sets.
 STAMPS = {"id", "created_at", "updated_at"}
 

@@ -9,14 +9,10 @@ import subprocess
 import threading
 from pathlib import Path
 
-import pytest
-
 from tests.loopback import JSONService, on_loopback, running, url_of
 
 from .both_backends import isolated_env
 from .console import CONVRISK, SAFETY_TIMEOUT
-
-pytestmark = pytest.mark.e2e
 
 MADE: list[str] = []
 LOCK = threading.Lock()

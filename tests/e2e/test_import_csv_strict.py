@@ -9,11 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from .both_backends import Cli, cli  # noqa: F401
-
-pytestmark = pytest.mark.e2e
 
 
 def results(stdout: str) -> list[dict[str, Any]]:

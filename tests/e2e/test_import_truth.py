@@ -10,16 +10,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from convrisk.local_backend.store import LocalBackend
 from tests.loopback import JSONService, on_loopback, running, url_of
 
 from .both_backends import Cli, cli, isolated_env, local_cli, serving  # noqa: F401
 from .console import run
 from .screen import Terminal
-
-pytestmark = pytest.mark.e2e
 
 
 def results(stdout: str) -> list[dict[str, Any]]:

@@ -16,8 +16,6 @@ import pytest
 from .both_backends import TOKEN, Serve, isolated_env, serve, serving, start_serve  # noqa: F401
 from .console import CONVRISK, run
 
-pytestmark = pytest.mark.e2e
-
 NOON = 1714564800  # 2024-05-01T12:00:00Z
 WRONG_TOKEN = "wrong-token-5b2f9e0c"
 

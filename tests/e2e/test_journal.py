@@ -19,8 +19,6 @@ from .both_backends import cli as cli  # a fixture: each test on the local db an
 from .both_backends import serve as serve  # a fixture: one serve for the module
 from .console import CONVRISK, SAFETY_TIMEOUT, assert_loads_none_of
 
-pytestmark = pytest.mark.e2e
-
 # A token that a record may carry too (a careless user pasted it into a field).
 LEAKED = "tok-Leak3d-8c1f2a"
 

@@ -9,11 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from .console import CONVRISK, SAFETY_TIMEOUT, db_of
-
-pytestmark = pytest.mark.e2e
 
 WRITERS = 8
 WRITES = 200

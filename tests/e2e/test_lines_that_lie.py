@@ -19,8 +19,6 @@ from .console import run
 from .odd_service import FORGED, LyingErrors, token_echoes
 from .screen import Terminal, on_screen
 
-pytestmark = pytest.mark.e2e
-
 TOKEN = "Secret-Token_0123456789/abc"
 
 

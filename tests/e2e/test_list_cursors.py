@@ -18,8 +18,6 @@ from convrisk.local_backend.store import LocalBackend
 from .both_backends import TOKEN, Remote, isolated_env, serving
 from .console import CONVRISK, SAFETY_TIMEOUT, db_of, run
 
-pytestmark = pytest.mark.e2e
-
 
 def test_ending_before_walks_towards_the_newest_oldest_first(
     env: dict[str, str],
@@ -80,9 +78,10 @@ def test_a_listing_that_fails_part_way_names_the_cursor_that_goes_on(
     with sqlite3.connect(db_of(env)) as raw:
         # A BLOB, which no JSON can carry.
         raw.execute("UPDATE conversations SET contact_id = X'00ff' WHERE id = ?", (broken,))
-    result = run(env, "conv", "list", "--all", "-o", "id")
+    # (`-o id` reads the ids alone, and lists the broken row's id too: JSON lines read all.)
+    result = run(env, "conv", "list", "--all", "-o", "jsonl")
     assert result.returncode == 1
-    printed = result.stdout.split()
+    printed = [json.loads(line)["id"] for line in result.stdout.splitlines()]
     assert printed == made[::-1][: len(printed)] and 0 < len(printed) < 150
     assert f"with --starting-after {printed[-1]}." in result.stderr
     assert broken in result.stderr

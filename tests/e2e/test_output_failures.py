@@ -12,8 +12,6 @@ import pytest
 from .both_backends import local_cli
 from .console import CONVRISK, SAFETY_TIMEOUT
 
-pytestmark = pytest.mark.e2e
-
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 @pytest.mark.parametrize("args", [["conv", "list", "-o", "json"], ["api", "/v1/conversations"]])

@@ -17,8 +17,6 @@ import pytest
 from .console import db_of, run
 from .screen import on_screen
 
-pytestmark = pytest.mark.e2e
-
 ASKED = ("id", "contact_id", "group_id", "created_at", "last_active_at", "is_pinned")
 TITLES = ["ID", "CONTACT", "GROUP", "CREATED", "LAST ACTIVE", "PINNED"]
 

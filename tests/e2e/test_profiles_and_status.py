@@ -7,11 +7,7 @@ import json
 import tomllib
 from pathlib import Path
 
-import pytest
-
 from .both_backends import TOKEN, Cli, cli, local_cli  # noqa: F401
-
-pytestmark = pytest.mark.e2e
 
 
 def config_of(local: Cli) -> Path:

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from .both_backends import isolated_env
+from .console import assert_loads_none_of
 from .odd_service import CONVERSATIONS, PROFILES, stdout_against
-
-pytestmark = pytest.mark.e2e
 
 
 @pytest.mark.parametrize(
@@ -56,3 +56,20 @@ def test_a_table_still_shows_odd_values_tolerantly(service: str, tmp_path: Path)
     assert two["is_pinned"] == "yes" and two["archived_at"] == "last tuesday"
     assert two["group_id"] == '{"nested":[1,null,"é"]}'
     assert dict(zip(header, third, strict=True))["created_at"] == ""
+
+
+@pytest.mark.parametrize(
+    "args", [["get", "conv_2", "-o", "json"], ["list", "--all", "-o", "jsonl"]]
+)
+def test_a_remote_answer_is_checked_without_importing_pydantic(
+    service: str, tmp_path: Path, args: list[str]
+) -> None:
+    """The edge check is pydantic's core alone: `import pydantic` would add a third to the
+    remote cold start."""
+    env = isolated_env(tmp_path, CONVRISK_TOKEN="tok", CONVRISK_MAX_RETRIES="0")
+    call = (
+        "from convrisk.cli.app import main\n"
+        f"code = main({['--base-url', service, 'conv', *args]!r})\n"
+        "assert 'pydantic_core' in sys.modules, 'the answer was not checked'\n"
+    )
+    assert_loads_none_of(env, call, {"pydantic"})

@@ -20,8 +20,6 @@ from convrisk.local_backend.store import LocalBackend
 from .both_backends import TOKEN, Remote, Serve, serving, start_serve
 from .both_backends import serve as serve  # a fixture: one `convrisk serve` for this module
 
-pytestmark = pytest.mark.e2e
-
 
 @pytest.fixture(scope="module")
 def api(serve: Serve) -> Iterator[Client]:

@@ -12,8 +12,6 @@ import pytest
 from .both_backends import TOKEN, isolated_env, serving, start_serve
 from .console import CONVRISK
 
-pytestmark = pytest.mark.e2e
-
 CONV = "/v1/conversations"
 RISK = "/v1/risk-profiles"
 
@@ -169,3 +167,33 @@ def test_serve_load_replaces_the_records_the_database_had(tmp_path: Path) -> Non
         contacts = {c["contact_id"] for c in http.get(CONV).json()["data"]}
         assert "ct_old" not in contacts
         assert http.get("/__sandbox/snapshot").content == taken
+
+
+def test_a_load_that_cannot_listen_leaves_the_database_as_it_was(tmp_path: Path) -> None:
+    """--load replaces the records only once the port is bound: a port in use changes nothing."""
+    import socket
+
+    taken_snapshot = take_snapshot(tmp_path / "a")
+    home = tmp_path / "b"
+    home.mkdir()
+    with serving(home) as served, client(served.url) as http:
+        http.post(CONV, json={"contact_id": "ct_old"})
+        before = http.get("/__sandbox/snapshot").content
+    snapshot = tmp_path / "fixture.jsonl"
+    snapshot.write_bytes(taken_snapshot)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        options = ["--db", str(home / "serve.db"), "--token", TOKEN, "--load", str(snapshot)]
+        result = subprocess.run(
+            [CONVRISK, "serve", "--port", str(port), *options],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=isolated_env(home),
+        )
+    assert result.returncode == 1, result.stderr
+    assert f"Cannot listen on 127.0.0.1 port {port}" in result.stderr
+    with serving(home) as again, client(again.url) as http:
+        assert http.get("/__sandbox/snapshot").content == before

@@ -25,8 +25,6 @@ from .both_backends import TOKEN, Remote, Serve, isolated_env, serving
 from .both_backends import serve as serve  # a fixture: one `convrisk serve` for this module
 from .console import CONVRISK
 
-pytestmark = pytest.mark.e2e
-
 
 def run_serve(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """`convrisk serve ARGS` expected to stop by itself (a refusal); never waits past 30 s."""

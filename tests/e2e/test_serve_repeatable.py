@@ -13,10 +13,9 @@ import pytest
 
 from convrisk.local_backend import ids
 
-from .both_backends import TOKEN, serving
+from .both_backends import TOKEN, isolated_env, serving
+from .console import run
 from .test_serve_cli import run_serve
-
-pytestmark = pytest.mark.e2e
 
 START = "2025-01-01T00:00:00Z"
 START_SECONDS = 1_735_689_600
@@ -210,3 +209,100 @@ def test_a_clock_that_is_not_a_time_is_exit_2_naming_the_option(
     (line,) = result.stderr.strip().splitlines()
     assert "--clock" in line and named in line, line
     assert not (tmp_path / "s.db").exists()
+
+
+def _create_both(http: httpx.Client) -> list[tuple[str, int]]:
+    """A conversation and a risk profile created: their ids and creation times."""
+    made = [
+        http.post("/v1/conversations", json={"contact_id": "ct_1"}),
+        http.post(
+            "/v1/risk-profiles",
+            json={"customer_id": "cus_1", "profile_type": "moderate", "score": 0.5, "details": {}},
+        ),
+    ]
+    assert all(answer.status_code == 200 for answer in made), [a.text for a in made]
+    return [(answer.json()["id"], answer.json()["created_at"]) for answer in made]
+
+
+def test_a_reset_rewinds_the_seeded_ids_and_the_clock_to_where_they_started(
+    tmp_path: Path,
+) -> None:
+    """A suite that resets between tests gets the same ids and times in each test, however
+    much the tests before it created."""
+    with (
+        serving(tmp_path, "--seed", "7", "--clock", START) as served,
+        httpx.Client(base_url=served.url, headers=HEADERS, timeout=10) as http,
+    ):
+        first = _create_both(http)
+        for n in range(3):  # a test that creates more than the next one does
+            http.post("/v1/conversations", json={"contact_id": f"ct_more_{n}"})
+        assert http.post("/__sandbox/reset").status_code == 200
+        after_reset = _create_both(http)
+        env = isolated_env(tmp_path, CONVRISK_BASE_URL=served.url, CONVRISK_TOKEN=TOKEN)
+        reset = run(env, "sandbox", "reset", "--yes")
+        assert reset.returncode == 0, reset.stderr
+        again = _create_both(http)
+        code, log = served.stop()
+    assert code == 0, log
+    assert first[0][1] == START_SECONDS
+    assert after_reset == first
+    assert again == first
+
+
+def test_a_restore_does_not_rewind_and_a_create_never_takes_a_restored_id(
+    tmp_path: Path,
+) -> None:
+    """Restored records keep their ids; the rewound stream would mint one of them next, so a
+    create gets a fresh id above it, and a restored id that is deleted is not minted again."""
+    with (
+        serving(tmp_path, "--seed", "7", "--clock", START) as served,
+        httpx.Client(base_url=served.url, headers=HEADERS, timeout=10) as http,
+    ):
+        (restored, _), _ = _create_both(http)
+        snapshot = http.get("/__sandbox/snapshot").content
+
+        def reset_and_restore() -> None:
+            assert http.post("/__sandbox/reset").status_code == 200
+            assert http.post("/__sandbox/restore", content=snapshot).status_code == 200
+
+        reset_and_restore()
+        created = http.post("/v1/conversations", json={"contact_id": "ct_new"})
+        kept = http.get(f"/v1/conversations/{restored}").json()
+        listed = http.get("/v1/conversations").json()["data"]
+        reset_and_restore()
+        assert http.delete(f"/v1/conversations/{restored}").status_code == 200
+        after_delete = http.post("/v1/conversations", json={"contact_id": "ct_later"})
+        code, log = served.stop()
+    assert code == 0, log
+    assert created.status_code == 200, created.text
+    assert created.json()["id"] > restored
+    assert kept["contact_id"] == "ct_1"
+    assert [r["contact_id"] for r in listed] == ["ct_new", "ct_1"]
+    assert after_delete.status_code == 200, after_delete.text
+    assert after_delete.json()["id"] != restored
+
+
+@pytest.mark.parametrize(
+    ("options", "repeats"),
+    [(("--seed", "7"), "ids"), (("--clock", START), "times")],
+)
+def test_a_reset_rewinds_a_seed_alone_or_a_clock_alone(
+    tmp_path: Path, options: tuple[str, ...], repeats: str
+) -> None:
+    with (
+        serving(tmp_path, *options) as served,
+        httpx.Client(base_url=served.url, headers=HEADERS, timeout=10) as http,
+    ):
+        first = _create_both(http)
+        _create_both(http)
+        assert http.post("/__sandbox/reset").status_code == 200
+        again = _create_both(http)
+        code, log = served.stop()
+    assert code == 0, log
+    first_ids, again_ids = [i for i, _ in first], [i for i, _ in again]
+    first_times, again_times = [t for _, t in first], [t for _, t in again]
+    if repeats == "ids":
+        assert again_ids == first_ids
+    else:
+        assert again_times == first_times == [START_SECONDS, START_SECONDS + 1]
+        assert set(again_ids).isdisjoint(first_ids)  # no seed: random ids, never the same

@@ -18,8 +18,6 @@ import pytest
 
 from .console import CONVRISK, SAFETY_TIMEOUT, db_of, run
 
-pytestmark = pytest.mark.e2e
-
 TOKEN = "tok_live_abcdefghijklmnop_1234"
 COMMANDS = {
     "conv list": ("conv", "list"),

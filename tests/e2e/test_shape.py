@@ -33,8 +33,6 @@ from .console import CONVRISK, SAFETY_TIMEOUT, run
 from .odd_service import stdout_against as _odd
 from .screen import on_screen
 
-pytestmark = pytest.mark.e2e
-
 CONV_FIELDS = (
     "id, contact_id, group_id, pinned_message_id, is_pinned, is_muted, last_active_at, "
     "last_opened_at, created_at, archived_at"

@@ -23,8 +23,6 @@ import pytest
 
 from .console import CONVRISK, SAFETY_TIMEOUT, db_of, run
 
-pytestmark = pytest.mark.e2e
-
 OTHER = 65534
 IS_ROOT = os.geteuid() == 0
 root_only = pytest.mark.skipif(not IS_ROOT, reason="a file of another user needs root (chown)")

@@ -18,8 +18,6 @@ from tests.loopback import JSONService, on_loopback, running, url_of
 
 from .console import run
 
-pytestmark = pytest.mark.e2e
-
 WIDTHS = [40, 60, 80, 120]
 LONG_CONTACT = "c_" + "x" * 300
 LONG_DETAILS = {"notes": "n" * 500, "horizon_years": 10, "nested": {"a": [1, 2, 3]}}

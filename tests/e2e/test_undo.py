@@ -17,8 +17,6 @@ from convrisk.cli import journal
 from .both_backends import Cli, cli, isolated_env  # noqa: F401
 from .console import SAFETY_TIMEOUT, on_a_terminal, read_until, run
 
-pytestmark = pytest.mark.e2e
-
 
 def journaled(cli: Cli) -> Path:  # noqa: F811
     """Point the journal into the test's folder; its path."""

@@ -16,8 +16,6 @@ from convrisk.cli.__main__ import root_help
 
 from .console import CONVRISK, SAFETY_TIMEOUT, assert_loads_none_of, run
 
-pytestmark = pytest.mark.e2e
-
 ROOT_HELP = Path(__file__).resolve().parents[2] / "cli" / "root_help.txt"
 
 

@@ -61,6 +61,45 @@ def test_json_pages_are_byte_identical_to_dumped_records(
     _both(Client(store), name, page_size)
 
 
+def _ids_agree(client: Client, name: str, page_size: int, **filters: Any) -> None:
+    """Every page of ids alone: the ids and has_more of the record pages."""
+    resource = getattr(client, name)
+    general = list(resource.iter_pages(filters or None, page_size=page_size))
+    ids = list(resource.iter_id_pages(filters or None, page_size=page_size))
+    assert ids == [
+        {"has_more": page["has_more"], "data": [record["id"] for record in page["data"]]}
+        for page in general
+    ]
+
+
+@pytest.mark.parametrize("page_size", [1, 7, 100])
+@pytest.mark.parametrize("name", ["conversations", "risk_profiles"])
+def test_id_pages_are_the_ids_of_the_record_pages(
+    store: LocalBackend, name: str, page_size: int
+) -> None:
+    _ids_agree(Client(store), name, page_size)
+
+
+@pytest.mark.parametrize(
+    ("name", "filters"),
+    [
+        ("conversations", {"pinned": True}),
+        ("conversations", {"muted": False, "archived": True}),
+        ("risk_profiles", {"customer_id": "cus_raw"}),
+    ],
+)
+def test_id_pages_agree_with_filters(
+    store: LocalBackend, name: str, filters: dict[str, Any]
+) -> None:
+    _ids_agree(Client(store), name, 3, **filters)
+
+
+def test_id_pages_build_no_record(store: LocalBackend) -> None:
+    seen = _counting_records(store, "conversations")
+    assert sum(len(page["data"]) for page in Client(store).conversations.iter_id_pages()) > 10
+    assert seen == []
+
+
 @pytest.mark.parametrize(
     ("name", "filters"),
     [
@@ -77,7 +116,8 @@ def test_json_pages_agree_with_filters(
 
 
 def _printed(store: LocalBackend, fmt: str, name: str, *, text: bool) -> str:
-    """What the printer writes for the whole list, from record pages or from JSON text pages."""
+    """What the printer writes for the whole list, from record pages or from JSON text pages
+    (from pages of ids alone for `-o id`)."""
     printer = Printer(fmt, env={})
     printer.stdout_is_terminal = lambda: False  # type: ignore[method-assign]
     resource = getattr(Client(store, page_size=9), name)
@@ -85,20 +125,25 @@ def _printed(store: LocalBackend, fmt: str, name: str, *, text: bool) -> str:
     out = io.StringIO()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("sys.stdout", out)
-        if text:
+        if text and fmt == "id":
+            printer.id_pages(kind, resource.iter_id_pages(), hint_more=False)
+        elif text:
             printer.json_pages(kind, resource.iter_json_pages(), hint_more=False)
         else:
             printer.pages(kind, resource.iter_pages(), hint_more=False)
     return out.getvalue()
 
 
-@pytest.mark.parametrize("fmt", ["jsonl", "json"])
+@pytest.mark.parametrize("fmt", ["jsonl", "json", "id"])
 @pytest.mark.parametrize("name", ["conversations", "risk_profiles"])
 def test_printed_output_is_the_same_from_either_path(
     store: LocalBackend, fmt: str, name: str
 ) -> None:
     printed = _printed(store, fmt, name, text=True)
     assert printed == _printed(store, fmt, name, text=False)
+    if fmt == "id":
+        assert len(printed.splitlines()) > 10
+        return
     # Escaped for a terminal (DEL, C1, U+2028, bidi, lone surrogates) and encodable as UTF-8.
     assert printed == printable_json(printed)
     printed.encode("utf-8")
@@ -184,6 +229,22 @@ def test_a_row_no_json_can_carry_fails_both_paths_alike(
             messages.append(caught.value.message)
         assert messages[0] == messages[1]
         assert bad in messages[0] and "cannot be read back" in messages[0]
+
+
+def test_ids_alone_list_a_row_no_record_can_be_made_of(tmp_path: Path) -> None:
+    """`-o id` reads ids only: a record whose other columns cannot be read is still listed, so
+    that it can be named (and deleted) by its id."""
+    path = tmp_path / "bad.db"
+    with LocalBackend(path) as store:
+        made = [store.conversations.create({"contact_id": f"ct_{n}"})["id"] for n in range(3)]
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE conversations SET archived_at = 9e999 WHERE id = ?", (made[1],))
+    conn.close()
+    with LocalBackend(path) as store:
+        with pytest.raises(ServiceError):
+            store.conversations.list(limit=100)
+        assert store.conversations.list_ids(limit=100) == {"has_more": False, "data": made[::-1]}
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from convrisk.local_backend import ids
 from convrisk.local_backend.clock import SandboxClock
 from convrisk.local_backend.store import LocalBackend
 
@@ -62,3 +63,30 @@ def test_stamps_from_many_threads_are_each_taken_once() -> None:
     for thread in threads:
         thread.join(30)
     assert sorted(taken) == [float(n) for n in range(4000)]
+
+
+def test_a_reset_starts_the_clock_and_the_seeded_ids_over(db_path: Path) -> None:
+    clock = SandboxClock(START)
+    sources = {name: ids.seeded(7, name) for name in ("conversations", "risk_profiles")}
+    with LocalBackend(db_path, clock=clock.now, stamps=clock, id_sources=sources) as store:
+        first = store.conversations.create({"contact_id": "ct_1"})
+        store.conversations.create({"contact_id": "ct_2"})
+        store.risk_profiles.create(risk_body())
+        store.reset()
+        again = store.conversations.create({"contact_id": "ct_1"})
+    assert again == first
+    assert again["created_at"] == START
+
+
+def test_a_reset_without_a_seed_never_issues_an_id_twice(db_path: Path) -> None:
+    """Ids whose random bits are not a seeded stream keep their watermark across a reset: the
+    ids after it stand above every id before it, even on a clock that went back to its start
+    and bits that repeat (a constant here, for a test that fails whenever an id comes again)."""
+    clock = SandboxClock(START, 0)
+    same_bits = {"conversations": ids.IdSource(lambda: 5)}
+    with LocalBackend(db_path, clock=clock.now, stamps=clock, id_sources=same_bits) as store:
+        before = [store.conversations.create({"contact_id": f"ct_{n}"})["id"] for n in range(3)]
+        store.reset()
+        after = store.conversations.create({"contact_id": "ct_new"})
+    assert after["id"] > max(before)
+    assert after["created_at"] == START

@@ -12,7 +12,7 @@ import httpx
 import jsonschema_rs
 import pytest
 
-from convrisk.local_backend import snapshot
+from convrisk.api_client import sandbox as sandbox_api
 from convrisk.local_backend.faults import FAULTS, Chaos
 from convrisk.local_backend.openapi import document
 from convrisk.local_backend.request_journal import BODY_CUT
@@ -273,6 +273,7 @@ def bad_snapshots(good: bytes) -> dict[str, tuple[bytes, int, str]]:
     wrong = dict(record, is_muted="yes")
     extra = dict(record, colour="red")
     other = dict(record, resource="risk_profiles")
+    last = dict(record, id="conv_" + "Z" * 26)
     return {
         "not json": (lines[0] + b"\n{nope\n", 400, "line 2: not valid JSON"),
         "wrong type": (json.dumps(wrong).encode(), 400, "line 1: is_muted"),
@@ -282,6 +283,8 @@ def bad_snapshots(good: bytes) -> dict[str, tuple[bytes, int, str]]:
         "duplicate": (lines[0] + b"\n" + lines[0], 400, "line 2: id"),
         "array": (b"[1, 2]", 400, "line 1: not a JSON object"),
         "no resource": (json.dumps({"id": record["id"]}).encode(), 400, 'line 1: "resource"'),
+        # The largest id of its form: no id could be made after it.
+        "id past the last time": (json.dumps(last).encode(), 400, "line 1: id conv_ZZZ"),
     }
 
 
@@ -296,6 +299,7 @@ def bad_snapshots(good: bytes) -> dict[str, tuple[bytes, int, str]]:
         "duplicate",
         "array",
         "no resource",
+        "id past the last time",
     ],
 )
 def test_a_bad_snapshot_is_refused_naming_the_line_and_nothing_changes(
@@ -313,7 +317,7 @@ def test_a_bad_snapshot_is_refused_naming_the_line_and_nothing_changes(
 def test_a_snapshot_over_the_cap_is_413_and_nothing_changes(
     http: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(snapshot, "MAX_SNAPSHOT_BYTES", 4096)
+    monkeypatch.setattr(sandbox_api, "MAX_SNAPSHOT_BYTES", 4096)
     fill(http)
     before = snapshot_of(http)
     response = http.post(RESTORE, content=before + b"\n" * 5000, headers=NDJSON)
