@@ -39,7 +39,7 @@ MARK = "*"
 NARROW = 80
 
 KEYS = """\
- Tab / Shift-Tab   next / previous tab (or click a tab)
+ t                 the other tab (or click a tab)
  Up / Down         move; pages load as you near the end
  space             mark / unmark the row
  m  p  a           mute, pin, archive (or undo them: un-)
@@ -362,6 +362,7 @@ class Browser(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit_ui", "Quit"),
         Binding("ctrl+c", "quit_ui", "Quit", priority=True, show=False),
+        Binding("t", "other_tab", "Tab"),
         Binding("r", "refresh", "Refresh"),
         Binding("slash", "filter", "Filter"),
         Binding("question_mark", "keys", "Keys"),
@@ -540,6 +541,11 @@ class Browser(App[int]):
         if event.key == "escape" and isinstance(self.focused, Input):
             self.focused.display = bool(self.focused.value.strip())
             self.view().table.focus()
+
+    def action_other_tab(self) -> None:
+        self.tabs.active = (
+            "risk_profiles" if self.tabs.active == "conversations" else "conversations"
+        )
 
     def action_keys(self) -> None:
         self.push_screen(Keys())

@@ -392,3 +392,22 @@ def test_keys_typed_in_the_filter_are_text_and_escape_closes_it(
 
     assert browse(script).return_code == 0
     assert conv_list(invoke, "--muted") == []
+
+
+def test_t_switches_tabs_and_loads_risk_profiles_when_first_shown(invoke: Invoke) -> None:
+    invoke(
+        "risk", "create", "--customer-id", "cus_1", "--profile-type", "moderate", "--score", "5"
+    ).ok()
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: not view(app).fetching, "the conversations")
+        assert not view(app, "risk_profiles").started  # not asked for until shown
+        await pilot.press("t")
+        await until(pilot, lambda: len(ids_shown(app, "risk_profiles")) == 1, "the profile")
+        assert app.view() is view(app, "risk_profiles")
+        assert "customer_id: cus_1" in detail(app)
+        await pilot.press("t")
+        assert app.view() is view(app)
+        await pilot.press("q")
+
+    browse(script)
