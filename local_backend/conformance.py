@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from urllib.parse import quote
 
 from convrisk.api_client.errors import ConvriskError
+from convrisk.api_client.params import MAX_DETAILS_DEPTH, exceeds_depth
 from convrisk.api_client.raw import RawAnswer
 from convrisk.api_client.resources import CONVERSATIONS, RISK_PROFILES
 from convrisk.api_client.text import safe_line
@@ -36,6 +37,10 @@ CLOCK_SLACK_SECONDS = 24 * 60 * 60
 # Error fields DESIGN 1 leaves to the service's wording: masked before comparing.
 ERROR_FREE_TEXT = ("message", "code")
 NOT_COMPARED = "<not compared: the service's page holds records of others>"
+# Levels of objects and arrays an answer is compared to: past any answer the document describes
+# (details nest up to MAX_DETAILS_DEPTH, inside a record inside a page), short of the recursion
+# limit.
+MAX_COMPARED_DEPTH = 2 * MAX_DETAILS_DEPTH
 # A value in a difference line is cut to this many characters.
 SHOWN_CHARS = 60
 # A time a client sets (archived_at): any fixed past time, the same on both sides.
@@ -401,7 +406,7 @@ class Check:
         `problems`) and masked, and of a shared list only the scenario's records; and whether
         that list held records of others."""
         body = _json(answer.body)
-        if body is _NOT_JSON:
+        if isinstance(body, _Unread):
             return body, False
         foreign = False
         if answer.status >= 400 and isinstance(body, dict) and isinstance(body.get("error"), dict):
@@ -502,19 +507,28 @@ class Check:
                     self.service.collections[symbol] = path
 
 
-class _NotJSON:
+class _Unread:
+    """A body that is not compared: what it is, as a difference line shows it."""
+
+    def __init__(self, shown: str) -> None:
+        self.shown = shown
+
     def __repr__(self) -> str:
-        return "<not JSON>"
+        return f"<{self.shown}>"
 
 
-_NOT_JSON: Any = _NotJSON()
+_NOT_JSON: Any = _Unread("no JSON")
+_TOO_DEEP: Any = _Unread(f"JSON nested more than {MAX_COMPARED_DEPTH} levels deep")
 
 
 def _json(body: bytes) -> Any:
+    """The body as JSON; _NOT_JSON, or _TOO_DEEP for JSON nested too deep to walk (the
+    comparison recurses)."""
     try:
-        return json.loads(body) if body else _NOT_JSON
+        value = json.loads(body) if body else _NOT_JSON
     except (ValueError, RecursionError):
         return _NOT_JSON
+    return _TOO_DEEP if exceeds_depth(value, MAX_COMPARED_DEPTH) else value
 
 
 def _resolve(target: str, ids: Mapping[str, str]) -> str:
@@ -537,8 +551,8 @@ def _pointer(key: str) -> str:
 
 def _shown(value: Any) -> str:
     """A value in a difference line: JSON, cut short, safe for a terminal."""
-    if value is _NOT_JSON:
-        return "no JSON"
+    if isinstance(value, _Unread):
+        return value.shown
     text = json.dumps(value, ensure_ascii=False, sort_keys=True)
     if len(text) > SHOWN_CHARS:
         text = text[: SHOWN_CHARS - 3] + "..."

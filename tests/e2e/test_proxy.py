@@ -464,3 +464,46 @@ def test_a_path_with_a_dot_segment_is_not_forwarded(tmp_path: Path) -> None:
             head = sock.recv(4096)
         assert head.startswith(b"HTTP/1.1 404 ")
         assert journal(cli_env(tmp_path / "d", upstream.url)) == []
+
+
+# Small JSON, nested deeper than the contract's validator walks (255 levels).
+DEEP = b"[" * 300 + b"]" * 300
+
+
+class Deep(JSONService):
+    """Answers every request with a record whose contact_id nests 300 levels deep."""
+
+    def do_GET(self) -> None:
+        self.send_json(200, b'{"id": "' + CONV_ID.encode() + b'", "contact_id": ' + DEEP + b"}")
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.do_GET()
+
+
+def test_a_body_nested_too_deep_to_check_is_reported_and_enforced_not_a_500(
+    tmp_path: Path,
+) -> None:
+    sent = b'{"contact_id": ' + DEEP + b"}"
+    with running(on_loopback(Deep)) as server:
+        upstream = url_of(server)
+        with serving(new(tmp_path, "p"), "--proxy-to", upstream) as proxy, http(proxy.url) as c:
+            posted = c.post(CONV, content=sent, headers={"Content-Type": "application/json"})
+            # Forwarded and passed through (report), not the proxy's own 500.
+            assert (posted.status_code, posted.content) == (200, httpx.get(upstream).content)
+            [entry] = journal(cli_env(tmp_path / "c", proxy.url))
+            assert [(v["rule"], v["where"]) for v in entry["violations"]] == [
+                ("request", "/body"),
+                ("body", ""),
+            ]
+            assert all("too deep" in v["message"] for v in entry["violations"])
+        with (
+            serving(new(tmp_path, "e"), "--proxy-to", upstream, "--validate", "enforce") as proxy,
+            http(proxy.url) as client,
+        ):
+            answer = client.get(f"{CONV}/{CONV_ID}")
+            assert answer.status_code == 502
+            assert answer.json()["error"]["message"] == (
+                "The upstream's answer breaks the contract: body: objects and arrays nest too "
+                "deep to check"
+            )
