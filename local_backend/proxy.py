@@ -80,6 +80,12 @@ class Proxy:
             # is named on the command line and its token comes from the client.
             trust_env=False,
         )
+        try:
+            # What every forward does first: a host httpx cannot encode (IDNA) or a control
+            # character fails here, at start, not as a 500 on each request.
+            self._client.build_request("GET", self.upstream + "/v1")
+        except (httpx.InvalidURL, ValueError) as exc:
+            raise ValueError(f"not a URL a request can go to: {_reason(exc)}") from None
 
     def check_request(
         self, method: str, path: str, query: str, headers: Sequence[tuple[str, str]], body: bytes

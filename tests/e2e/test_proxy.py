@@ -364,6 +364,7 @@ def test_a_redirect_is_never_followed_and_a_huge_answer_is_cut_short(tmp_path: P
         (["--proxy-to", "http://127.0.0.1:1", "--validate", "loud"], "report or enforce"),
         (["--proxy-to", "http://127.0.0.1:1", "--proxy-timeout", "0"], "more than 0"),
         (["--proxy-to", "http://127.0.0.1:1", "--clock", "frozen"], "--clock does not apply"),
+        (["--proxy-to", "http://127.0.0.1:1/a\x7fb"], "--proxy-to: not a URL a request can go"),
     ],
 )
 def test_bad_proxy_options_exit_2_with_one_line(
