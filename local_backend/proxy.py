@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -70,6 +71,9 @@ class Proxy:
         self.timeout = timeout
         self.max_bytes = max_bytes
         self.contract = Contract.load()
+        # What this proxy adds to the Via header (RFC 9110 7.6.3); a request that comes back
+        # with it went round a loop (--proxy-to naming this serve, directly or through another).
+        self.via = f"1.1 convrisk-serve-{secrets.token_hex(6)}"
         # Made now, not on the first request (its TLS context takes a while to build); it
         # connects on the server's event loop, when the first request comes.
         self._client = httpx.AsyncClient(
@@ -99,6 +103,13 @@ class Proxy:
     ) -> Forwarded:
         """The upstream's answer to this request, checked; never more than `max_bytes` read,
         never longer than `timeout` seconds."""
+        if any(name == "via" and self.via in value for name, value in headers):
+            return self._failed(
+                502,
+                "upstream",
+                "the upstream sent the request back to this proxy: --proxy-to names this serve "
+                "itself (or a proxy in front of it)",
+            )
         try:
             async with asyncio.timeout(self.timeout):
                 got = await self._exchange(method, path, query, headers, body)
@@ -132,6 +143,8 @@ class Proxy:
     ) -> Answer | Forwarded:
         url = self.upstream + path + (f"?{query}" if query else "")
         sent = [(name, value) for name, value in headers if name in FORWARDED_REQUEST]
+        # The proxies the request came through, this one last.
+        sent.append(("via", ", ".join([v for n, v in headers if n == "via"] + [self.via])))
         # No compressed answers: the cap counts the bytes as they arrive and as they are kept.
         sent.append(("accept-encoding", "identity"))
         client = self._client

@@ -508,3 +508,22 @@ def test_a_body_nested_too_deep_to_check_is_reported_and_enforced_not_a_500(
                 "The upstream's answer breaks the contract: body: objects and arrays nest too "
                 "deep to check"
             )
+
+
+def test_a_proxy_pointed_at_itself_answers_502_at_once_not_a_storm_of_requests(
+    tmp_path: Path,
+) -> None:
+    port = refused_port()
+    itself = f"http://127.0.0.1:{port}"
+    with (
+        serving(new(tmp_path, "p"), "--port", str(port), "--proxy-to", itself) as proxy,
+        http(proxy.url) as client,
+    ):
+        assert proxy.url == itself
+        started = time.monotonic()
+        answer = client.get(CONV)
+        assert time.monotonic() - started < 5  # not the 30 s timeout
+        assert answer.status_code == 502
+        assert "this proxy" in answer.json()["error"]["message"]
+        # The client's request and the one that came back: the loop stopped at the first turn.
+        assert len(journal(cli_env(tmp_path / "c", proxy.url))) == 2
