@@ -142,11 +142,14 @@ class Proxy:
         self, method: str, path: str, query: str, headers: Sequence[tuple[str, str]], body: bytes
     ) -> Answer | Forwarded:
         url = self.upstream + path + (f"?{query}" if query else "")
-        sent = [(name, value) for name, value in headers if name in FORWARDED_REQUEST]
+        chosen = [(name, value) for name, value in headers if name in FORWARDED_REQUEST]
         # The proxies the request came through, this one last.
-        sent.append(("via", ", ".join([v for n, v in headers if n == "via"] + [self.via])))
+        chosen.append(("via", ", ".join([v for n, v in headers if n == "via"] + [self.via])))
         # No compressed answers: the cap counts the bytes as they arrive and as they are kept.
-        sent.append(("accept-encoding", "identity"))
+        chosen.append(("accept-encoding", "identity"))
+        # The headers came as latin-1 (byte for byte): sent on as those bytes (httpx would
+        # encode text as ASCII, and fail on a User-Agent in UTF-8).
+        sent = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in chosen]
         client = self._client
         request = client.build_request(method, url, headers=sent, content=body or None)
         response = await client.send(request, stream=True)
@@ -163,11 +166,9 @@ class Proxy:
                 chunks.append(chunk)
         finally:
             await response.aclose()
-        kept = tuple(
-            (name, value)
-            for name, value in response.headers.multi_items()
-            if name.lower() in FORWARDED_ANSWER
-        )
+        # As latin-1, byte for byte (httpx would decode UTF-8, which the answer cannot carry).
+        raw = ((n.decode("latin-1").lower(), v.decode("latin-1")) for n, v in response.headers.raw)
+        kept = tuple((name, value) for name, value in raw if name in FORWARDED_ANSWER)
         return Answer(response.status_code, b"".join(chunks), kept)
 
     def _too_large(self, length: int | None) -> Forwarded:

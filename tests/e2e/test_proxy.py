@@ -527,3 +527,43 @@ def test_a_proxy_pointed_at_itself_answers_502_at_once_not_a_storm_of_requests(
         assert "this proxy" in answer.json()["error"]["message"]
         # The client's request and the one that came back: the loop stopped at the first turn.
         assert len(journal(cli_env(tmp_path / "c", proxy.url))) == 2
+
+
+class Utf8Redirect(JSONService):
+    """A redirect whose Location is UTF-8 (bytes past latin-1); keeps the User-Agent it got."""
+
+    agents: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        self.agents.append(self.headers.get("User-Agent", ""))  # as latin-1
+        self.wfile.write(
+            b"HTTP/1.1 302 Found\r\nLocation: /caf\xe2\x82\xac\r\nContent-Length: 0\r\n"
+            b"Connection: close\r\n\r\n"
+        )
+        self.close_connection = True
+
+
+def test_headers_past_ascii_go_both_ways_as_their_bytes_not_a_500(
+    tmp_path: Path,
+) -> None:
+    with (
+        running(on_loopback(Utf8Redirect)) as server,
+        serving(new(tmp_path, "p"), "--proxy-to", url_of(server)) as proxy,
+    ):
+        host, port = proxy.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=20) as sock:
+            sock.sendall(
+                f"GET {CONV} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n".encode()
+                + b"User-Agent: caf\xc3\xa9\r\nConnection: close\r\n\r\n"
+            )
+            head = b""
+            while b"\r\n\r\n" not in head and len(head) < 65536:
+                got = sock.recv(4096)
+                if not got:
+                    break
+                head += got
+        assert head.startswith(b"HTTP/1.1 302 ")
+        assert b"\r\nlocation: /caf\xe2\x82\xac\r\n" in head
+        assert Utf8Redirect.agents == ["caf\xc3\xa9"]  # the client's bytes, as they came
+        [entry] = journal(cli_env(tmp_path / "c", proxy.url))
+        assert [v["rule"] for v in entry["violations"]] == ["redirect"]
