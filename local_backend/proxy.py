@@ -39,6 +39,8 @@ FORWARDED_ANSWER = (
     "location",
     REPLAYED_HEADER.lower(),
 )
+# The largest status HTTP has (RFC 9110 15).
+MAX_STATUS = 599
 # Connections kept open to the upstream.
 MAX_CONNECTIONS = 100
 
@@ -154,6 +156,14 @@ class Proxy:
         request = client.build_request(method, url, headers=sent, content=body or None)
         response = await client.send(request, stream=True)
         try:
+            if response.status_code > MAX_STATUS:
+                # httpx reads any three digits; uvicorn cannot send such a status line.
+                return self._failed(
+                    502,
+                    "status",
+                    f"the upstream answered status {response.status_code}, which HTTP does not "
+                    f"have (100 to {MAX_STATUS})",
+                )
             length = response.headers.get("content-length", "")
             if length.isdigit() and int(length) > self.max_bytes:
                 return self._too_large(int(length))

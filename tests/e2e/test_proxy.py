@@ -567,3 +567,33 @@ def test_headers_past_ascii_go_both_ways_as_their_bytes_not_a_500(
         assert Utf8Redirect.agents == ["caf\xc3\xa9"]  # the client's bytes, as they came
         [entry] = journal(cli_env(tmp_path / "c", proxy.url))
         assert [v["rule"] for v in entry["violations"]] == ["redirect"]
+
+
+class StatusPastHttp(JSONService):
+    """Answers status 999 (three digits, so an HTTP parser takes it; HTTP has no such status)."""
+
+    def do_GET(self) -> None:
+        body = b'{"data": [], "has_more": false}'
+        self.wfile.write(
+            b"HTTP/1.1 999 Odd\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+            + body
+        )
+        self.close_connection = True
+
+
+def test_a_status_http_does_not_have_is_the_proxys_502_not_a_dropped_connection(
+    tmp_path: Path,
+) -> None:
+    with (
+        running(on_loopback(StatusPastHttp)) as server,
+        serving(new(tmp_path, "p"), "--proxy-to", url_of(server)) as proxy,
+        http(proxy.url) as client,
+    ):
+        answer = client.get(CONV)  # report: passed through if it could be; it cannot
+        assert answer.status_code == 502
+        assert "999" in answer.json()["error"]["message"]
+        [entry] = journal(cli_env(tmp_path / "c", proxy.url))
+        assert (entry["status"], [v["rule"] for v in entry["violations"]]) == (502, ["status"])
+        _, log = proxy.stop()
+    assert "Traceback" not in log
