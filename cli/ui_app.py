@@ -47,7 +47,7 @@ KEYS = """\
  e                 edit a risk profile (type, score, details)
  r                 refresh the tab
  /                 filter: the options of `list`, or a
-                   contact / customer id alone
+                   contact / customer id or an id alone
  ?                 these keys
  q  Ctrl-C         quit"""
 
@@ -78,11 +78,14 @@ async def off_thread(call: Callable[[], T]) -> T:
 
 def parse_filters(resource: Resource, text: str) -> dict[str, Any]:
     """The filters of `list` from `--muted --contact-id c_1` (a bare word: the first string
-    filter's value: contact or customer id); a UsageProblem names what is wrong."""
+    filter's value: contact or customer id; a record's id alone: `id`, that record only); a
+    UsageProblem names what is wrong."""
     try:
         words = shlex.split(text)
     except ValueError as exc:
         raise UsageProblem(f"The filter cannot be read: {exc}.") from exc
+    if len(words) == 1 and words[0].startswith(resource.prefix):
+        return {"id": words[0]}
     filters: dict[str, Any] = {}
     by_option = {f.option: f for f in resource.filters}
     bare = next(f for f in resource.filters if f.type == "string" and f.name != "group_id")
@@ -482,6 +485,9 @@ class Browser(App[int]):
             first, self.first_page = self.first_page, None
             if first is not None and name == "conversations" and not filters and after is None:
                 page = await asyncio.wrap_future(first)
+            elif "id" in filters:
+                record = getattr(self.run_context.client(), name).retrieve
+                page = {"data": [await off_thread(lambda: record(filters["id"]))]}
             else:
                 resource = getattr(self.run_context.client(), name)
                 size = self.page_size

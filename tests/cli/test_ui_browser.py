@@ -194,6 +194,15 @@ def test_slash_filters_with_the_options_of_list_and_a_bare_contact_id(
         await until(pilot, lambda: ids_shown(app) == [ids[1]], "contact c_1's")
         await filtered(app, pilot, "--not-muted --contact-id c_2")
         await until(pilot, lambda: ids_shown(app) == [ids[0]], "c_2's, not muted")
+        await filtered(app, pilot, ids[1])  # an id alone: that record
+        await until(pilot, lambda: ids_shown(app) == [ids[1]], "the one record")
+        await filtered(app, pilot, "conv_01HV0000000000000000000000")
+        await until(pilot, lambda: "No such conversation" in status(app), "not found")
+        assert ids_shown(app) == []
+        await filtered(app, pilot, "conv_x")
+        await until(pilot, lambda: "is not a conversation id" in status(app), "a bad id")
+        await filtered(app, pilot, "--not-muted --contact-id c_2")
+        await until(pilot, lambda: ids_shown(app) == [ids[0]], "c_2's again")
         await filtered(app, pilot, "--colour red")
         await until(pilot, lambda: "No such filter: --colour" in status(app), "the problem")
         assert ids_shown(app) == [ids[0]]  # the last good filter stays
