@@ -35,6 +35,7 @@ Record = Mapping[str, Any]
 # the end.
 PAGE = 50
 NEAR_END = 10
+WINDOW_PAGES = 4  # pages of rows held at a time, around the cursor
 MARK = "*"
 NARROW = 80
 
@@ -227,17 +228,23 @@ _EDITED = ("profile_type", "score", "details")
 
 
 class RecordsView(Vertical):
-    """One resource's rows (loaded a page at a time), its filter and its detail pane."""
+    """One resource's rows, its filter and its detail pane. Only a window of a few pages around
+    the cursor is held: pages far from it are dropped and asked for again (by cursor, either
+    way) when the cursor comes back, so memory stays flat however far one scrolls."""
 
-    def __init__(self, resource: Resource) -> None:
+    def __init__(self, resource: Resource, page_size: int = PAGE) -> None:
         super().__init__(id=f"view-{resource.name}")
         self.resource = resource
         self.kind = KINDS[resource.name]
-        self.records: dict[str, dict[str, Any]] = {}
-        self.marked: set[str] = set()
+        self.window = WINDOW_PAGES * page_size
+        self.rows: list[dict[str, Any]] = []  # the window, in the table's order
+        self.records: dict[str, dict[str, Any]] = {}  # the window's records by id
+        self.marked: dict[str, dict[str, Any]] = {}  # kept even when their rows are dropped
         self.filters: dict[str, Any] = {}
         self.after: str | None = None
         self.has_more = True
+        self.has_before = False  # rows above the window were dropped
+        self.seen = 0  # rows loaded since the last clear
         self.fetching = False
         self.started = False
         self.generation = 0
@@ -265,19 +272,58 @@ class RecordsView(Vertical):
         mark = MARK if record.get("id") in self.marked else " "
         return [Text(mark), *(safe(c.cell(record)) for c in self.kind.terminal_columns)]
 
+    @property
+    def before(self) -> str | None:
+        """The cursor for the page above the window, when rows there were dropped."""
+        return str(self.rows[0].get("id", "")) if self.has_before and self.rows else None
+
     def add_page(self, page: Sequence[dict[str, Any]], has_more: bool) -> None:
-        """Rows for a page (an id already shown is not shown twice)."""
-        table = self.table
-        for record in page:
-            id = str(record.get("id", ""))
-            if not id or id in self.records:
-                continue
-            self.records[id] = record
-            table.add_row(*self.cells(record), key=id)
+        """Rows for the page below the window (an id already shown is not shown twice); the
+        rows furthest above the cursor dropped to keep the window."""
+        new = [r for r in page if str(r.get("id", "")) and str(r["id"]) not in self.records]
+        self.seen += len(new)
         if page:
             self.after = str(page[-1].get("id", ""))
         self.has_more = has_more and bool(page)
-        if table.row_count and not self.detail_shown:
+        rows = self.rows + new
+        if len(rows) > self.window:
+            rows = rows[len(rows) - self.window :]
+            self.has_before = True
+        self.show_rows(rows, appended=len(rows) - len(new) == len(self.rows))
+
+    def add_page_before(self, page: Sequence[dict[str, Any]], has_more: bool) -> None:
+        """Rows for the page above the window (asked for again after being dropped); the rows
+        furthest below the cursor dropped to keep the window."""
+        new = [r for r in page if str(r.get("id", "")) and str(r["id"]) not in self.records]
+        self.has_before = has_more and bool(page)
+        rows = new + self.rows
+        if len(rows) > self.window:
+            rows = rows[: self.window]
+            self.after = str(rows[-1].get("id", ""))
+            self.has_more = True
+        self.show_rows(rows)
+
+    def show_rows(self, rows: list[dict[str, Any]], *, appended: bool = False) -> None:
+        """The table shows `rows`; the cursor stays on its record, at the same height."""
+        table = self.table
+        current = self.current_id()
+        if appended:  # nothing dropped: only new rows at the end
+            for record in rows[len(self.rows) :]:
+                table.add_row(*self.cells(record), key=str(record["id"]))
+            self.rows = rows
+            self.records = {str(r["id"]): r for r in rows}
+        else:
+            height = table.cursor_row - round(table.scroll_y)
+            self.rows = rows
+            self.records = {str(r["id"]): r for r in rows}
+            table.clear()
+            for record in rows:
+                table.add_row(*self.cells(record), key=str(record["id"]))
+            if current in self.records:
+                row = table.get_row_index(current)
+                table.move_cursor(row=row, animate=False, scroll=False)
+                table.scroll_to(y=max(0, row - height), animate=False, immediate=True)
+        if table.row_count and (not self.detail_shown or current not in self.records):
             self.show_detail()
 
     @property
@@ -287,10 +333,13 @@ class RecordsView(Vertical):
     def clear(self) -> None:
         """No rows, no marks, from the first page again."""
         self.table.clear()
-        self.records.clear()
+        self.rows = []
+        self.records = {}
         self.marked.clear()
         self.after = None
         self.has_more = True
+        self.has_before = False
+        self.seen = 0
         self.generation += 1  # a page asked for before is not shown
         self.query_one(".detail-text", Shown).show(Text(""))
 
@@ -302,10 +351,14 @@ class RecordsView(Vertical):
         row_key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
         return row_key.value
 
+    def record(self, id: str) -> dict[str, Any]:
+        """A record of the window or a marked one."""
+        return self.records.get(id) or self.marked[id]
+
     def targets(self) -> list[str]:
-        """The marked rows, else the row under the cursor."""
+        """The marked rows (in the order marked), else the row under the cursor."""
         if self.marked:
-            return [id for id in self.records if id in self.marked]
+            return list(self.marked)
         current = self.current_id()
         return [] if current is None else [current]
 
@@ -318,28 +371,39 @@ class RecordsView(Vertical):
     def replace(self, record: dict[str, Any]) -> None:
         """A row shown again with the record the service answered."""
         id = str(record.get("id", ""))
+        if id in self.marked:
+            self.marked[id] = record
         if id not in self.records:
             return
         self.records[id] = record
+        self.rows = [record if str(r["id"]) == id else r for r in self.rows]
         for column, cell in zip(
             ["mark", *(c.key for c in self.kind.terminal_columns)], self.cells(record), strict=True
         ):
             self.table.update_cell(id, column, cell)
 
     def drop(self, id: str) -> None:
+        self.marked.pop(id, None)
         if id in self.records:
             del self.records[id]
-            self.marked.discard(id)
+            self.rows = [r for r in self.rows if str(r["id"]) != id]
             self.table.remove_row(id)
+
+    def unmark(self, ids: Sequence[str]) -> None:
+        """These rows no longer marked."""
+        for id in ids:
+            self.marked.pop(id, None)
+            if id in self.records:
+                self.table.update_cell(id, "mark", Text(" "))
 
     def toggle_mark(self) -> None:
         current = self.current_id()
         if current is None:
             return
         if current in self.marked:
-            self.marked.discard(current)
+            del self.marked[current]
         else:
-            self.marked.add(current)
+            self.marked[current] = self.records[current]
         self.table.update_cell(current, "mark", Text(MARK if current in self.marked else " "))
 
 
@@ -394,7 +458,8 @@ class Browser(App[int]):
         self.busy = ""
         # Kept, not queried: a query reads the screen on top, which may be a question.
         self.views: dict[str, RecordsView] = {
-            r.name: RecordsView(r) for r in (CONVERSATION_RESOURCE, RISK_PROFILE_RESOURCE)
+            r.name: RecordsView(r, page_size)
+            for r in (CONVERSATION_RESOURCE, RISK_PROFILE_RESOURCE)
         }
         self.tabs = TabbedContent(id="tabs")
         self.status_bar = Shown(id="status")
@@ -473,17 +538,24 @@ class Browser(App[int]):
         return self.views.get(self.tabs.active) or self.views["conversations"]
 
     @work(group="load")
-    async def load(self, view: RecordsView) -> None:
-        """The next page of a view, off the screen's thread."""
-        if view.fetching or not view.has_more:
+    async def load(self, view: RecordsView, *, up: bool = False) -> None:
+        """The page below a view's rows (above them: `up`), off the screen's thread."""
+        if view.fetching or not (view.has_before if up else view.has_more):
             return
         view.fetching = True
         name: ResourceName = view.resource.name
         filters, after, generation = dict(view.filters), view.after, view.generation
+        before = view.before if up else None
         self.show_status()
         try:
             first, self.first_page = self.first_page, None
-            if first is not None and name == "conversations" and not filters and after is None:
+            if up:
+                resource = getattr(self.run_context.client(), name)
+                size = self.page_size
+                page = await off_thread(
+                    lambda: resource.list(filters or None, limit=size, ending_before=before)
+                )
+            elif first is not None and name == "conversations" and not filters and after is None:
                 page = await asyncio.wrap_future(first)
             elif "id" in filters:
                 record = getattr(self.run_context.client(), name).retrieve
@@ -506,7 +578,10 @@ class Browser(App[int]):
         if view.generation != generation:
             self.load(view)
             return
-        view.add_page(page["data"], bool(page.get("has_more")))
+        if up:
+            view.add_page_before(page["data"], bool(page.get("has_more")))
+        else:
+            view.add_page(page["data"], bool(page.get("has_more")))
         self.show_status()
 
     @on(DataTable.RowHighlighted)
@@ -514,8 +589,11 @@ class Browser(App[int]):
         for view in self.views.values():
             if view.table is event.data_table:
                 view.show_detail()
-                if event.cursor_row >= view.table.row_count - NEAR_END:
+                row = view.table.cursor_row  # now, not when the event was sent: rows move
+                if row >= view.table.row_count - NEAR_END:
                     self.load(view)
+                elif row < NEAR_END and view.has_before:
+                    self.load(view, up=True)
 
     def action_refresh(self) -> None:
         view = self.view()
@@ -582,7 +660,7 @@ class Browser(App[int]):
         if not ids or not self.allowed(f"update {view.kind.plural}"):
             return
         # Every target already muted (pinned, archived): undo it; else do it.
-        done = all(_is_set(view.records[id], field) for id in ids)
+        done = all(_is_set(view.record(id), field) for id in ids)
         changes: dict[str, Any] = {field: not done}
         if field == "archived_at":
             changes = {field: None if done else _now()}
@@ -699,10 +777,7 @@ class Browser(App[int]):
     def report(self, verb: str, view: RecordsView, done: list[str], failed: list[str]) -> None:
         """The marks of the rows done taken off; the status bar says what was done."""
         kind = view.kind
-        view.marked.difference_update(done)
-        for id in done:
-            if id in view.records:
-                view.table.update_cell(id, "mark", Text(" "))
+        view.unmark(done)
         view.show_detail()
         noun = kind.noun if len(done) == 1 else kind.plural
         line = f"{verb.capitalize()} {len(done)} {noun}."

@@ -25,13 +25,14 @@ def browse(
     *,
     size: tuple[int, int] = SIZE,
     env: dict[str, str] | None = None,
+    page_size: int = 50,
 ) -> Browser:
     """Run the app headless with the pilot `script`; the app afterwards."""
     import os
 
     run = AppContext({**os.environ, **(env or {})})
     run.argv = ["ui"]
-    app = Browser(run)
+    app = Browser(run, page_size=page_size)
 
     async def go() -> None:
         async with app.run_test(size=size) as pilot:
@@ -111,6 +112,48 @@ def test_rows_load_a_page_at_a_time_as_the_cursor_nears_the_end(
         await pilot.press("q")
 
     browse(script)
+
+
+def test_scrolling_far_holds_a_few_pages_and_scrolling_back_shows_every_row_again(
+    backend: Any,
+) -> None:
+    for i in range(100):
+        backend.conversations.create({"contact_id": f"c_{i}"})
+    ids = [str(r["id"]) for r in backend.conversations.list(None, limit=100)["data"]]
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        conv = view(app)
+        seen: set[str] = set()
+
+        def rows() -> list[str]:
+            shown = ids_shown(app)
+            start = ids.index(shown[0])
+            assert shown == ids[start : start + len(shown)]  # a run of rows in order
+            assert len(shown) <= 4 * 10  # a window of four pages, not the 100 rows
+            seen.update(shown)
+            return shown
+
+        await until(pilot, lambda: conv.table.row_count >= 10, "the first page")
+        for _ in range(20):  # down to the end, a jump at a time
+            await pilot.press("ctrl+end")
+            await pilot.pause(0.1)
+            if rows()[-1] == ids[-1] and conv.current_id() == ids[-1]:
+                break
+        assert conv.current_id() == ids[-1] and ids[0] not in rows()
+        for _ in range(20):  # and back up to the top
+            await pilot.press("ctrl+home")
+            await pilot.pause(0.1)
+            if conv.current_id() == ids[0]:
+                break
+        assert rows()[0] == ids[0] and seen == set(ids)
+        for expected in ids[1:45]:  # row by row across the window's edge
+            await pilot.press("down")
+            await until(pilot, lambda e=expected: conv.current_id() == e, f"down to {expected}")
+            rows()
+        assert f"id: {ids[44]}" in detail(app)
+        await pilot.press("q")
+
+    browse(script, page_size=10)
 
 
 def test_the_status_bar_names_the_profile_and_the_database(db_path: Path, invoke: Invoke) -> None:
