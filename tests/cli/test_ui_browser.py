@@ -133,6 +133,9 @@ def test_scrolling_far_holds_a_few_pages_and_scrolling_back_shows_every_row_agai
             seen.update(shown)
             return shown
 
+        def on(id: str) -> Check:
+            return lambda: conv.current_id() == id
+
         await until(pilot, lambda: conv.table.row_count >= 10, "the first page")
         for _ in range(20):  # down to the end, a jump at a time
             await pilot.press("ctrl+end")
@@ -148,7 +151,7 @@ def test_scrolling_far_holds_a_few_pages_and_scrolling_back_shows_every_row_agai
         assert rows()[0] == ids[0] and seen == set(ids)
         for expected in ids[1:45]:  # row by row across the window's edge
             await pilot.press("down")
-            await until(pilot, lambda e=expected: conv.current_id() == e, f"down to {expected}")
+            await until(pilot, on(expected), f"down to {expected}")
             rows()
         assert f"id: {ids[44]}" in detail(app)
         await pilot.press("q")
