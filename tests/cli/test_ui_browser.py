@@ -12,7 +12,8 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 
 from convrisk.cli.context import AppContext
-from convrisk.cli.ui_app import Browser, RecordsView, Shown
+from convrisk.cli.ui_app import Browser
+from convrisk.cli.ui_rows import RecordsView, Shown
 
 from .conftest import Invoke
 
@@ -157,6 +158,48 @@ def test_scrolling_far_holds_a_few_pages_and_scrolling_back_shows_every_row_agai
         await pilot.press("q")
 
     browse(script, page_size=10)
+
+
+def test_on_narrow_screens_the_least_useful_columns_give_way_and_the_id_is_whole(
+    backend: Any,
+) -> None:
+    for i in range(30):
+        backend.conversations.create({"contact_id": f"contact_{i}"})
+        backend.risk_profiles.create(
+            {"customer_id": f"cus_{i}", "profile_type": "fraud", "score": 0.5, "details": {}}
+        )
+    shown: dict[tuple[int, str], list[str]] = {}
+
+    def has_rows(table: Any) -> Check:
+        return lambda: bool(table.row_count)
+
+    for width in (40, 60, 80, 120):
+
+        async def script(app: Browser, pilot: Pilot[int], width: int = width) -> None:
+            for name in ("conversations", "risk_profiles"):
+                app.tabs.active = name
+                table = view(app, name).table
+                await until(pilot, has_rows(table), f"{name} rows")
+                await pilot.pause(0.1)
+                titles = [str(c.label.plain) for c in table.columns.values()]
+                widths = {
+                    str(c.label.plain): c.get_render_width(table) for c in table.columns.values()
+                }
+                longest = max(len(id) for id in ids_shown(app, name))
+                assert "ID" in titles and widths["ID"] >= longest + 2  # the id never cut
+                assert table.max_scroll_x == 0, f"{width}: the table scrolls sideways"
+                shown[width, name] = titles
+            await pilot.press("q")
+
+        browse(script, size=(width, 24))
+    assert shown[40, "conversations"] == [" ", "ID"]
+    # LAST ACTIVE is empty in every row: it gives way first.
+    assert shown[120, "conversations"] == [" ", "ID", "WITH", "CREATED"]
+    for name in ("conversations", "risk_profiles"):
+        # (from 80 columns on, the detail pane is beside the table rather than below it)
+        for narrow, wide in ((40, 60), (80, 120)):
+            assert set(shown[narrow, name]) <= set(shown[wide, name])  # none comes back
+    assert "DETAILS" not in shown[80, "risk_profiles"]  # details give way before the score
 
 
 def test_the_status_bar_names_the_profile_and_the_database(db_path: Path, invoke: Invoke) -> None:

@@ -237,7 +237,7 @@ _READ_ONLY_ABSENT = {"hashlib", "random", "secrets"}
 # What only `serve` needs: never loaded by another command.
 _SERVE_STACK = {"uvicorn", "starlette", "h11", "httptools", "uvloop"}
 # What only `ui` needs: no other command loads it (none of the commands below is `ui`).
-_UI = {"textual", "convrisk.cli.ui_app"}
+_UI = {"textual", "convrisk.cli.ui_app", "convrisk.cli.ui_rows"}
 # Every module of api_client but the resources' description (api_client.resources), which the
 # root help reads as it builds each command's --fields option (its help names the fields).
 _CLIENT = {
