@@ -1,4 +1,6 @@
-"""Screenshots (SVG, Textual's own) of each screen of `convrisk ui`, written to docs/ui/.
+"""Screenshots (SVG, Textual's own) of each screen of `convrisk ui` on fixed data (ids, times,
+the database's path masked), written to docs/ui/; tests/cli/test_ui_snapshots.py compares the
+same screens with the files it keeps.
 
 .venv/bin/python bench/ui_screens.py
 """
@@ -6,9 +8,11 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -16,13 +20,86 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from bench.fill import fill
+from convrisk.api_client.resources import ConversationUpdateParams
 from convrisk.cli.context import AppContext
 from convrisk.cli.ui_app import Browser
+from convrisk.local_backend.ids import seeded
 from convrisk.local_backend.store import LocalBackend
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "ui"
-START, END = 1_714_000_000, 1_716_000_000  # May 2024: dates that do not move
+START = 1_714_000_000  # 2024-04-24: times that do not move
+STEP = 3_607  # seconds between two writes of the fixed data
+ROWS = 60  # of each resource
+SHOWN_DB = "~/support/convrisk.db"  # the path the status bar shows instead of the real one
+
+
+@dataclass(frozen=True)
+class Shot:
+    """A screen: its name, the terminal's size, the tab, the keys pressed, the filter typed."""
+
+    name: str
+    size: tuple[int, int]
+    keys: tuple[str, ...] = ()
+    tab: str = ""
+    filter_text: str = ""
+
+
+def shots(size: tuple[int, int]) -> list[Shot]:
+    """Every screen at one size."""
+    at = f"{size[0]}x{size[1]}"
+    return [
+        Shot(f"conversations-{at}", size, ("down", "space", "down", "space")),
+        Shot(f"risk-profiles-{at}", size, ("down",), tab="risk_profiles"),
+        Shot(f"filter-{at}", size, ("slash",), filter_text="--not-archived --contact-id ct_0007"),
+        Shot(f"keys-{at}", size, ("question_mark",)),
+        Shot(f"delete-question-{at}", size, ("d",)),
+        Shot(f"edit-risk-profile-{at}", size, ("e",), tab="risk_profiles"),
+    ]
+
+
+# The screens of docs/ui.
+DOC_SHOTS = [*shots((120, 40)), shots((80, 24))[0], Shot("conversations-40x12", (40, 12))]
+
+
+def fill_fixed(db: Path) -> None:
+    """ROWS conversations and ROWS risk profiles, the same ids and times on every run."""
+    ticks = itertools.count()
+    backend = LocalBackend(
+        db,
+        clock=lambda: START + STEP * next(ticks),
+        id_sources={name: seeded(22, name) for name in ("conversations", "risk_profiles")},
+    )
+    try:
+        for n in range(ROWS):
+            made = backend.conversations.create({"contact_id": f"ct_{n % 12:04d}"})
+            changes: ConversationUpdateParams = {}
+            if n % 5 == 0:
+                changes["is_muted"] = True
+            if n % 7 == 0:
+                changes["is_pinned"] = True
+            if n % 11 == 3:
+                changes["archived_at"] = START + STEP * n
+            if changes:
+                backend.conversations.update(str(made["id"]), changes)
+        types = ("fraud", "chargeback", "aml", "abuse")
+        for n in range(ROWS):
+            backend.risk_profiles.create(
+                {
+                    "customer_id": f"cus_{n:04d}",
+                    "profile_type": types[n % len(types)],
+                    "score": round((n * 37 % 100) / 100, 2),
+                    "details": {"reason": f"rule {n % 9}", "signals": n % 4},
+                }
+            )
+    finally:
+        backend.close()
+
+
+class Masked(Browser):
+    """The browser with the database's path shown as SHOWN_DB, so screens do not depend on it."""
+
+    def where(self) -> str:
+        return super().where().replace(f"db {self.settings.db}", f"db {SHOWN_DB}")
 
 
 async def settle(pilot: Pilot[int], app: Browser) -> None:
@@ -33,51 +110,57 @@ async def settle(pilot: Pilot[int], app: Browser) -> None:
             return
 
 
-def shoot(
-    size: tuple[int, int], name: str, keys: list[str], filter_text: str = "", tab: str = ""
-) -> None:
-    """Start the app at `size` (on `tab`), press `keys`, and save docs/ui/<name>.svg."""
-    app = Browser(AppContext())
+def screenshot(shot: Shot, env: dict[str, str]) -> str:
+    """The SVG of a screen: the app started with `env` at the shot's size, keys pressed."""
+    run = AppContext(env)
+    app = Masked(run)
+    svg = ""
 
     async def go() -> None:
-        async with app.run_test(size=size) as pilot:
+        nonlocal svg
+        async with app.run_test(size=shot.size) as pilot:
             await settle(pilot, app)
-            if tab:
-                app.tabs.active = tab
+            if shot.tab:
+                app.tabs.active = shot.tab
                 await settle(pilot, app)
-            for key in keys:
+            for key in shot.keys:
                 await pilot.press(key)
                 await settle(pilot, app)
-            if filter_text:
-                app.view().query_one(Input).value = filter_text
+            if shot.filter_text:
+                app.view().query_one(Input).value = shot.filter_text
+            for field in app.screen.query(Input):
+                field.cursor_blink = False  # a blinking cursor would make two shots differ
             await pilot.pause(0.2)
-            app.save_screenshot(f"{name}.svg", str(DOCS))
+            svg = app.export_screenshot()
             await pilot.press("escape", "q")
+        run.close()
 
     asyncio.run(go())
-    print(DOCS / f"{name}.svg")
+    return svg
+
+
+def screen_env(db: Path, home: Path) -> dict[str, str]:
+    """The environment of a screenshot: the fixed database, no journal, no profile."""
+    return {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / "config"),
+        "XDG_DATA_HOME": str(home / "data"),
+        "CONVRISK_DB": str(db),
+        "CONVRISK_JOURNAL": "off",
+    }
 
 
 def main() -> None:
     DOCS.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "screens.db"
-        backend = LocalBackend(db)
-        fill(backend, "conversations", 200, start=START, end=END)
-        fill(backend, "risk_profiles", 200, start=START, end=END)
-        backend.close()
-        os.environ.update(CONVRISK_DB=str(db), CONVRISK_JOURNAL="off", NO_COLOR="")
-        os.environ.pop("CONVRISK_BASE_URL", None)
-        os.environ.pop("CONVRISK_PROFILE", None)
-        shoot((120, 40), "conversations-120x40", ["down", "space", "down", "space"])
-        shoot((80, 24), "conversations-80x24", [])
-        shoot((40, 12), "conversations-40x12", [])
-        shoot((120, 40), "filter-120x40", ["slash"], "--not-archived --contact-id ct_00000007")
-        shoot((120, 40), "risk-profiles-120x40", ["down"], tab="risk_profiles")
-        shoot((120, 40), "keys-120x40", ["question_mark"])
-        shoot((120, 40), "delete-question-120x40", ["d"])
-        shoot((120, 40), "edit-risk-profile-120x40", ["e"], tab="risk_profiles")
+        fill_fixed(db)
+        env = screen_env(db, Path(folder))
+        for shot in DOC_SHOTS:
+            (DOCS / f"{shot.name}.svg").write_text(screenshot(shot, env))
+            print(DOCS / f"{shot.name}.svg")
 
 
 if __name__ == "__main__":
+    os.environ.pop("CONVRISK_BASE_URL", None)
     main()

@@ -1,0 +1,51 @@
+"""Snapshots of every screen of `convrisk ui` at 80x24 and 120x40, on fixed data.
+
+After a change that alters a screen on purpose, look at the new SVG and keep it with
+`CONVRISK_UPDATE_SNAPSHOTS=1 .venv/bin/pytest tests/cli/test_ui_snapshots.py`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from bench.ui_screens import Shot, fill_fixed, screen_env, screenshot, shots
+
+SNAPSHOTS = Path(__file__).resolve().parent / "snapshots" / "ui"
+SHOTS = [*shots((80, 24)), *shots((120, 40))]
+
+
+@pytest.fixture(scope="module")
+def fixed_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The environment of a database with the fixed data (made once for these tests)."""
+    home = tmp_path_factory.mktemp("ui-snapshots")
+    fill_fixed(home / "screens.db")
+    return screen_env(home / "screens.db", home)
+
+
+def screen_text(svg: str) -> str:
+    """The characters of a screenshot, line by line: what a failure shows."""
+    lines = re.findall(r"<text [^>]*>(.*?)</text>", svg)
+    return "\n".join(line.replace("&#160;", " ") for line in lines)
+
+
+@pytest.mark.parametrize("shot", SHOTS, ids=[shot.name for shot in SHOTS])
+def test_each_screen_looks_as_its_snapshot(
+    shot: Shot, fixed_env: dict[str, str], tmp_path: Path
+) -> None:
+    svg = screenshot(shot, fixed_env)
+    kept = SNAPSHOTS / f"{shot.name}.svg"
+    if os.environ.get("CONVRISK_UPDATE_SNAPSHOTS") == "1":
+        kept.write_text(svg)
+    assert kept.exists(), f"no snapshot {kept.name}: CONVRISK_UPDATE_SNAPSHOTS=1 makes it"
+    if svg != kept.read_text():
+        new = tmp_path / kept.name
+        new.write_text(svg)
+        assert screen_text(svg) == screen_text(kept.read_text()), (
+            f"{shot.name} differs from {kept} (new: {new}); if on purpose: "
+            "CONVRISK_UPDATE_SNAPSHOTS=1 .venv/bin/pytest tests/cli/test_ui_snapshots.py"
+        )
+        raise AssertionError(f"{shot.name}: the same text as {kept}, other colours (new: {new})")
