@@ -115,6 +115,43 @@ def test_rows_load_a_page_at_a_time_as_the_cursor_nears_the_end(
     browse(script)
 
 
+async def scroll_far_and_back(app: Browser, pilot: Pilot[int], ids: list[str]) -> None:
+    """Down to the last of `ids` and back up to the first, with a page size of 10: the table
+    holds a window of four pages in order, every row comes back, the cursor stays on its row."""
+    conv = view(app)
+    seen: set[str] = set()
+
+    def rows() -> list[str]:
+        shown = ids_shown(app)
+        start = ids.index(shown[0])
+        assert shown == ids[start : start + len(shown)]  # a run of rows in order
+        assert len(shown) <= 4 * 10  # a window of four pages, not every row
+        seen.update(shown)
+        return shown
+
+    def on(id: str) -> Check:
+        return lambda: conv.current_id() == id
+
+    await until(pilot, lambda: conv.table.row_count >= 10, "the first page")
+    for _ in range(40):  # down to the end, a jump at a time
+        await pilot.press("ctrl+end")
+        await pilot.pause(0.1)
+        if rows()[-1] == ids[-1] and conv.current_id() == ids[-1]:
+            break
+    assert conv.current_id() == ids[-1] and ids[0] not in rows()
+    for _ in range(40):  # and back up to the top
+        await pilot.press("ctrl+home")
+        await pilot.pause(0.1)
+        if conv.current_id() == ids[0]:
+            break
+    assert rows()[0] == ids[0] and seen == set(ids)
+    for expected in ids[1:45]:  # row by row across the window's edge
+        await pilot.press("down")
+        await until(pilot, on(expected), f"down to {expected}")
+        rows()
+    assert f"id: {ids[44]}" in detail(app)
+
+
 def test_scrolling_far_holds_a_few_pages_and_scrolling_back_shows_every_row_again(
     backend: Any,
 ) -> None:
@@ -123,38 +160,7 @@ def test_scrolling_far_holds_a_few_pages_and_scrolling_back_shows_every_row_agai
     ids = [str(r["id"]) for r in backend.conversations.list(None, limit=100)["data"]]
 
     async def script(app: Browser, pilot: Pilot[int]) -> None:
-        conv = view(app)
-        seen: set[str] = set()
-
-        def rows() -> list[str]:
-            shown = ids_shown(app)
-            start = ids.index(shown[0])
-            assert shown == ids[start : start + len(shown)]  # a run of rows in order
-            assert len(shown) <= 4 * 10  # a window of four pages, not the 100 rows
-            seen.update(shown)
-            return shown
-
-        def on(id: str) -> Check:
-            return lambda: conv.current_id() == id
-
-        await until(pilot, lambda: conv.table.row_count >= 10, "the first page")
-        for _ in range(20):  # down to the end, a jump at a time
-            await pilot.press("ctrl+end")
-            await pilot.pause(0.1)
-            if rows()[-1] == ids[-1] and conv.current_id() == ids[-1]:
-                break
-        assert conv.current_id() == ids[-1] and ids[0] not in rows()
-        for _ in range(20):  # and back up to the top
-            await pilot.press("ctrl+home")
-            await pilot.pause(0.1)
-            if conv.current_id() == ids[0]:
-                break
-        assert rows()[0] == ids[0] and seen == set(ids)
-        for expected in ids[1:45]:  # row by row across the window's edge
-            await pilot.press("down")
-            await until(pilot, on(expected), f"down to {expected}")
-            rows()
-        assert f"id: {ids[44]}" in detail(app)
+        await scroll_far_and_back(app, pilot, ids)
         await pilot.press("q")
 
     browse(script, page_size=10)

@@ -15,7 +15,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 
 from convrisk.cli.ui_app import Browser
-from tests.cli.test_ui_browser import browse, ids_shown, status, until
+from tests.cli.test_ui_browser import browse, ids_shown, scroll_far_and_back, status, until
 from tests.loopback import JSONService, on_loopback, running, url_of
 
 from .both_backends import serving
@@ -209,6 +209,26 @@ def hanging() -> Iterator[str]:
             yield url_of(server)
         finally:
             Hanging.release.set()
+
+
+def test_ui_against_serve_holds_a_window_of_pages_and_pages_back_up(tmp_path: Path) -> None:
+    with serving(tmp_path) as served:
+        from convrisk.local_backend.store import LocalBackend
+
+        seeded = LocalBackend(served.db_path)
+        try:
+            for i in range(100):
+                seeded.conversations.create({"contact_id": f"c_{i}"})
+            ids = [str(r["id"]) for r in seeded.conversations.list(limit=100)["data"]]
+        finally:
+            seeded.close()
+
+        async def script(app: Browser, pilot: Pilot[int]) -> None:
+            await scroll_far_and_back(app, pilot, ids)
+            await pilot.press("q")
+
+        env = remote_env(served.url, served.token)
+        assert browse(script, env=env, page_size=10).return_code == 0
 
 
 def test_a_service_answering_500_is_a_status_line_and_q_still_quits(tmp_path: Path) -> None:
