@@ -82,6 +82,9 @@ class Created(NamedTuple, Generic[R]):
 
     record: R
     replayed: bool
+    # The record's `json_text`, when the backend encoded it already (a new local object): who
+    # writes the record as JSON (the journal) takes it as it is instead of encoding it again.
+    text: str | None = None
 
 
 class NotANumber(ValueError):

@@ -135,22 +135,36 @@ def utc_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
 
 
-def append(path: Path, entries: Sequence[Entry]) -> None:
-    """Append entries, one JSON line each, in one write under an exclusive lock.
+def line_text(entry: object) -> str:
+    """An entry's JSON line (or a value's JSON text), without its end of line: compact,
+    non-ASCII kept."""
+    global _LINE_ENCODER
+    if _LINE_ENCODER is None:
+        import json
+
+        _LINE_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+    text: str = _LINE_ENCODER.encode(entry)
+    return text
+
+
+# Made at the first line: a command that writes nothing does not import json for it.
+_LINE_ENCODER: Any = None
+
+
+def append(path: Path, entries: Sequence[Entry | str]) -> None:
+    """Append entries, one JSON line each (an entry, or its line already made by `line_text`),
+    in one write under an exclusive lock.
 
     Raises OSError or JournalError when the journal cannot be written: the caller warns, the
     write it records has happened all the same.
     """
     if not entries:
         return
-    import json
-
     from convrisk.local_backend.folders import make_private_folder
 
-    data = b"".join(
-        json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
-        for entry in entries
-    )
+    data = "".join(
+        f"{entry if isinstance(entry, str) else line_text(entry)}\n" for entry in entries
+    ).encode("utf-8")
     make_private_folder(path.parent)
     fd = _open_for_append(path)
     try:

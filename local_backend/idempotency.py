@@ -9,19 +9,19 @@ from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 from convrisk.api_client.errors import ConvriskError, InvalidRequestError, ServiceError
-from convrisk.api_client.records import Created, Record, check_record
+from convrisk.api_client.records import Created, Record, check_record, load_json
 
 from .database import IN_CHUNK, first_line
 
 TTL_SECONDS = 24 * 60 * 60
 # Built once: json.dumps with options builds an encoder on every call (a few per create).
-_ANSWER_ENCODER = json.JSONEncoder(separators=(",", ":"))
 _SORTED_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 _SORTED_TEXT_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
-# What a create becomes once checked: its column values, its key (None: none) and the
-# fingerprint of its parameters ("" without a key).
-Checked = tuple[dict[str, Any], str | None, str]
+# What a create becomes once checked: its column values, its key (None: none), the
+# fingerprint of its parameters ("" without a key) and its JSON columns parsed back from the
+# text they store (decoded once: the fingerprint and the record made both use them).
+Checked = tuple[dict[str, Any], str | None, str, dict[str, Any]]
 # The stored (resource, fingerprint, response) of a key.
 Stored = tuple[str, str, str]
 
@@ -34,11 +34,31 @@ class IdempotencyKeys:
         # Columns holding JSON text: their keys are sorted for the fingerprint.
         self._json_columns = json_columns
 
-    def fingerprint(self, values: Mapping[str, Any]) -> str:
-        """SHA-256 of the checked parameters, JSON columns with their keys sorted."""
+    def parsed(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """The value of each JSON column these column values set, decoded (strictly, as a read
+        of the row would) from its text; a text that does not decode is left out."""
+        parsed: dict[str, Any] = {}
+        for name in self._json_columns:
+            text = values.get(name)
+            if isinstance(text, str):
+                try:
+                    parsed[name] = load_json(text)
+                except (ValueError, RecursionError):
+                    continue
+        return parsed
+
+    def fingerprint(self, values: Mapping[str, Any], parsed: Mapping[str, Any]) -> str:
+        """SHA-256 of the checked parameters, JSON columns (`parsed`: see `parsed`) with their
+        keys sorted.
+
+        The text hashed is the same, byte for byte, as every earlier version hashed: a key
+        stored before an upgrade still matches the same request after it.
+        """
         canonical = dict(values)
         for name in self._json_columns:
-            if isinstance(canonical.get(name), str):
+            if name in parsed:
+                canonical[name] = _SORTED_TEXT_ENCODER.encode(parsed[name])
+            elif isinstance(canonical.get(name), str):
                 canonical[name] = _SORTED_TEXT_ENCODER.encode(json.loads(canonical[name]))
         text = _SORTED_ENCODER.encode([self._resource, canonical])
         import hashlib  # here: only writes with an idempotency key need it (it loads OpenSSL)
@@ -76,7 +96,7 @@ class IdempotencyKeys:
                 if stop_on_error:
                     break
                 continue
-            _, key, fingerprint = item
+            _, key, fingerprint, _ = item
             if key is not None and key in stored:
                 try:
                     results.append(Created(self._replay(key, fingerprint, stored[key]), True))
@@ -105,9 +125,9 @@ class IdempotencyKeys:
     ) -> list[Record | None]:
         """Read-only: the answer each create would replay (None: it would be new). A key kept
         with other parameters is None here: the create refuses it, and says so."""
-        stored = _stored_answers(conn, [key for _, key, _ in checked], now - TTL_SECONDS)
+        stored = _stored_answers(conn, [key for _, key, _, _ in checked], now - TTL_SECONDS)
         found: list[Record | None] = []
-        for _, key, fingerprint in checked:
+        for _, key, fingerprint, _ in checked:
             answer = stored.get(key) if key is not None else None
             try:
                 found.append(
@@ -138,11 +158,6 @@ class IdempotencyKeys:
                 f"The answer stored for the idempotency key {key!r} cannot be read back: "
                 f"{first_line(exc)}."
             ) from exc
-
-
-def answer_text(record: Mapping[str, Any]) -> str:
-    """The answer stored for a key: the object's JSON (ValueError, TypeError when it has none)."""
-    return _ANSWER_ENCODER.encode(record)
 
 
 def key_reused(key: str) -> InvalidRequestError:

@@ -90,4 +90,5 @@ def table_spec(resource: Resource) -> ResourceSpec[Any]:
         json_sql=json_object_sql((f.name, _SQL_KINDS[f.type]) for f in resource.fields),
         has_updated_at="updated_at" in columns,
         json_columns=objects,
+        flags=flags,
     )
