@@ -357,25 +357,31 @@ class TableResource(Generic[M, C, U, F]):
         """
         columns = self._columns(conn)
         spec = self._spec
+        # Each column of the record: its name, whether the rows set it, the types its affinity
+        # keeps as they are, its default, and what a record makes of it.
+        plan: builtins.list[tuple[str, bool, frozenset[type], object, str]] = []
+        for name in spec.columns:
+            affinity, default = columns.get(name, ("?", _UNKNOWN))
+            given = name in rows[0]
+            if not given and default is _UNKNOWN:
+                return None
+            kind = "object" if name in spec.json_columns else "flag" if name in spec.flags else ""
+            plan.append((name, given, _KEPT.get(affinity, frozenset()), default, kind))
         made: builtins.list[M] = []
         for row, objects in zip(rows, parsed, strict=True):
             record: dict[str, Any] = {}
-            for name in spec.columns:
-                affinity, default = columns.get(name, ("?", _UNKNOWN))
-                if name in row:
+            for name, given, kept, default, kind in plan:
+                value = default
+                if given:
                     value = row[name]
-                    if not _kept_as_given(affinity, value):
+                    if type(value) not in kept:
                         return None
-                else:
-                    value = default
-                    if value is _UNKNOWN:
+                if kind == "object":
+                    if name not in objects:
                         return None
-                if name in objects:
                     value = objects[name]
-                elif name in spec.flags:
+                elif kind == "flag":
                     value = bool(value)
-                elif name in spec.json_columns:
-                    return None
                 record[name] = value
             made.append(cast(M, record))
         return made
@@ -534,19 +540,15 @@ def _literal(default: str | None) -> object:
     return _UNKNOWN
 
 
-def _kept_as_given(affinity: str, value: object) -> bool:
-    """Whether a column of this affinity stores `value` as it is, so that reading it back gives
-    the same value (TEXT turns a number into text, INTEGER a whole float into an integer...)."""
-    if value is None:
-        return True
-    kind = type(value)
-    if kind is str:
-        return affinity in ("TEXT", "BLOB")
-    if kind is int:
-        return affinity in ("INTEGER", "NUMERIC", "BLOB")
-    if kind is float:
-        return affinity in ("REAL", "BLOB")
-    return False
+# By affinity: the types of value a column stores as they are, so that reading it back gives
+# the same value (TEXT turns a number into text, INTEGER a whole float into an integer...).
+_KEPT: dict[str, frozenset[type]] = {
+    "TEXT": frozenset({str, type(None)}),
+    "INTEGER": frozenset({int, type(None)}),
+    "NUMERIC": frozenset({int, type(None)}),
+    "REAL": frozenset({float, type(None)}),
+    "BLOB": frozenset({str, int, float, type(None)}),
+}
 
 
 # -- input checks the database needs beyond api_client.params ----------------------------------
