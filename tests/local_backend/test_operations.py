@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from convrisk.api_client.errors import InvalidRequestError, NotFoundError
+from convrisk.api_client.errors import ConvriskError, InvalidRequestError, NotFoundError
 from convrisk.api_client.protocol import Backend
-from convrisk.api_client.records import Conversation, Deleted, RiskProfile
+from convrisk.api_client.records import Conversation, Deleted, RiskProfile, json_text
 from convrisk.local_backend import ids
 from convrisk.local_backend.store import LocalBackend
 
@@ -265,3 +266,31 @@ def test_results_are_plain_dicts_with_every_field(backend: LocalBackend) -> None
     assert list(profile) == list(RiskProfile.__annotations__)
     page = backend.risk_profiles.list()
     assert page == {"has_more": False, "data": [profile]}
+
+
+def test_a_create_answers_the_object_as_a_later_read_gives_it(backend: LocalBackend) -> None:
+    """The object a create answers is made from what was written (not read back): it must be
+    the object the table gives back, defaults, numbers and nested details included."""
+    made = backend.risk_profiles.create_many(
+        [
+            (
+                risk_body(
+                    customer_id="cus_é",
+                    score=0.1,
+                    details={"z": [1.5, {"b": 2**70, "a": "ü"}], "a": None, "t": True},
+                ),
+                "key-1",
+            ),
+            (risk_body(score=100), None),
+        ]
+    )
+    convs = backend.conversations.create_many([({"group_id": "grp_1"}, None)])
+    answers: list[Any] = [r for r in (*made, *convs) if not isinstance(r, ConvriskError)]
+    assert len(answers) == 3
+    stored = [backend.risk_profiles.retrieve(r.record["id"]) for r in answers[:2]] + [
+        backend.conversations.retrieve(answers[2].record["id"])
+    ]
+    assert [r.record for r in answers] == stored
+    # The same types too (a float stays a float): the same text.
+    assert [r.text for r in answers] == [json_text(record) for record in stored]
+    assert [json_text(r.record) for r in answers] == [json_text(record) for record in stored]
