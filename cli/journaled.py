@@ -272,7 +272,10 @@ class Recorder:
         from .journal import JournalError, append
 
         if self._secrets:
-            entries = [self._redacted(entry) for entry in entries if not isinstance(entry, str)]
+            # created_line makes no line when there are secrets: every entry here is a dict.
+            entries = [
+                entry if isinstance(entry, str) else self._redacted(entry) for entry in entries
+            ]
         try:
             append(self.path, entries)
         except (OSError, JournalError, ValueError) as exc:
