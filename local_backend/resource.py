@@ -111,8 +111,10 @@ class TableResource(Generic[M, C, U, F]):
         self._select_json = f"SELECT id, {spec.json_sql} FROM {spec.table}"
         self._select_ids = f"SELECT id FROM {spec.table}"
         self._keys = IdempotencyKeys(spec.name, spec.json_columns)
-        # The table's column affinities and defaults (see _columns), read once.
+        # The table's column affinities and defaults (see _columns) and the schema version they
+        # were read at: read again when the schema changes (a table altered by hand meanwhile).
         self._column_info: dict[str, tuple[str, object]] | None = None
+        self._column_info_version: int | None = None
         self._json_pages = JsonPages(
             db, lambda conn, object_id: record_json(self._fetch(conn, object_id))
         )
@@ -356,6 +358,8 @@ class TableResource(Generic[M, C, U, F]):
         Values were checked on the way in, objects' depth included, so they need no walk here.
         """
         columns = self._columns(conn)
+        if columns is None:
+            return None
         spec = self._spec
         # Each column of the record: its name, whether the rows set it, the types its affinity
         # keeps as they are, its default, and what a record makes of it.
@@ -386,16 +390,26 @@ class TableResource(Generic[M, C, U, F]):
             made.append(cast(M, record))
         return made
 
-    def _columns(self, conn: sqlite3.Connection) -> dict[str, tuple[str, object]]:
+    def _columns(self, conn: sqlite3.Connection) -> dict[str, tuple[str, object]] | None:
         """Each column's type affinity (`_affinity`) and declared default value (`_UNKNOWN`
-        when it is an expression), read from the table once."""
-        if self._column_info is None:
-            info: dict[str, tuple[str, object]] = {}
-            for _, name, declared, _, default, _ in conn.execute(
-                f"PRAGMA table_info({self._spec.table})"
-            ):
-                info[name] = (_affinity(declared), _literal(default))
+        when it is not a plain literal), read again only when the schema changed; None when a
+        trigger may change a row as it is inserted (the rows are then read back)."""
+        version = conn.execute("PRAGMA schema_version").fetchone()[0]
+        if version != self._column_info_version:
+            table = self._spec.table
+            triggered = conn.execute(
+                "SELECT 1 FROM sqlite_master"
+                " WHERE type = 'trigger' AND tbl_name = ? COLLATE NOCASE",
+                (table,),
+            ).fetchone()
+            info: dict[str, tuple[str, object]] | None = None
+            if triggered is None:
+                info = {}
+                for _, name, declared, _, default, _ in conn.execute(f"PRAGMA table_info({table})"):
+                    affinity = _affinity(declared)
+                    info[name] = (affinity, _literal(default, affinity))
             self._column_info = info
+            self._column_info_version = version
         return self._column_info
 
     def _checked_create(self, params: object, idempotency_key: str | None) -> Checked:
@@ -538,15 +552,20 @@ def _affinity(declared: str) -> str:
     return "NUMERIC"
 
 
-def _literal(default: str | None) -> object:
-    """The value a column's declared default (as PRAGMA table_info gives it) stores: NULL or an
-    integer; `_UNKNOWN` for anything else."""
+def _literal(default: str | None, affinity: str) -> object:
+    """The value a column's declared default (as PRAGMA table_info gives it) stores: NULL, or an
+    integer in a column that keeps one as it is; `_UNKNOWN` for anything else (text, a real, an
+    expression, an integer that SQLite turns into text or a real)."""
     if default is None or default.upper() == "NULL":
         return None
     text = default.strip("()")
-    if text.lstrip("-").isdigit():
-        return int(text)
-    return _UNKNOWN
+    digits = text.removeprefix("-")
+    # ASCII only: str.isdigit takes other scripts' digits ("²"), which SQLite reads as a name.
+    if not (digits.isascii() and digits.isdigit()) or int not in _KEPT.get(affinity, ()):
+        return _UNKNOWN
+    value = int(text)
+    low, high = _INT64
+    return value if low <= value <= high else _UNKNOWN  # a larger one is stored as a real
 
 
 # By affinity: the types of value a column stores as they are, so that reading it back gives
