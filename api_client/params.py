@@ -92,7 +92,6 @@ def _optional_string(body: Mapping[str, Any], key: str) -> str | None:
         return None
     if not isinstance(value, str):
         raise InvalidRequestError(f"{key} must be a string.", param=key)
-    check_text(value, key)
     return value
 
 
@@ -278,6 +277,8 @@ def check_create(resource: Resource, body: object) -> dict[str, Any]:
                 f"Exactly one of {names_given} is required; {problem}.",
                 param=given[1] if given else resource.one_of[0],
             )
+        # After the count: a body giving both is told so first, whatever their text.
+        check_text(out[given[0]], given[0])
     for field in required:
         if data.get(field.name) is None:
             raise InvalidRequestError(
