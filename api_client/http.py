@@ -24,7 +24,7 @@ from .errors import (
     ServiceError,
     stops_every_request,
 )
-from .pagination import scan_page
+from .pagination import Ahead, scan_page
 from .params import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -108,6 +108,17 @@ def _validate(check: Callable[[object], Any], data: object, status: int, what: s
             f"The service answered HTTP {status} with {what} that does not fit: {exc}.",
             status=status,
         ) from None
+
+
+def _next_cursor(data: object) -> str | None:
+    """The cursor after a page's body as sent, if it says more items exist: its last item's id
+    (a body that does not fit has none; its check says why)."""
+    if not isinstance(data, dict) or data.get("has_more") is not True:
+        return None
+    items = data.get("data")
+    last = items[-1] if isinstance(items, list) and items else None
+    id = last.get("id") if isinstance(last, dict) else None
+    return id if isinstance(id, str) and id else None
 
 
 def deleted_answer(status: int, content: bytes, id: str, *, gone: bool = False) -> Deleted:
@@ -205,6 +216,9 @@ class HTTPResource(Generic[M, C, U, F]):
         # The filters the interface lacks, by name: the record's field each compares.
         self._scanned = {f.name: f.column for f in RESOURCES[name].filters if not f.interface}
         self._scan_report: Callable[[int, int], None] | None = None
+        self._reading_ahead = False
+        # The next page, asked for before it is needed: its query, and the call making it.
+        self._ahead: tuple[dict[str, str], Ahead[tuple[Answer, object]]] | None = None
 
     def _item_path(self, id: str) -> str:
         if isinstance(id, str) and id.strip() in ("", ".", ".."):
@@ -284,13 +298,42 @@ class HTTPResource(Generic[M, C, U, F]):
         """Have `report(scanned, matched)` called after each page a scan reads."""
         self._scan_report = report
 
+    def read_ahead(self, on: bool) -> None:
+        """While on, each page of a forward walk asks for the next one (after its last id) as
+        soon as it arrives, so that the service makes it while this one is checked and printed.
+        """
+        self._reading_ahead = on
+        if not on:
+            # Not waited for: a stopped list (Ctrl-C) ends now; the request ends by its timeout.
+            self._ahead = None
+
     def _page(self, query: dict[str, str]) -> Page[M]:
         """One page as the service sends it, checked."""
-        response = self._t.request("GET", self._path, params=query)
-        what = f"a page of {self._noun}s"
-        data = _json_body(response, what)
-        result: Page[M] = _validate(check_page, data, response.status_code, what)
+        status, data = self._page_answer(query)
+        result: Page[M] = _validate(check_page, data, status, f"a page of {self._noun}s")
         return result
+
+    def _page_answer(self, query: dict[str, str]) -> tuple[int, object]:
+        """The status and decoded body of one page (not yet checked): the page read ahead for
+        this query, or one asked for now. Reading ahead, the next page is asked for here."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead[0] == query:
+            response, data = ahead[1].take()
+        else:
+            if ahead is not None:
+                ahead[1].drop()  # not the page it guessed: its connection back, then this one
+            response, data = self._get_page(query)
+        if self._reading_ahead and "ending_before" not in query:
+            cursor = _next_cursor(data)
+            if cursor is not None:
+                after = {**query, "starting_after": cursor}
+                self._ahead = (after, Ahead(lambda: self._get_page(after)))
+        return response.status_code, data
+
+    def _get_page(self, query: dict[str, str]) -> tuple[Answer, object]:
+        """One page asked for now: the answer and its decoded body."""
+        response = self._t.request("GET", self._path, params=query)
+        return response, _json_body(response, f"a page of {self._noun}s")
 
     def list_json(
         self,
@@ -308,12 +351,8 @@ class HTTPResource(Generic[M, C, U, F]):
                 "data": [json_text(item) for item in items["data"]],
                 "ids": [item["id"] for item in items["data"]],
             }
-        response = self._t.request(
-            "GET", self._path, params={**query, **cursors, "limit": str(limit)}
-        )
-        what = f"a page of {self._noun}s"
-        data = _json_body(response, what)
-        result: JsonPage = _validate(check_json_page, data, response.status_code, what)
+        status, data = self._page_answer({**query, **cursors, "limit": str(limit)})
+        result: JsonPage = _validate(check_json_page, data, status, f"a page of {self._noun}s")
         return result
 
     def list_ids(
