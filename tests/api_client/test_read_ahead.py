@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from convrisk.api_client import Client
-from convrisk.api_client.errors import ConvriskError
+from convrisk.api_client.errors import APIError
 
 from .conftest import Remote, conversation
 
@@ -75,7 +75,7 @@ def test_an_error_on_the_page_read_ahead_comes_after_every_page_before_it(
     conversations.read_ahead(True)
     pages = getattr(conversations, walk)()
     assert next(pages)["has_more"] is True
-    with pytest.raises(ConvriskError) as info:
+    with pytest.raises(APIError) as info:
         next(pages)
     assert info.value.status == 500
 
