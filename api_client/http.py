@@ -63,6 +63,7 @@ from .records import (
     check_record,
     json_text,
     load_json,
+    load_page,
 )
 from .resources import CONVERSATIONS, RESOURCES, RISK_PROFILES
 from .session import CREATE_MANY_CONCURRENCY, DEFAULT_MAX_RESPONSE_BYTES, Answer, Session
@@ -76,7 +77,7 @@ U = TypeVar("U", bound=Mapping[str, Any])
 F = TypeVar("F", bound=Mapping[str, Any])
 
 
-def _json_body(response: Answer, what: str) -> object:
+def _json_body(response: Answer, what: str, loads: Callable[[bytes], Any] = load_json) -> Any:
     status = response.status_code
     if not response.content.strip():
         raise ServiceError(
@@ -84,7 +85,7 @@ def _json_body(response: Answer, what: str) -> object:
             status=status,
         )
     try:
-        return load_json(response.content)
+        return loads(response.content)
     except NotANumber as exc:
         raise ServiceError(
             f"The service answered HTTP {status} with {what} that cannot be shown as JSON: {exc}.",
@@ -108,6 +109,10 @@ def _validate(check: Callable[[object], Any], data: object, status: int, what: s
             f"The service answered HTTP {status} with {what} that does not fit: {exc}.",
             status=status,
         ) from None
+
+
+# A page's answer, its decoded body and its items' texts as sent (records.load_page).
+_PageAnswer = tuple[Answer, tuple[Any, list[str | None] | None]]
 
 
 def _next_cursor(data: object) -> str | None:
@@ -218,7 +223,7 @@ class HTTPResource(Generic[M, C, U, F]):
         self._scan_report: Callable[[int, int], None] | None = None
         self._reading_ahead = False
         # The next page, asked for before it is needed: its query, and the call making it.
-        self._ahead: tuple[dict[str, str], Ahead[tuple[Answer, object]]] | None = None
+        self._ahead: tuple[dict[str, str], Ahead[_PageAnswer]] | None = None
 
     def _item_path(self, id: str) -> str:
         if isinstance(id, str) and id.strip() in ("", ".", ".."):
@@ -309,31 +314,34 @@ class HTTPResource(Generic[M, C, U, F]):
 
     def _page(self, query: dict[str, str]) -> Page[M]:
         """One page as the service sends it, checked."""
-        status, data = self._page_answer(query)
+        status, data, _ = self._page_answer(query)
         result: Page[M] = _validate(check_page, data, status, f"a page of {self._noun}s")
         return result
 
-    def _page_answer(self, query: dict[str, str]) -> tuple[int, object]:
-        """The status and decoded body of one page (not yet checked): the page read ahead for
-        this query, or one asked for now. Reading ahead, the next page is asked for here."""
+    def _page_answer(
+        self, query: dict[str, str]
+    ) -> tuple[int, Any, builtins.list[str | None] | None]:
+        """The status and decoded body of one page (not yet checked), with its items' texts as
+        sent (`load_page`): the page read ahead for this query, or one asked for now. Reading
+        ahead, the next page is asked for here."""
         ahead, self._ahead = self._ahead, None
         if ahead is not None and ahead[0] == query:
-            response, data = ahead[1].take()
+            response, (data, texts) = ahead[1].take()
         else:
             if ahead is not None:
                 ahead[1].drop()  # not the page it guessed: its connection back, then this one
-            response, data = self._get_page(query)
+            response, (data, texts) = self._get_page(query)
         if self._reading_ahead and "ending_before" not in query:
             cursor = _next_cursor(data)
             if cursor is not None:
                 after = {**query, "starting_after": cursor}
                 self._ahead = (after, Ahead(lambda: self._get_page(after)))
-        return response.status_code, data
+        return response.status_code, data, texts
 
-    def _get_page(self, query: dict[str, str]) -> tuple[Answer, object]:
-        """One page asked for now: the answer and its decoded body."""
+    def _get_page(self, query: dict[str, str]) -> _PageAnswer:
+        """One page asked for now: the answer, its decoded body and its items' texts as sent."""
         response = self._t.request("GET", self._path, params=query)
-        return response, _json_body(response, f"a page of {self._noun}s")
+        return response, _json_body(response, f"a page of {self._noun}s", load_page)
 
     def list_json(
         self,
@@ -351,8 +359,9 @@ class HTTPResource(Generic[M, C, U, F]):
                 "data": [json_text(item) for item in items["data"]],
                 "ids": [item["id"] for item in items["data"]],
             }
-        status, data = self._page_answer({**query, **cursors, "limit": str(limit)})
-        result: JsonPage = _validate(check_json_page, data, status, f"a page of {self._noun}s")
+        status, data, texts = self._page_answer({**query, **cursors, "limit": str(limit)})
+        what = f"a page of {self._noun}s"
+        result: JsonPage = _validate(lambda page: check_json_page(page, texts), data, status, what)
         return result
 
     def list_ids(
