@@ -371,9 +371,10 @@ class HTTPResource(Generic[M, C, U, F]):
         limit: int = DEFAULT_LIMIT,
         starting_after: str | None = None,
     ) -> IdPage:
-        """The page `list` returns, as its records' ids (the service sends whole records)."""
-        page = self.list(filters, limit=limit, starting_after=starting_after)
-        return {"has_more": page["has_more"], "data": [item["id"] for item in page["data"]]}
+        """The page `list` returns, as its records' ids (the service sends whole records, each
+        checked as `list_json` checks it, which walks no record it need not)."""
+        page = self.list_json(filters, limit=limit, starting_after=starting_after)
+        return {"has_more": page["has_more"], "data": page["ids"]}
 
     def create(self, params: C, *, idempotency_key: str | None = None) -> M:
         """Create an object; the same Idempotency-Key is sent on each retry."""
