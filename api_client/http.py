@@ -111,8 +111,17 @@ def _validate(check: Callable[[object], Any], data: object, status: int, what: s
         ) from None
 
 
-# A page's answer, its decoded body and its items' texts as sent (records.load_page).
-_PageAnswer = tuple[Answer, tuple[Any, list[str | None] | None]]
+def _guessed_cursor(body: bytes) -> str | None:
+    """The id a compact page (`{"id":"...` first in each record) ends on, if it says more
+    exist, found without reading the body: a guess, checked when the page is taken."""
+    if b'"has_more":true' not in body:
+        return None
+    at = body.rfind(b'{"id":"')
+    end = body.find(b'"', at + 7)
+    id = body[at + 7 : end]
+    if at < 0 or end < 0 or not id or b"\\" in id or not id.isascii():
+        return None
+    return id.decode()
 
 
 def _next_cursor(data: object) -> str | None:
@@ -223,7 +232,7 @@ class HTTPResource(Generic[M, C, U, F]):
         self._scan_report: Callable[[int, int], None] | None = None
         self._reading_ahead = False
         # The next page, asked for before it is needed: its query, and the call making it.
-        self._ahead: tuple[dict[str, str], Ahead[_PageAnswer]] | None = None
+        self._ahead: tuple[dict[str, str], Ahead[Answer]] | None = None
 
     def _item_path(self, id: str) -> str:
         if isinstance(id, str) and id.strip() in ("", ".", ".."):
@@ -322,26 +331,31 @@ class HTTPResource(Generic[M, C, U, F]):
         self, query: dict[str, str]
     ) -> tuple[int, Any, builtins.list[str | None] | None]:
         """The status and decoded body of one page (not yet checked), with its items' texts as
-        sent (`load_page`): the page read ahead for this query, or one asked for now. Reading
-        ahead, the next page is asked for here."""
+        sent (`load_page`): the page read ahead for this query, or one asked for now.
+
+        Reading ahead, the next page is asked for as soon as its cursor is known: guessed from
+        the body's last bytes before it is read, else from the body read (a wrong guess costs
+        only a request asked for again: the page taken is always the one asked for)."""
         ahead, self._ahead = self._ahead, None
         if ahead is not None and ahead[0] == query:
-            response, (data, texts) = ahead[1].take()
+            response = ahead[1].take()
         else:
             if ahead is not None:
                 ahead[1].drop()  # not the page it guessed: its connection back, then this one
-            response, (data, texts) = self._get_page(query)
-        if self._reading_ahead and "ending_before" not in query:
-            cursor = _next_cursor(data)
-            if cursor is not None:
-                after = {**query, "starting_after": cursor}
-                self._ahead = (after, Ahead(lambda: self._get_page(after)))
+            response = self._t.request("GET", self._path, params=query)
+        forward = self._reading_ahead and "ending_before" not in query
+        if forward:
+            self._read_ahead_after(query, _guessed_cursor(response.content))
+        data, texts = _json_body(response, f"a page of {self._noun}s", load_page)
+        if forward and self._ahead is None:
+            self._read_ahead_after(query, _next_cursor(data))
         return response.status_code, data, texts
 
-    def _get_page(self, query: dict[str, str]) -> _PageAnswer:
-        """One page asked for now: the answer, its decoded body and its items' texts as sent."""
-        response = self._t.request("GET", self._path, params=query)
-        return response, _json_body(response, f"a page of {self._noun}s", load_page)
+    def _read_ahead_after(self, query: dict[str, str], cursor: str | None) -> None:
+        """Ask now, on the read-ahead thread, for the page after `cursor` (None: none)."""
+        if cursor is not None:
+            after = {**query, "starting_after": cursor}
+            self._ahead = (after, Ahead(lambda: self._t.request("GET", self._path, params=after)))
 
     def list_json(
         self,
