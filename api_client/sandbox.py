@@ -31,6 +31,7 @@ REQUEST_FIELDS = (
     "body_truncated",
     "fault",
     "duration_ms",
+    "violations",
 )
 
 # A quoted name: `serve` reads MAX_SNAPSHOT_BYTES here without loading the HTTP answer's module.

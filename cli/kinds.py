@@ -335,11 +335,16 @@ def _target(row: Row) -> str:
 
 
 def _answered(row: Row) -> str:
-    """A recorded request's status, or what stood in for an answer (an injected fault)."""
+    """A recorded request's status, or what stood in for an answer (an injected fault), and
+    how many contract violations a proxying serve found in it."""
     status = row.get("status")
     shown = "-" if status is None else str(status)
     fault = row.get("fault")
-    return f"{shown} ({fault})" if fault else shown
+    shown = f"{shown} ({fault})" if fault else shown
+    found = row.get("violations")
+    if isinstance(found, list) and found:
+        shown += f" ({len(found)} violation{'s' if len(found) > 1 else ''})"
+    return shown
 
 
 # `convrisk sandbox requests`: the request journal of a `convrisk serve`, oldest first.
@@ -355,6 +360,7 @@ _REQUEST_COLUMNS = (
     Column("body_truncated", "BODY_TRUNCATED", "bool"),
     Column("fault", "FAULT"),
     Column("duration_ms", "DURATION_MS", "number"),
+    Column("violations", "VIOLATIONS", "json"),
 )
 REQUESTS = Kind(
     "request",

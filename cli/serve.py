@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from convrisk.local_backend.clock import SandboxClock
     from convrisk.local_backend.faults import Chaos
     from convrisk.local_backend.ids import IdSource
+    from convrisk.local_backend.proxy import Proxy
 
 
 def serve(
@@ -106,6 +107,38 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    proxy_to: Annotated[
+        str | None,
+        typer.Option(
+            "--proxy-to",
+            metavar="URL",
+            help="Forward every /v1 request to this service (http:// or https://), the "
+            "client's Authorization unchanged, and check each request and answer against the "
+            "OpenAPI document.",
+            show_default=False,
+        ),
+    ] = None,
+    validate: Annotated[
+        str | None,
+        typer.Option(
+            "--validate",
+            metavar="report|enforce",
+            help="With --proxy-to: report logs each violation (and keeps it in the request "
+            "journal), passing the answer through; enforce also turns a violating answer into "
+            "a 502 naming it.  [default: report]",
+            show_default=False,
+        ),
+    ] = None,
+    proxy_timeout: Annotated[
+        str | None,
+        typer.Option(
+            "--proxy-timeout",
+            metavar="SECONDS",
+            help="With --proxy-to: the most one exchange with the service may take, connect to "
+            "last byte, before a 504.  [default: 30]",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve the conversations and risk-profiles service over HTTP on a local database.
 
@@ -121,6 +154,7 @@ def serve(
       convrisk serve --port 0 --seed 7 --clock 2025-01-01T00:00:00Z   # same ids, same times
       CONVRISK_SERVE_TOKEN=s3cret convrisk serve --log-format json
       convrisk serve --port 0 --load fixtures.jsonl
+      convrisk serve --port 0 --token "$T" --proxy-to https://api.example.com --validate enforce
     """
     import secrets
 
@@ -141,6 +175,7 @@ def serve(
         fault_rate=fault_rate,
         seed=secrets.randbelow(2**31) if seed_number is None else seed_number,
     )
+    proxy = _proxy(run, proxy_to, validate, proxy_timeout, load, clock)
     sandbox_clock = None if clock is None else _sandbox_clock(clock)
     id_sources = None if seed_number is None else _seeded_ids(seed_number, sandbox_clock)
     given = token if token is not None else run.env.get("CONVRISK_SERVE_TOKEN")
@@ -178,9 +213,17 @@ def serve(
                 f"{host} is not a loopback address: anyone who can reach this machine can "
                 "reach the service (with the token). Use --host 127.0.0.1 unless you mean it."
             )
+        if proxy is not None:
+            for level, line in _proxy_text(proxy):
+                if level == "warning":
+                    printer.warning(line)
+                else:
+                    printer.notice(line)
         if chaos.active:
             printer.notice(f"convrisk serve: {_chaos_text(chaos)}")
-        for line in _repeatable_text(seed_number, sandbox_clock):
+        # In proxy mode the ids are the upstream's: --seed repeats the faults alone.
+        ids_seed = None if proxy is not None else seed_number
+        for line in _repeatable_text(ids_seed, sandbox_clock):
             printer.notice(f"convrisk serve: {line}")
         base = "export CONVRISK_BASE_URL=" + shlex.quote(_client_url(url))
         if stored is not None:
@@ -205,10 +248,111 @@ def serve(
             clock=sandbox_clock,
             id_sources=id_sources,
             load=rows,
+            proxy=proxy,
         )
     finally:
         if scratch is not None:
             scratch.cleanup()
+
+
+def _proxy(
+    run: AppContext,
+    url: str | None,
+    validate: str | None,
+    timeout: str | None,
+    load: str | None,
+    clock: str | None,
+) -> Proxy | None:
+    """--proxy-to and its options checked: the proxy, or None without --proxy-to."""
+    if url is None:
+        for given, name in ((validate, "--validate"), (timeout, "--proxy-timeout")):
+            if given is not None:
+                raise UsageProblem(f"{name} applies only with --proxy-to URL.", param=name)
+        return None
+    from convrisk.local_backend.proxy import DEFAULT_TIMEOUT, MAX_TIMEOUT, MODES, Proxy
+
+    for given, name in ((load, "--load"), (clock, "--clock")):
+        if given is not None:
+            raise UsageProblem(
+                f"{name} does not apply with --proxy-to: the records are the upstream's.",
+                param=name,
+            )
+    problem = _upstream_problem(url)
+    if problem is not None:
+        raise UsageProblem(f"--proxy-to: {problem}", param="--proxy-to")
+    mode = "report" if validate is None else validate.strip().lower()
+    if mode not in MODES:
+        raise UsageProblem(
+            f"--validate must be report or enforce, not {validate!r}.", param="--validate"
+        )
+    seconds = DEFAULT_TIMEOUT if timeout is None else _seconds(timeout, MAX_TIMEOUT)
+    env = {k: v for k, v in run.env.items() if k != "CONVRISK_BASE_URL"}
+    cap = run.resolve(run.flags, env).max_response_mb * 1024 * 1024
+    return Proxy(url.strip(), mode, seconds, cap)
+
+
+def _upstream_problem(url: str) -> str | None:
+    """Why `url` cannot be an upstream (an http(s) URL with a host, no credentials, no query)."""
+    from urllib.parse import urlsplit
+
+    from convrisk.api_client.endpoint import shown_url
+
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        return (
+            "give an http:// or https:// URL with a host, such as https://api.example.com, "
+            f"not {shown_url(url)!r}."
+        )
+    if parts.username is not None or parts.password is not None:
+        return f"the URL must not carry a user name or password ({shown_url(url)})."
+    if parts.query or parts.fragment:
+        return f"the URL must not carry a query or a fragment ({shown_url(url)})."
+    return None
+
+
+def _seconds(text: str, most: float) -> float:
+    """--proxy-timeout: seconds, more than 0 and at most `most`; a usage error otherwise."""
+    try:
+        value = float(text.strip())
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or not 0 < value <= most:
+        raise UsageProblem(
+            f"--proxy-timeout must be seconds, more than 0 and at most {most:g}, not {text!r}.",
+            param="--proxy-timeout",
+        )
+    return value
+
+
+def _proxy_text(proxy: Proxy) -> list[tuple[str, str]]:
+    """What the banner says of the proxy: (printer method, line)."""
+    from urllib.parse import urlsplit
+
+    from convrisk.api_client.endpoint import is_loopback_host, shown_url
+
+    shown = shown_url(proxy.upstream)
+    lines = [
+        (
+            "notice",
+            f"convrisk serve: /v1 goes to {shown} (--validate {proxy.mode}, timeout "
+            f"{proxy.timeout:g} s, answers up to {proxy.max_bytes // (1024 * 1024)} MiB); "
+            "the sandbox's own store is not used",
+        )
+    ]
+    parts = urlsplit(proxy.upstream)
+    if parts.scheme == "http" and not is_loopback_host(parts.hostname or ""):
+        lines.append(
+            (
+                "warning",
+                f"{shown} is plain http://: the clients' tokens cross the network readable. "
+                "Use https:// unless that network is trusted.",
+            )
+        )
+    return lines
 
 
 def _snapshot_rows(path: str) -> dict[str, list[dict[str, Any]]]:

@@ -62,6 +62,24 @@ class AccessLog:
             )
         self._emit(line)
 
+    def violation(self, method: str, path: str, found: dict[str, str]) -> None:
+        """One way a proxied request or answer broke the OpenAPI document (`serve --proxy-to`):
+        `found` is a violation's rule, where and message."""
+        if self._sink is None:
+            return
+        if self._json:
+            line = json.dumps(
+                {"time": _now(), "level": "warning", "method": method, "path": path}
+                | {"violation": found["rule"], "where": found["where"], "message": found["message"]}
+            )
+        else:
+            where = f" {found['where']}" if found["where"] else ""
+            line = (
+                f"{_now()} convrisk serve: violation: {_shown(method)} {_shown(path)}: "
+                f"{found['rule']}{_shown(where)}: {safe_line(found['message'])}"
+            )
+        self._emit(line)
+
     def error(self, method: str, path: str, detail: str) -> None:
         """What went wrong inside a request that was answered 5xx."""
         if self._sink is None:

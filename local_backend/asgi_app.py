@@ -14,6 +14,7 @@ import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
@@ -37,6 +38,9 @@ from .wire import (
     json_answer,
     too_large,
 )
+
+if TYPE_CHECKING:
+    from .proxy import Proxy
 
 # A body may pause this long between reads,
 BODY_SECONDS = 10.0
@@ -62,8 +66,11 @@ class ServeApp:
         connections: Connections,
         limit: int | None = None,
         journal: Journal | None = None,
+        proxy: Proxy | None = None,
     ) -> None:
         self.wire = wire
+        # `serve --proxy-to`: /v1 requests go to the upstream instead of the local store.
+        self.proxy = proxy
         # Connections (and requests in flight) served; a request beyond is answered 503.
         self.limit = limit
         self.log = log
@@ -73,7 +80,7 @@ class ServeApp:
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="convrisk-writer")
         # Every request but the admin ones, for the admin routes (local_backend.sandbox).
         self.journal = journal if journal is not None else Journal("")
-        self.sandbox = Sandbox(wire, self.journal, self.writer)
+        self.sandbox = Sandbox(wire, self.journal, self.writer, proxy_mode=proxy is not None)
         # Creates waiting for the next group commit (see _create), and whether one is due.
         self._creates: list[tuple[Call, bytes, asyncio.Future[Answer]]] = []
         self._commit_task: asyncio.Task[None] | None = None
@@ -118,11 +125,20 @@ class ServeApp:
         who = f"{client[0]}:{client[1]}" if client else "-"
         headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope["headers"]]
 
-        def done(status: int | None, fault: str | None = None, body: bytes | None = None) -> None:
+        def done(
+            status: int | None,
+            fault: str | None = None,
+            body: bytes | None = None,
+            violations: tuple[dict[str, str], ...] = (),
+        ) -> None:
             took = time.perf_counter() - started
             self.log.request(who, method, path, query, status, took, fault)
+            for found in violations:
+                self.log.violation(method, path, found)
             if not admin:
-                self.journal.record(method, path, query, headers, body, status, fault, took)
+                self.journal.record(
+                    method, path, query, headers, body, status, fault, took, violations
+                )
 
         admin = path.startswith(PREFIX)
 
@@ -170,6 +186,9 @@ class ServeApp:
                 done(answer.status, fault)
                 return await self._send(scope, receive, send, answer, close=_body_pending(headers))
 
+        if self.proxy is not None and _forwarded(path):
+            return await self._forward(scope, receive, send, headers, fault, done)
+
         call = self.wire.start(method, path, query, headers)
         close = False
         body: bytes | Answer | None = None
@@ -196,6 +215,38 @@ class ServeApp:
         if answer.internal is not None:
             self.log.error(method, path, answer.internal)
         await self._send(scope, receive, send, answer, close=close)
+
+    async def _forward(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        headers: list[tuple[str, str]],
+        fault: str | None,
+        done: Callable[..., None],
+    ) -> None:
+        """A /v1 request in proxy mode: its body read (within the same limits as the store's),
+        forwarded, both checked; the answer passed through, or the proxy's own error."""
+        assert self.proxy is not None
+        method: str = scope["method"]
+        path = bytes(scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
+        query = bytes(scope["query_string"]).decode("latin-1")
+        try:
+            body = await _read_body(receive)
+        except _Unanswered:
+            return done(None)
+        if isinstance(body, Answer):
+            done(body.status)
+            return await self._send(scope, receive, send, body, close=True)
+        found = self.proxy.check_request(method, path, query, headers, body)
+        forwarded = await self.proxy.forward(method, path, query, headers, body)
+        violations = tuple(v.as_json() for v in [*found, *forwarded.violations])
+        answer = forwarded.answer
+        if fault == "drop-after":
+            done(answer.status, fault, body, violations)
+            return await self.connections.drop(scope.get("client"))
+        done(answer.status, None, body, violations)
+        await self._send(scope, receive, send, answer, close=False, as_sent=not forwarded.own)
 
     async def _run(self, call: Call, body: bytes) -> Answer:
         """Run the operation right here, or on the writer thread when it would have to wait.
@@ -262,14 +313,22 @@ class ServeApp:
 
     @staticmethod
     async def _send(
-        scope: Scope, receive: Receive, send: Send, answer: Answer, *, close: bool
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        answer: Answer,
+        *,
+        close: bool,
+        as_sent: bool = False,
     ) -> None:
-        headers = {"cache-control": "no-store", **dict(answer.headers)}
+        """Send the answer; JSON unless it says otherwise, or `as_sent` (an upstream's answer
+        in proxy mode: its content type, or none, as the upstream sent it)."""
+        headers = {"cache-control": "no-store"}
+        headers |= dict(answer.headers)
         if close:
             headers["connection"] = "close"
-        response = Response(
-            answer.body, answer.status, headers=headers, media_type="application/json"
-        )
+        media_type = None if as_sent else "application/json"
+        response = Response(answer.body, answer.status, headers=headers, media_type=media_type)
         await response(scope, receive, send)
 
 
@@ -302,6 +361,14 @@ async def _read_body(
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
+
+
+def _forwarded(path: str) -> bool:
+    """Whether proxy mode sends this path upstream: /v1 and below, without a dot segment (which
+    a URL parser would resolve into another path of the upstream)."""
+    if path != "/v1" and not path.startswith("/v1/"):
+        return False
+    return not any(part in (".", "..") for part in path.split("/"))
 
 
 def _body_pending(headers: list[tuple[str, str]]) -> bool:

@@ -21,19 +21,8 @@ import jsonschema_rs
 from convrisk.api_client.text import safe_line
 
 from .openapi import document
+from .request_journal import VIOLATION_RULES as RULES
 
-# The rules a violation can break (Violation.rule).
-RULES = (
-    "status",
-    "content-type",
-    "body",
-    "page",
-    "error-shape",
-    "request",
-    "redirect",
-    "size",
-    "upstream",
-)
 # Violations named per schema check; beyond, one line says how many more.
 MAX_SCHEMA_VIOLATIONS = 10
 # Further violations counted, no more (a large body could break a rule in every record).
@@ -41,6 +30,10 @@ MAX_COUNTED = 1000
 # Characters of a message kept (a schema error quotes the value, which may be large).
 MAX_MESSAGE = 300
 _JSON = "application/json"
+# What any error answer must be: JSON in the error shape.
+_ERROR_RESPONSE: dict[str, Any] = {
+    "content": {_JSON: {"schema": {"$ref": "#/components/schemas/Error"}}}
+}
 _METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
 
 
@@ -90,7 +83,7 @@ class Contract:
 
     def __init__(self, doc: dict[str, Any]) -> None:
         self._components = doc.get("components", {})
-        self._validators: dict[str, jsonschema_rs.Validator] = {}
+        self._validators: dict[int, tuple[dict[str, Any], jsonschema_rs.Validator]] = {}
         self._paths: list[tuple[re.Pattern[str], list[str], dict[str, _Operation]]] = []
         for template, item in doc["paths"].items():
             names = re.findall(r"{([^{}/]+)}", template)
@@ -112,6 +105,7 @@ class Contract:
         for operation in self._operations():
             for schema in self._schemas_of(operation):
                 self._validator(schema)
+        self._validator(_ERROR_RESPONSE["content"][_JSON]["schema"])
 
     @classmethod
     def load(cls) -> Contract:
@@ -276,7 +270,7 @@ class Contract:
                     )
                 ]
             return self._check_body(
-                {"content": {_JSON: {"schema": {"$ref": "#/components/schemas/Error"}}}},
+                _ERROR_RESPONSE,
                 status,
                 headers,
                 body,
@@ -300,7 +294,7 @@ class Contract:
             if status < 400:
                 return out
             # An unlisted error still has to have the error shape.
-            response = {"content": {_JSON: {"schema": {"$ref": "#/components/schemas/Error"}}}}
+            response = _ERROR_RESPONSE
         page = status < 400 and operation.operation_id.startswith("list_")
         return out + self._check_body(response, status, headers, body, page=page)
 
@@ -357,14 +351,15 @@ class Contract:
         return out, more
 
     def _validator(self, schema: dict[str, Any]) -> jsonschema_rs.Validator:
-        key = json.dumps(schema, sort_keys=True)
-        validator = self._validators.get(key)
-        if validator is None:
+        # By identity: every schema checked is the document's own (or _ERROR_RESPONSE's), kept
+        # alive beside its validator, so an id is never reused for another.
+        found = self._validators.get(id(schema))
+        if found is None:
             # The components beside the schema, so that "#/components/schemas/..." resolves.
             whole = {**schema, "components": self._components}
-            validator = jsonschema_rs.Draft202012Validator(whole)
-            self._validators[key] = validator
-        return validator
+            found = (schema, jsonschema_rs.Draft202012Validator(whole))
+            self._validators[id(schema)] = found
+        return found[1]
 
     def _operations(self) -> Iterable[_Operation]:
         for _, _, operations in self._paths:

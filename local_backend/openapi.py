@@ -40,6 +40,7 @@ from .request_journal import (
     RESET_PATH,
     RESTORE_PATH,
     SNAPSHOT_PATH,
+    VIOLATION_RULES,
 )
 from .snapshot import ORDER as SNAPSHOT_ORDER
 
@@ -232,6 +233,8 @@ def _error_responses(*statuses: int) -> dict[str, Any]:
         401: "Missing or wrong bearer token.",
         404: "No such object.",
         408: "The body did not arrive in time.",
+        409: "In proxy mode (`serve --proxy-to`): the records are the upstream's; only the "
+        "request journal is the sandbox's.",
         411: "A body sent without Content-Length (chunked).",
         431: f"The request head (request line and headers) is over {MAX_HEAD_BYTES} bytes.",
         413: f"The body is over {MAX_BODY_BYTES} bytes.",
@@ -417,6 +420,8 @@ def _paths() -> dict[str, Any]:
 def _sandbox_paths() -> dict[str, Any]:
     """The admin routes of the sandbox (local_backend.sandbox), under their own tag."""
     errors = _error_responses(401, 500, 503)
+    # The routes of the store, which proxy mode does not have.
+    store_errors = {**_error_responses(409), **errors}
     return {
         REQUESTS_PATH: {
             "get": {
@@ -458,7 +463,7 @@ def _sandbox_paths() -> dict[str, Any]:
                 "description": "Also rewinds `serve --clock` and the ids of `serve --seed` to "
                 "where they started, so each test after a reset gets the same ids and times.",
                 "tags": [SANDBOX_TAG],
-                "responses": {**_ok("SandboxReset", "The store is empty."), **errors},
+                "responses": {**_ok("SandboxReset", "The store is empty."), **store_errors},
             },
         },
         SNAPSHOT_PATH: {
@@ -474,7 +479,7 @@ def _sandbox_paths() -> dict[str, Any]:
                         "description": "The snapshot (empty when the store is).",
                         "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
                     },
-                    **errors,
+                    **store_errors,
                 },
             },
         },
@@ -500,7 +505,7 @@ def _sandbox_paths() -> dict[str, Any]:
                             "application/json": {"schema": {"$ref": _REF.format(model="Error")}}
                         },
                     },
-                    **errors,
+                    **store_errors,
                 },
             },
         },
@@ -540,6 +545,25 @@ def _sandbox_schemas() -> dict[str, Any]:
                 "drop-after.",
             },
             "duration_ms": {"type": "number", "minimum": 0},
+            "violations": {
+                "type": "array",
+                "description": "How the request or its answer broke this document "
+                "(`serve --proxy-to` only; empty otherwise).",
+                "items": strict(
+                    {
+                        "rule": {
+                            "type": "string",
+                            "enum": list(VIOLATION_RULES),
+                        },
+                        "where": {
+                            "type": "string",
+                            "description": "A JSON pointer into the body (/data/0/score), or "
+                            "empty for the whole answer.",
+                        },
+                        "message": {"type": "string"},
+                    }
+                ),
+            },
         }
     )
     return {

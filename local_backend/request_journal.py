@@ -25,6 +25,18 @@ RESTORE_PATH = "/__sandbox/restore"
 JOURNAL_SIZE = 10_000
 # Bytes of a body kept in an entry.
 BODY_CUT = 4096
+# The rules a violation on an entry can name (`serve --proxy-to`; local_backend.contract).
+VIOLATION_RULES = (
+    "status",
+    "content-type",
+    "body",
+    "page",
+    "error-shape",
+    "request",
+    "redirect",
+    "size",
+    "upstream",
+)
 
 Headers = Sequence[tuple[str, str]]
 
@@ -44,6 +56,8 @@ class Entry(NamedTuple):
     body_length: int
     fault: str | None
     duration: float
+    # How the request or its answer broke the OpenAPI document (`serve --proxy-to` only).
+    violations: tuple[dict[str, str], ...] = ()
 
 
 class Journal:
@@ -68,6 +82,7 @@ class Journal:
         status: int | None,
         fault: str | None,
         duration: float,
+        violations: tuple[dict[str, str], ...] = (),
     ) -> None:
         """Keep one request (O(1): the body is sliced, not copied whole)."""
         key = None
@@ -91,6 +106,7 @@ class Journal:
                 0 if body is None else len(body),
                 fault,
                 duration,
+                violations,
             )
         )
 
@@ -126,4 +142,7 @@ class Journal:
             "body_truncated": entry.body_length > BODY_CUT,
             "fault": entry.fault,
             "duration_ms": round(entry.duration * 1000, 3),
+            "violations": [
+                {name: scrub(text) for name, text in found.items()} for found in entry.violations
+            ],
         }

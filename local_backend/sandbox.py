@@ -59,8 +59,12 @@ class SandboxStore(Protocol):
 class Sandbox:
     """The admin routes over a Wire (for the token) and the journal of its server."""
 
-    def __init__(self, wire: Wire, journal: Journal, writer: Executor) -> None:
+    def __init__(
+        self, wire: Wire, journal: Journal, writer: Executor, *, proxy_mode: bool = False
+    ) -> None:
         self.wire = wire
+        # `serve --proxy-to`: the records are the upstream's; only the journal is the sandbox's.
+        self.proxy_mode = proxy_mode
         self.journal = journal
         # Where a reset runs: it may wait for another process's write lock.
         self._writer = writer
@@ -83,6 +87,13 @@ class Sandbox:
                 status=405,
             )
             return error_answer(error, (("allow", ", ".join(allowed)),))
+        if self.proxy_mode and path != REQUESTS_PATH:
+            error = InvalidRequestError(
+                f"{printable(path)} does not apply in proxy mode (serve --proxy-to): the records "
+                "are the upstream's; only the request journal (/__sandbox/requests) is here.",
+                status=409,
+            )
+            return error_answer(error)
         try:
             params = _query(query, _FILTERS if method == "GET" else ())
             if path == RESET_PATH:

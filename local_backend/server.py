@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
@@ -37,6 +37,9 @@ from .request_journal import Journal
 from .resource import Columns
 from .uvicorn_protocols import http_protocol
 from .wire import Wire
+
+if TYPE_CHECKING:
+    from .proxy import Proxy
 
 # Idle keep-alive connections are closed after this; above httpx's 5 s pool expiry, so that
 # the client, not the server, ends an idle connection (no race on reuse).
@@ -100,6 +103,7 @@ class ConvriskServer:
         log: Log | None = None,
         log_format: str = "text",
         chaos: Chaos | None = None,
+        proxy: Proxy | None = None,
     ) -> None:
         self.backend = backend
         self.wire = Wire(backend, token)
@@ -110,7 +114,13 @@ class ConvriskServer:
         self.connections = Connections()
         # The app answers 503 over the limit itself (uvicorn's own 503 is plain text).
         self.app = ServeApp(
-            self.wire, self.log, chaos, self.connections, _connection_limit(), Journal(token)
+            self.wire,
+            self.log,
+            chaos,
+            self.connections,
+            _connection_limit(),
+            Journal(token),
+            proxy,
         )
         config = uvicorn.Config(
             self.app,
@@ -217,10 +227,18 @@ def make_server(
     log: Log | None = None,
     log_format: str = "text",
     chaos: Chaos | None = None,
+    proxy: Proxy | None = None,
 ) -> ConvriskServer:
     """A bound server over `backend` (port 0: a free one); start it with running()."""
     return ConvriskServer(
-        backend, token=token, host=host, port=port, log=log, log_format=log_format, chaos=chaos
+        backend,
+        token=token,
+        host=host,
+        port=port,
+        log=log,
+        log_format=log_format,
+        chaos=chaos,
+        proxy=proxy,
     )
 
 
@@ -237,12 +255,13 @@ def run_server(
     clock: SandboxClock | None = None,
     id_sources: Mapping[str, IdSource] | None = None,
     load: dict[str, list[Columns]] | None = None,
+    proxy: Proxy | None = None,
 ) -> None:
     """Serve the SQLite file at `db_path` until SIGINT or SIGTERM, then close everything.
 
     `clock` stamps the records (`serve --clock`; the system's by default), `id_sources` mint
     their ids (`serve --seed`). `load` (snapshot.parse) replaces the file's records before
-    anything is served.
+    anything is served. `proxy` (`serve --proxy-to`) answers the /v1 requests in its place.
 
     A second signal stops at once, without waiting for requests in flight; a stop that has not
     ended STOP_SECONDS after the first signal ends the process (exit 1) with a line in the log.
@@ -276,6 +295,7 @@ def run_server(
                 log=log,
                 log_format=log_format,
                 chaos=chaos,
+                proxy=proxy,
             )
         except OSError as exc:
             reason = exc.strerror or str(exc)

@@ -1,0 +1,181 @@
+"""`serve --proxy-to URL`: each `/v1` request forwarded to a real service, its answer read
+within a cap and a time, and both held to the OpenAPI document (local_backend.contract).
+
+Imported only in proxy mode: plain `serve` loads neither httpx nor jsonschema_rs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import httpx
+
+from convrisk.api_client.endpoint import Scrubber
+from convrisk.api_client.errors import ServiceError
+from convrisk.api_client.records import REPLAYED_HEADER
+from convrisk.api_client.text import printable
+
+from .contract import Contract, Violation, violation
+from .wire import Answer, json_answer
+
+# `serve --validate`: report passes every answer through, enforce turns a violating one to 502.
+MODES = ("report", "enforce")
+# `serve --proxy-timeout`: the whole exchange with the upstream, connect to last byte.
+DEFAULT_TIMEOUT = 30.0
+MAX_TIMEOUT = 3600.0
+# The request headers forwarded (no hop-by-hop ones, no Host, no cookies): what the client says
+# of itself and of its body, its token and its idempotency key.
+FORWARDED_REQUEST = ("authorization", "idempotency-key", "content-type", "accept", "user-agent")
+# The answer headers passed back; content-type included as sent (or absent).
+FORWARDED_ANSWER = (
+    "content-type",
+    "retry-after",
+    "www-authenticate",
+    "allow",
+    "location",
+    REPLAYED_HEADER.lower(),
+)
+# Connections kept open to the upstream.
+MAX_CONNECTIONS = 100
+
+
+@dataclass(frozen=True)
+class Forwarded:
+    """What the upstream answered (or the proxy's own 502/504), and what broke the contract."""
+
+    answer: Answer
+    violations: list[Violation] = field(default_factory=list)
+    # Whether the answer is the proxy's own (the upstream gave none usable).
+    own: bool = False
+
+
+def bad_gateway(status: int, message: str) -> Answer:
+    """The proxy's own error answer, in the error shape (502 or 504)."""
+    code = "gateway_timeout" if status == 504 else "bad_gateway"
+    error = ServiceError(message, status=status, code=code)
+    return json_answer(status, error.to_body())
+
+
+class Proxy:
+    """Forwards requests to one upstream base URL and checks each exchange."""
+
+    def __init__(self, upstream: str, mode: str, timeout: float, max_bytes: int) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown validate mode {mode!r}")
+        self.upstream = upstream.rstrip("/")
+        self.mode = mode
+        self.timeout = timeout
+        self.max_bytes = max_bytes
+        self.contract = Contract.load()
+        # Made now, not on the first request (its TLS context takes a while to build); it
+        # connects on the server's event loop, when the first request comes.
+        self._client = httpx.AsyncClient(
+            follow_redirects=False,
+            timeout=httpx.Timeout(timeout),
+            limits=httpx.Limits(max_connections=MAX_CONNECTIONS),
+            # The environment's proxy and .netrc are for the user's own clients; the upstream
+            # is named on the command line and its token comes from the client.
+            trust_env=False,
+        )
+
+    def check_request(
+        self, method: str, path: str, query: str, headers: Sequence[tuple[str, str]], body: bytes
+    ) -> list[Violation]:
+        """How the client's request breaks the document (reported, never refused here)."""
+        found = self.contract.check_request(method, path, query, dict(headers), body)
+        return scrubbed(found, headers)
+
+    async def forward(
+        self, method: str, path: str, query: str, headers: Sequence[tuple[str, str]], body: bytes
+    ) -> Forwarded:
+        """The upstream's answer to this request, checked; never more than `max_bytes` read,
+        never longer than `timeout` seconds."""
+        try:
+            async with asyncio.timeout(self.timeout):
+                got = await self._exchange(method, path, query, headers, body)
+        except TimeoutError:
+            return self._failed(
+                504, "upstream", f"the upstream did not answer within {self.timeout:g} seconds"
+            )
+        except httpx.ConnectError as exc:
+            return self._failed(502, "upstream", f"cannot connect to the upstream: {_reason(exc)}")
+        except httpx.TimeoutException:
+            return self._failed(
+                504, "upstream", f"the upstream did not answer within {self.timeout:g} seconds"
+            )
+        except httpx.HTTPError as exc:
+            return self._failed(502, "upstream", f"the upstream failed: {_reason(exc)}")
+        if isinstance(got, Forwarded):
+            return got
+        found = self.contract.check_answer(method, path, got.status, dict(got.headers), got.body)
+        # An upstream that echoes the client's token in a body: never into the log or journal.
+        found = scrubbed(found, headers)
+        if found and self.mode == "enforce":
+            first = found[0].line()
+            others = len(found) - 1
+            more = f" (and {others} more)" if others else ""
+            message = f"The upstream's answer breaks the contract: {first}{more}"
+            return Forwarded(bad_gateway(502, message), found, own=True)
+        return Forwarded(got, found)
+
+    async def _exchange(
+        self, method: str, path: str, query: str, headers: Sequence[tuple[str, str]], body: bytes
+    ) -> Answer | Forwarded:
+        url = self.upstream + path + (f"?{query}" if query else "")
+        sent = [(name, value) for name, value in headers if name in FORWARDED_REQUEST]
+        # No compressed answers: the cap counts the bytes as they arrive and as they are kept.
+        sent.append(("accept-encoding", "identity"))
+        client = self._client
+        request = client.build_request(method, url, headers=sent, content=body or None)
+        response = await client.send(request, stream=True)
+        try:
+            length = response.headers.get("content-length", "")
+            if length.isdigit() and int(length) > self.max_bytes:
+                return self._too_large(int(length))
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in response.aiter_raw():
+                size += len(chunk)
+                if size > self.max_bytes:
+                    return self._too_large(None)
+                chunks.append(chunk)
+        finally:
+            await response.aclose()
+        kept = tuple(
+            (name, value)
+            for name, value in response.headers.multi_items()
+            if name.lower() in FORWARDED_ANSWER
+        )
+        return Answer(response.status_code, b"".join(chunks), kept)
+
+    def _too_large(self, length: int | None) -> Forwarded:
+        said = f"{length} bytes" if length is not None else f"more than {self.max_bytes} bytes"
+        return self._failed(
+            502, "size", f"the upstream's answer is {said}, over the cap of {self.max_bytes} bytes"
+        )
+
+    @staticmethod
+    def _failed(status: int, rule: str, message: str) -> Forwarded:
+        found = violation(rule, "", message)
+        text = message[0].upper() + message[1:] + "."
+        return Forwarded(bad_gateway(status, text), [found], own=True)
+
+
+def scrubbed(found: list[Violation], headers: Sequence[tuple[str, str]]) -> list[Violation]:
+    """The violations with the client's bearer token (if any) hidden in their messages."""
+    token = None
+    for name, value in headers:
+        if name == "authorization":
+            token = value.strip().partition(" ")[2].strip() or None
+    if token is None or not found:
+        return found
+    scrub = Scrubber(token).text
+    return [dataclasses.replace(v, where=scrub(v.where), message=scrub(v.message)) for v in found]
+
+
+def _reason(exc: Exception) -> str:
+    """An httpx error in a few printable words."""
+    return printable(str(exc) or type(exc).__name__)
