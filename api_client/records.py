@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, NamedTuple, Required, TypedDict, TypeVar
 
-from .params import MAX_DETAILS_DEPTH, exceeds_depth
+from .params import MAX_DETAILS_DEPTH, exceeds_depth, is_encodable
 from .resources import Conversation as Conversation
 from .resources import RiskProfile as RiskProfile
 from .resources import Timestamp as Timestamp
@@ -324,6 +324,9 @@ def _wrong(data: dict[str, Any], name: str, wanted: str) -> str:
     if name not in data:
         return "missing"
     value = data[name]
+    if isinstance(value, str) and value and not is_encodable(value):
+        # pydantic_core refuses a string it cannot read as Unicode (a lone surrogate).
+        return f"must be {wanted}, not a string that is not valid Unicode (a lone surrogate)"
     shown = "an empty string" if value == "" else _kind(value)
     return f"must be {wanted}, not {shown}"
 

@@ -81,6 +81,7 @@ class LazyGroup(OneSuggestion, TyperGroup):
             "undo": _undo_command,
             "sandbox": functools.partial(_sub_group, "sandbox", "sandbox"),
             "check": _check_command,
+            "ui": _ui_command,
         }
         lazy = LazyCommands(builders)
         for name, registered in self.commands.items():  # none today; kept if any are added
@@ -172,6 +173,18 @@ def _check_command() -> Command:
 
     return typer.main.get_command_from_info(
         CommandInfo(name="check", callback=check, cls=Command),
+        pretty_exceptions_short=app.pretty_exceptions_short,
+        rich_markup_mode=app.rich_markup_mode,
+    )
+
+
+def _ui_command() -> Command:
+    """`ui`, built as `app.command("ui")(ui)` would build it (Textual is imported on run)."""
+    from .commands import Command
+    from .ui import ui
+
+    return typer.main.get_command_from_info(
+        CommandInfo(name="ui", callback=ui, cls=Command),
         pretty_exceptions_short=app.pretty_exceptions_short,
         rich_markup_mode=app.rich_markup_mode,
     )

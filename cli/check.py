@@ -187,12 +187,13 @@ def _write_junit(path: Path, results: list[StepResult]) -> None:
             suite,
             "testcase",
             classname="convrisk.check",
-            name=result.name,
+            name=_xml_text(result.name),
             time=f"{result.seconds:.3f}",
         )
         for difference in result.differences:
-            failure = ET.SubElement(case, "failure", message=difference, type="difference")
-            failure.text = f"{result.method} {result.target}: {difference}"
+            shown = _xml_text(difference)
+            failure = ET.SubElement(case, "failure", message=shown, type="difference")
+            failure.text = _xml_text(f"{result.method} {result.target}: {difference}")
     data = ET.tostring(suite, encoding="utf-8", xml_declaration=True)
     name = ""
     try:
@@ -206,6 +207,18 @@ def _write_junit(path: Path, results: list[StepResult]) -> None:
         raise UsageProblem(
             f"Cannot write --junit {path}: {exc.strerror or exc}.", param="--junit"
         ) from None
+
+
+def _xml_text(text: str) -> str:
+    """`text` with each character XML 1.0 cannot hold (U+FFFE, U+FFFF, a control character, a
+    lone surrogate) written as an escape, so that the JUnit file stays well-formed."""
+    import re
+
+    return re.sub(
+        "[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]",
+        lambda found: f"\\u{ord(found.group()):04x}",
+        text,
+    )
 
 
 def _with_wrong_token(settings: Settings) -> Settings:

@@ -118,6 +118,11 @@ def check_write(
         raise NotConfirmed(f"Aborted ({said}): nothing was sent.")
 
 
+def same_count(typed: str, number: int) -> bool:
+    """Whether an answer typed back is this count, by the question's rule (1,000 is 1000)."""
+    return _normal(typed) == str(number)
+
+
 def _normal(text: str) -> str:
     """An answer without spaces and digit-group separators (1,000 is 1000)."""
     return text.strip().replace(",", "").replace("_", "")

@@ -269,6 +269,7 @@ def _proxy(
             if given is not None:
                 raise UsageProblem(f"{name} applies only with --proxy-to URL.", param=name)
         return None
+    from convrisk.api_client.endpoint import shown_url
     from convrisk.local_backend.proxy import DEFAULT_TIMEOUT, MAX_TIMEOUT, MODES, Proxy
 
     for given, name in ((load, "--load"), (clock, "--clock")):
@@ -288,7 +289,10 @@ def _proxy(
     seconds = DEFAULT_TIMEOUT if timeout is None else _seconds(timeout, MAX_TIMEOUT)
     env = {k: v for k, v in run.env.items() if k != "CONVRISK_BASE_URL"}
     cap = run.resolve(run.flags, env).max_response_mb * 1024 * 1024
-    return Proxy(url.strip(), mode, seconds, cap)
+    try:
+        return Proxy(url.strip(), mode, seconds, cap)
+    except ValueError as exc:
+        raise UsageProblem(f"--proxy-to: {exc} ({shown_url(url)}).", param="--proxy-to") from None
 
 
 def _upstream_problem(url: str) -> str | None:

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from urllib.parse import quote
 
 from convrisk.api_client.errors import ConvriskError
+from convrisk.api_client.params import MAX_DETAILS_DEPTH, MAX_TIMESTAMP, exceeds_depth
 from convrisk.api_client.raw import RawAnswer
 from convrisk.api_client.resources import CONVERSATIONS, RISK_PROFILES
 from convrisk.api_client.text import safe_line
@@ -32,10 +33,13 @@ DETAILS_KEY = "convrisk_check"
 SERVICE_TIMES = frozenset({"created_at", "updated_at", "last_active_at", "last_opened_at"})
 TIME_MASK = "<time>"
 # How far a service's clock may be from this machine's before its times count as wrong.
-CLOCK_SLACK_SECONDS = 24 * 60 * 60
 # Error fields DESIGN 1 leaves to the service's wording: masked before comparing.
 ERROR_FREE_TEXT = ("message", "code")
 NOT_COMPARED = "<not compared: the service's page holds records of others>"
+# Levels of objects and arrays an answer is compared to: past any answer the document describes
+# (details nest up to MAX_DETAILS_DEPTH, inside a record inside a page), short of the recursion
+# limit.
+MAX_COMPARED_DEPTH = 2 * MAX_DETAILS_DEPTH
 # A value in a difference line is cut to this many characters.
 SHOWN_CHARS = 60
 # A time a client sets (archived_at): any fixed past time, the same on both sides.
@@ -324,15 +328,12 @@ class Check:
         sandbox: Side,
         rules: AnswerRules,
         run_id: str,
-        *,
-        now: Callable[[], float] = time.time,
     ) -> None:
         self.service = service
         self.sandbox = sandbox
         self.rules = rules
         self.run_id = run_id
         self.steps = scenario(run_id)
-        self._now = now
         self._unexpected = 0
 
     def run(self) -> Iterator[StepResult]:
@@ -401,7 +402,7 @@ class Check:
         `problems`) and masked, and of a shared list only the scenario's records; and whether
         that list held records of others."""
         body = _json(answer.body)
-        if body is _NOT_JSON:
+        if isinstance(body, _Unread):
             return body, False
         foreign = False
         if answer.status >= 400 and isinstance(body, dict) and isinstance(body.get("error"), dict):
@@ -445,11 +446,14 @@ class Check:
         return value
 
     def _time_problem(self, value: Any) -> str | None:
-        """Why a time the service set is not one (Unix seconds, near this machine's clock)."""
+        """Why a time the service set is not one: Unix seconds within the document's range.
+
+        A sandbox's --clock may be anywhere in it; milliseconds of any date since 1978 are past it.
+        """
         if isinstance(value, bool) or not isinstance(value, int | float):
             return "not a number of Unix seconds"
-        if not math.isfinite(value) or abs(value - self._now()) > CLOCK_SLACK_SECONDS:
-            return "not a time in Unix seconds within a day of now"
+        if not math.isfinite(value) or not 0 <= value <= MAX_TIMESTAMP:
+            return "not a time in Unix seconds (0 to the end of year 9999)"
         return None
 
     def clean_up(self) -> tuple[list[str], list[tuple[str, str]]]:
@@ -502,19 +506,28 @@ class Check:
                     self.service.collections[symbol] = path
 
 
-class _NotJSON:
+class _Unread:
+    """A body that is not compared: what it is, as a difference line shows it."""
+
+    def __init__(self, shown: str) -> None:
+        self.shown = shown
+
     def __repr__(self) -> str:
-        return "<not JSON>"
+        return f"<{self.shown}>"
 
 
-_NOT_JSON: Any = _NotJSON()
+_NOT_JSON: Any = _Unread("no JSON")
+_TOO_DEEP: Any = _Unread(f"JSON nested more than {MAX_COMPARED_DEPTH} levels deep")
 
 
 def _json(body: bytes) -> Any:
+    """The body as JSON; _NOT_JSON, or _TOO_DEEP for JSON nested too deep to walk (the
+    comparison recurses)."""
     try:
-        return json.loads(body) if body else _NOT_JSON
+        value = json.loads(body) if body else _NOT_JSON
     except (ValueError, RecursionError):
         return _NOT_JSON
+    return _TOO_DEEP if exceeds_depth(value, MAX_COMPARED_DEPTH) else value
 
 
 def _resolve(target: str, ids: Mapping[str, str]) -> str:
@@ -537,8 +550,8 @@ def _pointer(key: str) -> str:
 
 def _shown(value: Any) -> str:
     """A value in a difference line: JSON, cut short, safe for a terminal."""
-    if value is _NOT_JSON:
-        return "no JSON"
+    if isinstance(value, _Unread):
+        return value.shown
     text = json.dumps(value, ensure_ascii=False, sort_keys=True)
     if len(text) > SHOWN_CHARS:
         text = text[: SHOWN_CHARS - 3] + "..."

@@ -30,6 +30,8 @@ MAX_COUNTED = 1000
 # Characters of a message kept (a schema error quotes the value, which may be large).
 MAX_MESSAGE = 300
 _JSON = "application/json"
+# What a value nested deeper than the validator can walk is told.
+TOO_DEEP = "objects and arrays nest too deep to check"
 # What any error answer must be: JSON in the error shape.
 _ERROR_RESPONSE: dict[str, Any] = {
     "content": {_JSON: {"schema": {"$ref": "#/components/schemas/Error"}}}
@@ -340,14 +342,21 @@ class Contract:
         validator = self._validator(schema)
         out: list[tuple[str, str]] = []
         more = 0
-        for error in validator.iter_errors(instance):
-            if len(out) < MAX_SCHEMA_VIOLATIONS:
-                pointer = "".join(f"/{_pointer_part(str(part))}" for part in error.instance_path)
-                out.append((pointer, error.message))
-            else:
-                more += 1
-                if more == MAX_COUNTED:
-                    break
+        try:
+            for error in validator.iter_errors(instance):
+                if len(out) < MAX_SCHEMA_VIOLATIONS:
+                    pointer = "".join(
+                        f"/{_pointer_part(str(part))}" for part in error.instance_path
+                    )
+                    out.append((pointer, error.message))
+                else:
+                    more += 1
+                    if more == MAX_COUNTED:
+                        break
+        except ValueError:
+            # jsonschema_rs walks at most 255 levels ("Recursion limit reached"): a small body
+            # can nest deeper, and no value the document describes does.
+            out.append(("", TOO_DEEP))
         return out, more
 
     def _validator(self, schema: dict[str, Any]) -> jsonschema_rs.Validator:

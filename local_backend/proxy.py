@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -38,6 +39,8 @@ FORWARDED_ANSWER = (
     "location",
     REPLAYED_HEADER.lower(),
 )
+# The largest status HTTP has (RFC 9110 15).
+MAX_STATUS = 599
 # Connections kept open to the upstream.
 MAX_CONNECTIONS = 100
 
@@ -70,6 +73,9 @@ class Proxy:
         self.timeout = timeout
         self.max_bytes = max_bytes
         self.contract = Contract.load()
+        # What this proxy adds to the Via header (RFC 9110 7.6.3); a request that comes back
+        # with it went round a loop (--proxy-to naming this serve, directly or through another).
+        self.via = f"1.1 convrisk-serve-{secrets.token_hex(6)}"
         # Made now, not on the first request (its TLS context takes a while to build); it
         # connects on the server's event loop, when the first request comes.
         self._client = httpx.AsyncClient(
@@ -80,6 +86,12 @@ class Proxy:
             # is named on the command line and its token comes from the client.
             trust_env=False,
         )
+        try:
+            # What every forward does first: a host httpx cannot encode (IDNA) or a control
+            # character fails here, at start, not as a 500 on each request.
+            self._client.build_request("GET", self.upstream + "/v1")
+        except (httpx.InvalidURL, ValueError) as exc:
+            raise ValueError(f"not a URL a request can go to: {_reason(exc)}") from None
 
     def check_request(
         self, method: str, path: str, query: str, headers: Sequence[tuple[str, str]], body: bytes
@@ -93,6 +105,13 @@ class Proxy:
     ) -> Forwarded:
         """The upstream's answer to this request, checked; never more than `max_bytes` read,
         never longer than `timeout` seconds."""
+        if any(name == "via" and self.via in value for name, value in headers):
+            return self._failed(
+                502,
+                "upstream",
+                "the upstream sent the request back to this proxy: --proxy-to names this serve "
+                "itself (or a proxy in front of it)",
+            )
         try:
             async with asyncio.timeout(self.timeout):
                 got = await self._exchange(method, path, query, headers, body)
@@ -125,13 +144,26 @@ class Proxy:
         self, method: str, path: str, query: str, headers: Sequence[tuple[str, str]], body: bytes
     ) -> Answer | Forwarded:
         url = self.upstream + path + (f"?{query}" if query else "")
-        sent = [(name, value) for name, value in headers if name in FORWARDED_REQUEST]
+        chosen = [(name, value) for name, value in headers if name in FORWARDED_REQUEST]
+        # The proxies the request came through, this one last.
+        chosen.append(("via", ", ".join([v for n, v in headers if n == "via"] + [self.via])))
         # No compressed answers: the cap counts the bytes as they arrive and as they are kept.
-        sent.append(("accept-encoding", "identity"))
+        chosen.append(("accept-encoding", "identity"))
+        # The headers came as latin-1 (byte for byte): sent on as those bytes (httpx would
+        # encode text as ASCII, and fail on a User-Agent in UTF-8).
+        sent = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in chosen]
         client = self._client
         request = client.build_request(method, url, headers=sent, content=body or None)
         response = await client.send(request, stream=True)
         try:
+            if response.status_code > MAX_STATUS:
+                # httpx reads any three digits; uvicorn cannot send such a status line.
+                return self._failed(
+                    502,
+                    "status",
+                    f"the upstream answered status {response.status_code}, which HTTP does not "
+                    f"have (100 to {MAX_STATUS})",
+                )
             length = response.headers.get("content-length", "")
             if length.isdigit() and int(length) > self.max_bytes:
                 return self._too_large(int(length))
@@ -144,11 +176,9 @@ class Proxy:
                 chunks.append(chunk)
         finally:
             await response.aclose()
-        kept = tuple(
-            (name, value)
-            for name, value in response.headers.multi_items()
-            if name.lower() in FORWARDED_ANSWER
-        )
+        # As latin-1, byte for byte (httpx would decode UTF-8, which the answer cannot carry).
+        raw = ((n.decode("latin-1").lower(), v.decode("latin-1")) for n, v in response.headers.raw)
+        kept = tuple((name, value) for name, value in raw if name in FORWARDED_ANSWER)
         return Answer(response.status_code, b"".join(chunks), kept)
 
     def _too_large(self, length: int | None) -> Forwarded:

@@ -351,6 +351,9 @@ class TableResource(Generic[M, C, U, F]):
         def work(conn: sqlite3.Connection) -> M:
             changes = dict(values)
             if spec.has_updated_at:
+                if self._stamps is not None and not self._exists(conn, object_id):
+                    # The sandbox clock steps per record changed: none for a record not there.
+                    raise self._not_found(object_id)
                 changes["updated_at"] = int((self._stamps or self._clock)())
             assignments = ", ".join(f"{name} = ?" for name in changes)
             cursor = conn.execute(
@@ -402,6 +405,12 @@ class TableResource(Generic[M, C, U, F]):
         if row is None:
             raise self._not_found(object_id)
         return self._record(row)
+
+    def _exists(self, conn: sqlite3.Connection, object_id: str) -> bool:
+        table = self._spec.table
+        return (
+            conn.execute(f"SELECT 1 FROM {table} WHERE id = ?", (object_id,)).fetchone() is not None
+        )
 
     def _not_found(self, object_id: str) -> NotFoundError:
         return NotFoundError(f"No such {self._spec.noun}: {object_id}", param="id")

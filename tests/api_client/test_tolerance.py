@@ -196,6 +196,28 @@ def test_a_200_without_what_the_client_relies_on_is_a_service_error(
 
 
 @pytest.mark.parametrize(
+    ("read", "body", "where"),
+    [
+        ("retrieve", b'{"id": "conv_\\ud800"}', "id"),
+        ("list", b'{"has_more": false, "data": [{"id": "conv_\\udfff"}]}', "data.0.id"),
+        ("list_json", b'{"has_more": false, "data": [{"id": "\\ud800"}]}', "data.0.id"),
+    ],
+)
+def test_an_id_with_a_lone_surrogate_is_named_as_not_valid_unicode(
+    remote: MakeRemote, read: str, body: bytes, where: str
+) -> None:
+    """Not the self-contradicting `must be a non-empty string, not a string`."""
+    r = remote(httpx.Response(200, content=body))
+    call = getattr(r.backend.conversations, read)
+    with pytest.raises(ServiceError) as info:
+        call("conv_1") if read == "retrieve" else call()
+    assert str(info.value).endswith(
+        f"does not fit: {where}: must be a non-empty string, not a string that is not valid "
+        "Unicode (a lone surrogate)."
+    )
+
+
+@pytest.mark.parametrize(
     "body",
     [
         {"id": "conv_1", "created_at": 1714564800123, "extra": "x"},

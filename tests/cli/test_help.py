@@ -14,7 +14,7 @@ def test_the_command_tree_is_the_designed_one() -> None:
     config_verbs = ("set", "get", "unset", "show", "path", "profiles", "use")
     expected |= {f"config {verb}" for verb in config_verbs}
     sandbox_verbs = ("requests", "verify", "reset", "snapshot", "restore")
-    expected |= {"sandbox", *(f"sandbox {verb}" for verb in sandbox_verbs), "check"}
+    expected |= {"sandbox", *(f"sandbox {verb}" for verb in sandbox_verbs), "check", "ui"}
     assert paths == expected
 
 

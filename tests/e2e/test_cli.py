@@ -236,6 +236,8 @@ _OTHER_COMMANDS = {
 _READ_ONLY_ABSENT = {"hashlib", "random", "secrets"}
 # What only `serve` needs: never loaded by another command.
 _SERVE_STACK = {"uvicorn", "starlette", "h11", "httptools", "uvloop"}
+# What only `ui` needs: no other command loads it (none of the commands below is `ui`).
+_UI = {"textual", "convrisk.cli.ui_app"}
 # Every module of api_client but the resources' description (api_client.resources), which the
 # root help reads as it builds each command's --fields option (its help names the fields).
 _CLIENT = {
@@ -312,7 +314,8 @@ def test_commands_import_only_what_they_use(
     """Start-up stays short: no HTTP client for the local database, no rich unless a table is
     drawn on a terminal, no backend for help, config and --version, only the command group
     that runs, no TOML parser without a config file and no logging without --debug."""
-    assert_loads_none_of(env, f"from convrisk.cli.app import main\ncode = main({args!r})\n", absent)
+    code = f"from convrisk.cli.app import main\ncode = main({args!r})\n"
+    assert_loads_none_of(env, code, absent | _UI)
 
 
 def test_serve_refuses_a_missing_folder_for_db(env: dict[str, str], tmp_path: Path) -> None:

@@ -364,6 +364,7 @@ def test_a_redirect_is_never_followed_and_a_huge_answer_is_cut_short(tmp_path: P
         (["--proxy-to", "http://127.0.0.1:1", "--validate", "loud"], "report or enforce"),
         (["--proxy-to", "http://127.0.0.1:1", "--proxy-timeout", "0"], "more than 0"),
         (["--proxy-to", "http://127.0.0.1:1", "--clock", "frozen"], "--clock does not apply"),
+        (["--proxy-to", "http://127.0.0.1:1/a\x7fb"], "--proxy-to: not a URL a request can go"),
     ],
 )
 def test_bad_proxy_options_exit_2_with_one_line(
@@ -464,3 +465,135 @@ def test_a_path_with_a_dot_segment_is_not_forwarded(tmp_path: Path) -> None:
             head = sock.recv(4096)
         assert head.startswith(b"HTTP/1.1 404 ")
         assert journal(cli_env(tmp_path / "d", upstream.url)) == []
+
+
+# Small JSON, nested deeper than the contract's validator walks (255 levels).
+DEEP = b"[" * 300 + b"]" * 300
+
+
+class Deep(JSONService):
+    """Answers every request with a record whose contact_id nests 300 levels deep."""
+
+    def do_GET(self) -> None:
+        self.send_json(200, b'{"id": "' + CONV_ID.encode() + b'", "contact_id": ' + DEEP + b"}")
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.do_GET()
+
+
+def test_a_body_nested_too_deep_to_check_is_reported_and_enforced_not_a_500(
+    tmp_path: Path,
+) -> None:
+    sent = b'{"contact_id": ' + DEEP + b"}"
+    with running(on_loopback(Deep)) as server:
+        upstream = url_of(server)
+        with serving(new(tmp_path, "p"), "--proxy-to", upstream) as proxy, http(proxy.url) as c:
+            posted = c.post(CONV, content=sent, headers={"Content-Type": "application/json"})
+            # Forwarded and passed through (report), not the proxy's own 500.
+            assert (posted.status_code, posted.content) == (200, httpx.get(upstream).content)
+            [entry] = journal(cli_env(tmp_path / "c", proxy.url))
+            assert [(v["rule"], v["where"]) for v in entry["violations"]] == [
+                ("request", "/body"),
+                ("body", ""),
+            ]
+            assert all("too deep" in v["message"] for v in entry["violations"])
+        with (
+            serving(new(tmp_path, "e"), "--proxy-to", upstream, "--validate", "enforce") as proxy,
+            http(proxy.url) as client,
+        ):
+            answer = client.get(f"{CONV}/{CONV_ID}")
+            assert answer.status_code == 502
+            assert answer.json()["error"]["message"] == (
+                "The upstream's answer breaks the contract: body: objects and arrays nest too "
+                "deep to check"
+            )
+
+
+def test_a_proxy_pointed_at_itself_answers_502_at_once_not_a_storm_of_requests(
+    tmp_path: Path,
+) -> None:
+    port = refused_port()
+    itself = f"http://127.0.0.1:{port}"
+    with (
+        serving(new(tmp_path, "p"), "--port", str(port), "--proxy-to", itself) as proxy,
+        http(proxy.url) as client,
+    ):
+        assert proxy.url == itself
+        started = time.monotonic()
+        answer = client.get(CONV)
+        assert time.monotonic() - started < 5  # not the 30 s timeout
+        assert answer.status_code == 502
+        assert "this proxy" in answer.json()["error"]["message"]
+        # The client's request and the one that came back: the loop stopped at the first turn.
+        assert len(journal(cli_env(tmp_path / "c", proxy.url))) == 2
+
+
+class Utf8Redirect(JSONService):
+    """A redirect whose Location is UTF-8 (bytes past latin-1); keeps the User-Agent it got."""
+
+    agents: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        self.agents.append(self.headers.get("User-Agent", ""))  # as latin-1
+        self.wfile.write(
+            b"HTTP/1.1 302 Found\r\nLocation: /caf\xe2\x82\xac\r\nContent-Length: 0\r\n"
+            b"Connection: close\r\n\r\n"
+        )
+        self.close_connection = True
+
+
+def test_headers_past_ascii_go_both_ways_as_their_bytes_not_a_500(
+    tmp_path: Path,
+) -> None:
+    with (
+        running(on_loopback(Utf8Redirect)) as server,
+        serving(new(tmp_path, "p"), "--proxy-to", url_of(server)) as proxy,
+    ):
+        host, port = proxy.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=20) as sock:
+            sock.sendall(
+                f"GET {CONV} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n".encode()
+                + b"User-Agent: caf\xc3\xa9\r\nConnection: close\r\n\r\n"
+            )
+            head = b""
+            while b"\r\n\r\n" not in head and len(head) < 65536:
+                got = sock.recv(4096)
+                if not got:
+                    break
+                head += got
+        assert head.startswith(b"HTTP/1.1 302 ")
+        assert b"\r\nlocation: /caf\xe2\x82\xac\r\n" in head
+        assert Utf8Redirect.agents == ["caf\xc3\xa9"]  # the client's bytes, as they came
+        [entry] = journal(cli_env(tmp_path / "c", proxy.url))
+        assert [v["rule"] for v in entry["violations"]] == ["redirect"]
+
+
+class StatusPastHttp(JSONService):
+    """Answers status 999 (three digits, so an HTTP parser takes it; HTTP has no such status)."""
+
+    def do_GET(self) -> None:
+        body = b'{"data": [], "has_more": false}'
+        self.wfile.write(
+            b"HTTP/1.1 999 Odd\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+            + body
+        )
+        self.close_connection = True
+
+
+def test_a_status_http_does_not_have_is_the_proxys_502_not_a_dropped_connection(
+    tmp_path: Path,
+) -> None:
+    with (
+        running(on_loopback(StatusPastHttp)) as server,
+        serving(new(tmp_path, "p"), "--proxy-to", url_of(server)) as proxy,
+        http(proxy.url) as client,
+    ):
+        answer = client.get(CONV)  # report: passed through if it could be; it cannot
+        assert answer.status_code == 502
+        assert "999" in answer.json()["error"]["message"]
+        [entry] = journal(cli_env(tmp_path / "c", proxy.url))
+        assert (entry["status"], [v["rule"] for v in entry["violations"]]) == (502, ["status"])
+        _, log = proxy.stop()
+    assert "Traceback" not in log

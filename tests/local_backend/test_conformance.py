@@ -102,7 +102,7 @@ def test_a_missing_field_a_wrong_status_and_times_in_milliseconds_are_difference
     assert "delete conversation #6: body /deleted: service sent nothing, the sandbox true" in lines
     assert any(
         line.startswith("get risk profile #1: body /created_at: service sent 1")
-        and line.endswith("not a time in Unix seconds within a day of now")
+        and line.endswith("not a time in Unix seconds (0 to the end of year 9999)")
         for line in lines
     ), lines
 
@@ -192,3 +192,24 @@ def test_the_sweep_for_the_marker_deletes_only_records_that_carry_it(
 
 def run_marker(run: conformance.Check) -> str:
     return conformance.marker(run.run_id)
+
+
+@pytest.mark.parametrize("depth", [300, 700])
+def test_an_answer_nested_too_deep_is_a_difference_not_a_crash(
+    sandboxes: tuple[conformance.Sandbox, conformance.Sandbox], depth: int
+) -> None:
+    deep = ("[" * depth + "]" * depth).encode()
+
+    def alter(method: str, target: str, answer: RawAnswer) -> RawAnswer:
+        if method == "GET" and answer.status == 200:
+            body = answer.body.replace(b'"contact_id":null', b'"contact_id":' + deep, 1)
+            return RawAnswer(answer.status, body, content_type=answer.content_type)
+        return answer
+
+    _, results = check(sandboxes, alter)
+    lines = found(results)
+    # Every step ran; the deep answer is a difference of the contract and of the comparison.
+    assert len(results) == len(conformance.scenario("x"))
+    step = "get conversation #1: "
+    assert step + "contract: body: objects and arrays nest too deep to check" in lines
+    assert any(line.startswith(step + "body: service sent JSON nested") for line in lines)

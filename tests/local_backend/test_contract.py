@@ -192,3 +192,19 @@ def test_operations_are_found_by_their_path_templates(contract: Contract) -> Non
     assert contract.operation("GET", "/v1/risk-profiles/rp_01/more") is None
     assert contract.operation("PATCH", "/v1/risk-profiles") is None
     assert Contract.load() is contract
+
+
+@pytest.mark.parametrize("depth", [300, 900])
+def test_a_body_nested_too_deep_to_check_is_a_violation_not_a_crash(
+    contract: Contract, depth: int
+) -> None:
+    # Small and valid JSON, but deeper than the validator can walk (255 levels).
+    value = json.loads("[" * depth + "]" * depth)
+    body = json.dumps({"contact_id": value}).encode()
+    sent = {"content-type": "application/json"}
+    asked = contract.check_request("POST", "/v1/conversations", "", sent, body)
+    assert [(v.rule, v.where) for v in asked] == [("request", "/body")]
+    assert "too deep" in asked[0].message
+    answered = contract.check_answer("POST", "/v1/conversations", 200, sent, body)
+    assert [(v.rule, v.where) for v in answered] == [("body", "")]
+    assert "too deep" in answered[0].message

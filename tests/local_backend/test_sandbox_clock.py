@@ -5,6 +5,9 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import pytest
+
+from convrisk.api_client.errors import NotFoundError
 from convrisk.local_backend import ids
 from convrisk.local_backend.clock import SandboxClock
 from convrisk.local_backend.store import LocalBackend
@@ -90,3 +93,12 @@ def test_a_reset_without_a_seed_never_issues_an_id_twice(db_path: Path) -> None:
         after = store.conversations.create({"contact_id": "ct_new"})
     assert after["id"] > max(before)
     assert after["created_at"] == START
+
+
+def test_an_update_of_a_record_that_is_not_there_stamps_nothing(db_path: Path) -> None:
+    with _store(db_path, SandboxClock(START)) as store:
+        first = store.risk_profiles.create(risk_body())
+        with pytest.raises(NotFoundError):
+            store.risk_profiles.update("rp_" + "0" * 26, {"score": 0.5})
+        second = store.risk_profiles.create(risk_body())
+    assert (first["created_at"], second["created_at"]) == (START, START + 1)

@@ -1,0 +1,59 @@
+"""`convrisk ui`: the terminal browser (cli/ui_app.py), started only on a terminal."""
+
+import os
+import sys
+import threading
+from concurrent.futures import Future
+from typing import Any
+
+import typer
+
+from .context import app_context
+from .errors import UsageProblem
+
+PAGE = 50  # rows asked for at a time
+
+
+def ui(ctx: typer.Context) -> int:
+    """Browse conversations and risk profiles in the terminal: filter, mark, mute, pin,
+    archive, delete, edit (q quits, ? shows the keys).
+
+    Writes go through the profile's guards (read-only, protected) and the journal, as the
+    commands' do.
+
+    \b
+    Example:
+      convrisk ui
+      convrisk --profile staging ui
+    """
+    if not (sys.stdout.isatty() and sys.stdin.isatty()):
+        raise UsageProblem("convrisk ui needs a terminal: stdin and stdout must both be one.")
+    run = app_context(ctx)
+    run.settings()  # broken settings fail here, as a command line's would
+    client = run.client()
+    # The first page is asked for before Textual is imported: the service (or SQLite) answers
+    # while the screen is being built.
+    first_page: Future[Any] = Future()
+
+    def prefetch() -> None:
+        try:
+            first_page.set_result(client.conversations.list(None, limit=PAGE))
+        except Exception as exc:
+            first_page.set_exception(exc)
+
+    threading.Thread(target=prefetch, name="convrisk-ui request", daemon=True).start()
+    from .ui_app import Browser
+
+    code = Browser(run, page_size=PAGE, first_page=first_page).run()
+    if any(thread.daemon and thread.name.startswith("convrisk-ui") for thread in _alive()):
+        # A request still waiting for its answer (a service that hangs) must not hold up the
+        # quit the user asked for: the terminal is already restored, so leave now.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code or 0)
+    return code or 0
+
+
+def _alive() -> list[threading.Thread]:
+    """The threads still running."""
+    return threading.enumerate()

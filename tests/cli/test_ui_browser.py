@@ -1,0 +1,422 @@
+"""`convrisk ui` driven by Textual's pilot on the local backend: every key and action."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input
+
+from convrisk.cli.context import AppContext
+from convrisk.cli.ui_app import Browser, RecordsView, Shown
+
+from .conftest import Invoke
+
+SIZE = (120, 40)
+Check = Callable[[], bool]
+
+
+def browse(
+    script: Callable[[Browser, Pilot[int]], Coroutine[Any, Any, None]],
+    *,
+    size: tuple[int, int] = SIZE,
+    env: dict[str, str] | None = None,
+) -> Browser:
+    """Run the app headless with the pilot `script`; the app afterwards."""
+    import os
+
+    run = AppContext({**os.environ, **(env or {})})
+    run.argv = ["ui"]
+    app = Browser(run)
+
+    async def go() -> None:
+        async with app.run_test(size=size) as pilot:
+            await script(app, pilot)
+        run.close()
+
+    asyncio.run(go())
+    return app
+
+
+async def until(pilot: Pilot[int], check: Check, what: str) -> None:
+    """Wait (at most 10 s) for `check()` to hold."""
+    for _ in range(200):
+        if check():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"never happened: {what}")
+
+
+def view(app: Browser, name: str = "conversations") -> RecordsView:
+    return app.views[name]
+
+
+def status(app: Browser) -> str:
+    return app.status_bar.shown_text.plain
+
+
+def detail(app: Browser) -> str:
+    return app.view().query_one(".detail-text", Shown).shown_text.plain
+
+
+def ids_shown(app: Browser, name: str = "conversations") -> list[str]:
+    table = view(app, name).table
+    return [str(key.value) for key in table.rows]
+
+
+def conv_list(invoke: Invoke, *args: str) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = (
+        invoke("conv", "list", "--all", "-o", "jsonl", *args).ok().jsonl()
+    )
+    return records
+
+
+def test_the_conversations_tab_shows_each_conversation_and_its_detail(
+    invoke: Invoke, conversations: Callable[[int], list[str]]
+) -> None:
+    ids = conversations(3)
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: len(ids_shown(app)) == 3, "three rows")
+        assert ids_shown(app) == ids
+        assert f"id: {ids[0]}" in detail(app)
+        await pilot.press("down")
+        await until(pilot, lambda: f"id: {ids[1]}" in detail(app), "the second's detail")
+        assert "created_at: " in detail(app) and "Z (" in detail(app)  # UTC, then the number
+        await pilot.press("q")
+
+    app = browse(script)
+    assert app.return_code == 0
+
+
+def test_rows_load_a_page_at_a_time_as_the_cursor_nears_the_end(
+    invoke: Invoke, backend: Any
+) -> None:
+    for i in range(130):
+        backend.conversations.create({"contact_id": f"c_{i}"})
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: len(ids_shown(app)) == 50, "the first page")
+        await pilot.pause(0.2)
+        assert len(ids_shown(app)) == 50  # not the whole table
+        await pilot.press("ctrl+end")
+        await until(pilot, lambda: len(ids_shown(app)) == 100, "the second page")
+        await pilot.press("ctrl+end")
+        await until(pilot, lambda: len(ids_shown(app)) == 130, "the last page")
+        assert len(set(ids_shown(app))) == 130
+        await pilot.press("q")
+
+    browse(script)
+
+
+def test_the_status_bar_names_the_profile_and_the_database(db_path: Path, invoke: Invoke) -> None:
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: "Loading" not in status(app), "the first load")
+        assert "profile default" in status(app)
+        assert str(db_path) in status(app)
+        await pilot.press("q")
+
+    browse(script)
+
+
+def test_q_quits_with_exit_0_and_ctrl_c_too(invoke: Invoke) -> None:
+    for key in ("q", "ctrl+c"):
+
+        async def script(app: Browser, pilot: Pilot[int], key: str = key) -> None:
+            await pilot.press(key)
+
+        assert browse(script).return_code == 0
+
+
+def test_question_mark_shows_the_keys_and_any_key_closes_them(invoke: Invoke) -> None:
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await pilot.press("question_mark")
+        await until(pilot, lambda: bool(app.screen.query("#keys")), "the keys")
+        text = app.screen.query_one("#keys", Shown).shown_text.plain
+        assert "mark / unmark" in text and "quit" in text
+        await pilot.press("x")
+        await until(pilot, lambda: not app.screen.query("#keys"), "the keys closed")
+        await pilot.press("q")
+
+    browse(script)
+
+
+def test_data_with_markup_and_escapes_shows_literally(invoke: Invoke) -> None:
+    invoke("conv", "create", "--contact-id", "[bold]x\x1b[31m\x07").ok()
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: len(ids_shown(app)) == 1, "the row")
+        table = view(app).table
+        cells = [str(cell) for cell in table.get_row_at(0)]
+        assert any("[bold]x\\x1b[31m\\x07" in cell for cell in cells), cells
+        assert "contact_id: [bold]x\\x1b[31m\\x07" in detail(app)
+        await pilot.press("q")
+
+    browse(script)
+
+
+def test_r_shows_records_created_since(
+    invoke: Invoke, conversations: Callable[[int], list[str]]
+) -> None:
+    conversations(1)
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: len(ids_shown(app)) == 1, "the row")
+        invoke("conv", "create", "--contact-id", "c_new").ok()
+        await pilot.press("r")
+        await until(pilot, lambda: len(ids_shown(app)) == 2, "the new row")
+        await pilot.press("q")
+
+    browse(script)
+
+
+def test_slash_filters_with_the_options_of_list_and_a_bare_contact_id(
+    invoke: Invoke, conversations: Callable[[int], list[str]]
+) -> None:
+    ids = conversations(3)  # contacts c_2, c_1, c_0
+    invoke("conv", "update", ids[2], "--mute").ok()
+
+    async def filtered(app: Browser, pilot: Pilot[int], text: str) -> None:
+        await pilot.press("slash")
+        field = app.view().query_one(Input)
+        field.value = text
+        await pilot.press("enter")
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: len(ids_shown(app)) == 3, "three rows")
+        await filtered(app, pilot, "--muted")
+        await until(pilot, lambda: ids_shown(app) == [ids[2]], "the muted one")
+        await filtered(app, pilot, "c_1")
+        await until(pilot, lambda: ids_shown(app) == [ids[1]], "contact c_1's")
+        await filtered(app, pilot, "--not-muted --contact-id c_2")
+        await until(pilot, lambda: ids_shown(app) == [ids[0]], "c_2's, not muted")
+        await filtered(app, pilot, ids[1])  # an id alone: that record
+        await until(pilot, lambda: ids_shown(app) == [ids[1]], "the one record")
+        await filtered(app, pilot, "conv_01HV0000000000000000000000")
+        await until(pilot, lambda: "No such conversation" in status(app), "not found")
+        assert ids_shown(app) == []
+        await filtered(app, pilot, "conv_x")
+        await until(pilot, lambda: "is not a conversation id" in status(app), "a bad id")
+        await filtered(app, pilot, "--not-muted --contact-id c_2")
+        await until(pilot, lambda: ids_shown(app) == [ids[0]], "c_2's again")
+        await filtered(app, pilot, "--colour red")
+        await until(pilot, lambda: "No such filter: --colour" in status(app), "the problem")
+        assert ids_shown(app) == [ids[0]]  # the last good filter stays
+        await pilot.press("q")
+
+    browse(script)
+
+
+def test_m_p_a_mute_pin_archive_the_row_and_again_undo_it(
+    invoke: Invoke, conversations: Callable[[int], list[str]]
+) -> None:
+    conversations(1)
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: len(ids_shown(app)) == 1, "the row")
+        for key in ("m", "p", "a"):
+            await pilot.press(key)
+        await until(pilot, lambda: "Archived 1 conversation." in status(app), "archived")
+        await pilot.press("q")
+
+    browse(script)
+    (record,) = conv_list(invoke)
+    assert record["is_muted"] and record["is_pinned"] and record["archived_at"] is not None
+
+    async def again(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: len(ids_shown(app)) == 1, "the row")
+        for key in ("m", "p", "a"):
+            await pilot.press(key)
+        await until(pilot, lambda: "Unarchived 1 conversation." in status(app), "unarchived")
+        await pilot.press("q")
+
+    browse(again)
+    (record,) = conv_list(invoke)
+    assert not record["is_muted"] and not record["is_pinned"] and record["archived_at"] is None
+
+
+def test_space_marks_rows_and_an_action_applies_to_the_marked_ones_only(
+    invoke: Invoke, conversations: Callable[[int], list[str]]
+) -> None:
+    ids = conversations(3)
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: len(ids_shown(app)) == 3, "three rows")
+        await pilot.press("space", "down", "down", "space", "m")
+        await until(pilot, lambda: "Muted 2 conversations." in status(app), "two muted")
+        await pilot.press("q")
+
+    browse(script)
+    muted = {r["id"] for r in conv_list(invoke, "--muted")}
+    assert muted == {ids[0], ids[2]}
+
+
+def test_d_asks_with_the_count_and_deletes_only_on_yes(
+    invoke: Invoke, conversations: Callable[[int], list[str]]
+) -> None:
+    ids = conversations(2)
+
+    async def answer(app: Browser, pilot: Pilot[int], text: str) -> None:
+        await until(pilot, lambda: bool(app.screen.query("#answer")), "the question")
+        question = app.screen.query_one("#question-text", Shown).shown_text.plain
+        assert "Delete 2 records for good?" in question
+        app.screen.query_one("#answer", Input).value = text
+        await pilot.press("enter")
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: len(ids_shown(app)) == 2, "two rows")
+        await pilot.press("space", "down", "space", "d")
+        await answer(app, pilot, "n")
+        await until(pilot, lambda: "Not deleted." in status(app), "not deleted")
+        await pilot.press("d")
+        await answer(app, pilot, "y")
+        await until(pilot, lambda: "Deleted 2 conversations." in status(app), "deleted")
+        assert ids_shown(app) == []
+        await pilot.press("q")
+
+    browse(script)
+    assert conv_list(invoke) == []
+    assert len(ids) == 2
+
+
+def test_e_edits_a_risk_profile_with_the_rules_of_risk_update(invoke: Invoke) -> None:
+    invoke(
+        "risk", "create", "--customer-id", "cus_1", "--profile-type", "moderate", "--score", "5"
+    ).ok()
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await pilot.press("tab")
+        app.tabs.active = "risk_profiles"
+        await until(pilot, lambda: len(ids_shown(app, "risk_profiles")) == 1, "the profile")
+        app.view().table.focus()
+        await pilot.press("e")
+        await until(pilot, lambda: bool(app.screen.query("#score")), "the form")
+        app.screen.query_one("#score", Input).value = "high"
+        app.screen.query_one("#score", Input).focus()
+        await pilot.press("enter")
+        problem = app.screen.query_one("#edit-problem", Shown)
+        await until(pilot, lambda: "score" in problem.shown_text.plain.lower(), "the score refused")
+        app.screen.query_one("#score", Input).value = "80"
+        app.screen.query_one("#details", Input).value = '{"reviewed": true}'
+        await pilot.press("enter")
+        await until(pilot, lambda: "Edited 1 risk profile." in status(app), "edited")
+        assert '"reviewed": true' in detail(app)
+        await pilot.press("q")
+
+    browse(script)
+    (record,) = invoke("risk", "list", "-o", "jsonl").ok().jsonl()
+    assert record["score"] == 80 and record["details"] == {"reviewed": True}
+    assert record["profile_type"] == "moderate"
+
+
+def test_a_read_only_profile_refuses_actions_with_a_status_line(
+    invoke: Invoke, conversations: Callable[[int], list[str]]
+) -> None:
+    conversations(1)
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: len(ids_shown(app)) == 1, "the row")
+        assert "read-only" in status(app)
+        await pilot.press("m")
+        await until(pilot, lambda: "is read-only" in status(app), "the refusal")
+        await pilot.press("q")
+
+    browse(script, env={"CONVRISK_READ_ONLY": "1"})
+    assert conv_list(invoke, "--muted") == []
+
+
+def test_a_protected_profile_asks_for_the_count_typed_back(
+    invoke: Invoke, conversations: Callable[[int], list[str]]
+) -> None:
+    conversations(2)
+
+    async def answer(app: Browser, pilot: Pilot[int], text: str) -> None:
+        await until(pilot, lambda: bool(app.screen.query("#answer")), "the question")
+        app.screen.query_one("#answer", Input).value = text
+        await pilot.press("enter")
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: len(ids_shown(app)) == 2, "two rows")
+        await pilot.press("space", "down", "space", "m")
+        await answer(app, pilot, "3")
+        await until(pilot, lambda: "the answer was not 2" in status(app), "refused")
+        await pilot.press("m")
+        await answer(app, pilot, "2")
+        await until(pilot, lambda: "Muted 2 conversations." in status(app), "muted")
+        await pilot.press("q")
+
+    browse(script, env={"CONVRISK_PROTECTED": "1"})
+    assert len(conv_list(invoke, "--muted")) == 2
+
+
+def test_writes_from_the_ui_are_journaled(
+    invoke: Invoke, conversations: Callable[[int], list[str]]
+) -> None:
+    (id,) = conversations(1)
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: len(ids_shown(app)) == 1, "the row")
+        await pilot.press("p")
+        await until(pilot, lambda: "Pinned 1 conversation." in status(app), "pinned")
+        await pilot.press("q")
+
+    browse(script)
+    entries = invoke("history", "-o", "jsonl").ok().jsonl()
+    (pinned,) = [e for e in entries if e["operation"] == "update"]
+    assert pinned["argv"] == ["convrisk", "ui"] and pinned["id"] == id
+    assert pinned["before"]["is_pinned"] is False and pinned["after"]["is_pinned"] is True
+
+
+@pytest.mark.parametrize("size", [(40, 12), (80, 24)])
+def test_a_small_terminal_still_shows_ids_and_the_status(
+    invoke: Invoke, conversations: Callable[[int], list[str]], size: tuple[int, int]
+) -> None:
+    ids = conversations(1)
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: len(ids_shown(app)) == 1, "the row")
+        await pilot.press("q")
+
+    browse(script, size=size)
+    assert ids
+
+
+def test_keys_typed_in_the_filter_are_text_and_escape_closes_it(
+    invoke: Invoke, conversations: Callable[[int], list[str]]
+) -> None:
+    conversations(1)
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: len(ids_shown(app)) == 1, "the row")
+        await pilot.press("slash", "q", "m", "d")
+        field = app.view().query_one(Input)
+        assert field.value == "qmd" and app.is_running
+        await pilot.press("escape")
+        assert app.focused is app.view().table
+        await pilot.press("q")
+
+    assert browse(script).return_code == 0
+    assert conv_list(invoke, "--muted") == []
+
+
+def test_t_switches_tabs_and_loads_risk_profiles_when_first_shown(invoke: Invoke) -> None:
+    invoke(
+        "risk", "create", "--customer-id", "cus_1", "--profile-type", "moderate", "--score", "5"
+    ).ok()
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: not view(app).fetching, "the conversations")
+        assert not view(app, "risk_profiles").started  # not asked for until shown
+        await pilot.press("t")
+        await until(pilot, lambda: len(ids_shown(app, "risk_profiles")) == 1, "the profile")
+        assert app.view() is view(app, "risk_profiles")
+        assert "customer_id: cus_1" in detail(app)
+        await pilot.press("t")
+        assert app.view() is view(app)
+        await pilot.press("q")
+
+    browse(script)

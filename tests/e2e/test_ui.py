@@ -1,0 +1,278 @@
+"""`convrisk ui` as installed (a real pty, rendered with pyte) and against services on loopback:
+a real `convrisk serve`, one that answers 500 and one that never answers."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input
+
+from convrisk.cli.ui_app import Browser
+from tests.cli.test_ui_browser import browse, ids_shown, status, until
+from tests.loopback import JSONService, on_loopback, running, url_of
+
+from .both_backends import serving
+from .console import run
+from .screen import Terminal
+
+# How long the hanging service holds a request at most (the test releases it sooner).
+HANG_SECONDS = 60
+
+
+def test_ui_on_a_terminal_shows_a_conversation_id_and_q_quits_with_0(
+    env: dict[str, str], store: Any
+) -> None:
+    id = store.conversations.create({"contact_id": "c_pty"})["id"]
+    term = Terminal(env, ["ui"], columns=100, lines=30)
+    shown = on_the_screen(term, id)
+    assert any("profile default" in line for line in on_the_screen(term, "profile default"))
+    assert any(id in line for line in shown)
+    term.send(b"q")
+    assert term.finish() == 0
+    # The terminal as it was: the alternate screen left, the cursor shown again.
+    tail = term.output[term.output.rindex(b"\x1b[?1049l") :]
+    assert b"\x1b[?1049h" not in tail
+
+
+def test_ui_on_a_40x12_terminal_shows_the_id_whole(env: dict[str, str], store: Any) -> None:
+    id = store.conversations.create({"contact_id": "c_small"})["id"]
+    term = Terminal(env, ["ui"], columns=40, lines=12)
+    on_the_screen(term, id)
+    term.send(b"\x03")  # Ctrl-C quits as q does
+    assert term.finish() == 0
+
+
+def on_the_screen(term: Terminal, text: str) -> list[str]:
+    """The screen's lines once `text` shows on one of them (within 60 s)."""
+    deadline = time.monotonic() + 60
+    term.read_until(text.encode())
+    while not any(text in line for line in term.text()):
+        assert time.monotonic() < deadline, "\n".join(term.text())
+        time.sleep(0.05)
+        term.read_until(b"\x1b")
+    return term.text()
+
+
+def test_ui_with_stdout_piped_exits_2_with_one_line(env: dict[str, str]) -> None:
+    result = run(env, "ui")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "needs a terminal" in result.stderr
+
+
+def cli_error(env: dict[str, str], tmp_path: Path) -> str:
+    """The error line `conv list` prints with this environment, without its `Error: ` label."""
+    home = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    result = run({**home, "LANG": "C.UTF-8", **env}, "conv", "list", "--limit", "50")
+    assert result.returncode != 0
+    line = result.stderr.splitlines()[0]
+    return line.split(": ", 1)[1] if line.lower().startswith("error: ") else line
+
+
+def remote_env(url: str, token: str = "t") -> dict[str, str]:
+    return {"CONVRISK_BASE_URL": url, "CONVRISK_TOKEN": token, "CONVRISK_MAX_RETRIES": "0"}
+
+
+def test_ui_against_serve_every_key_and_action(tmp_path: Path) -> None:
+    with serving(tmp_path) as served:
+        from convrisk.local_backend.store import LocalBackend
+
+        seeded = LocalBackend(served.db_path)
+        try:
+            ids = [seeded.conversations.create({"contact_id": f"c_{i}"})["id"] for i in range(3)]
+            seeded.risk_profiles.create(
+                {"customer_id": "cus_1", "profile_type": "moderate", "score": 5, "details": {}}
+            )
+        finally:
+            seeded.close()
+
+        async def filtered(app: Browser, pilot: Pilot[int], text: str) -> None:
+            await pilot.press("slash")
+            app.view().query_one(Input).value = text
+            await pilot.press("enter")
+
+        async def script(app: Browser, pilot: Pilot[int]) -> None:
+            await until(pilot, lambda: sorted(ids_shown(app)) == sorted(ids), "every row")
+            assert served.url.split("//")[1] in status(app)
+            await pilot.press("space", "down", "space", "m")  # the two newest
+            await until(pilot, lambda: "Muted 2 conversations." in status(app), "muted")
+            await pilot.press("p")
+            await until(pilot, lambda: "Pinned 1 conversation." in status(app), "pinned")
+            await pilot.press("a")
+            await until(pilot, lambda: "Archived 1 conversation." in status(app), "archived")
+            await filtered(app, pilot, "--muted")
+            await until(pilot, lambda: len(ids_shown(app)) == 2, "the muted ones")
+            await filtered(app, pilot, "c_0")  # a contact id: scanned, as list does remotely
+            await until(pilot, lambda: ids_shown(app) == [ids[0]], "c_0's")
+            await filtered(app, pilot, "")
+            await until(pilot, lambda: len(ids_shown(app)) == 3, "every row again")
+            await pilot.press("d")
+            await until(pilot, lambda: bool(app.screen.query("#answer")), "the question")
+            await pilot.press("y", "enter")
+            await until(pilot, lambda: "Deleted 1 conversation." in status(app), "deleted")
+            await pilot.press("r")
+            await until(pilot, lambda: len(ids_shown(app)) == 2, "two rows after refresh")
+            app.tabs.active = "risk_profiles"
+            await until(pilot, lambda: len(ids_shown(app, "risk_profiles")) == 1, "the profile")
+            await pilot.press("e")
+            await until(pilot, lambda: bool(app.screen.query("#score")), "the form")
+            app.screen.query_one("#score", Input).value = "70"
+            app.screen.query_one("#score", Input).focus()
+            await pilot.press("enter")
+            await until(pilot, lambda: "Edited 1 risk profile." in status(app), "edited")
+            await pilot.press("q")
+
+        assert browse(script, env=remote_env(served.url, served.token)).return_code == 0
+        check = LocalBackend(served.db_path)
+        try:
+            left = {r["id"]: r for r in check.conversations.list(limit=10)["data"]}
+            (profile,) = check.risk_profiles.list(limit=10)["data"]
+        finally:
+            check.close()
+    # ids[2] (the newest) and ids[1] muted; ids[1], under the cursor, pinned and archived; then,
+    # the filter cleared, the cursor back on the first row: ids[2] deleted
+    assert set(left) == {ids[0], ids[1]}
+    assert not left[ids[0]]["is_muted"] and not left[ids[0]]["is_pinned"]
+    kept = left[ids[1]]
+    assert kept["is_muted"] and kept["is_pinned"] and kept["archived_at"] is not None
+    assert profile["score"] == 70
+
+
+class Failing(JSONService):
+    """Every request answered 500."""
+
+    def do_GET(self) -> None:
+        self.send_json(500, {"error": {"type": "api_error", "message": "boom"}})
+
+
+class Hanging(JSONService):
+    """Every request held until the test lets go (or HANG_SECONDS)."""
+
+    release = threading.Event()
+
+    def do_GET(self) -> None:
+        self.release.wait(HANG_SECONDS)
+        self.send_json(503, {"error": {"type": "api_error", "message": "late"}})
+
+
+class Huge(JSONService):
+    """A page far over the cap (CONVRISK_MAX_RESPONSE_MB=1): 3 MiB of one string."""
+
+    def do_GET(self) -> None:
+        self.send_json(200, b'{"data": [], "has_more": false, "pad": "' + b"x" * (3 << 20) + b'"}')
+
+
+def conversation(id: str) -> dict[str, Any]:
+    """A conversation as the service answers it."""
+    return {
+        "id": id,
+        "contact_id": "c_1",
+        "group_id": None,
+        "pinned_message_id": None,
+        "is_pinned": False,
+        "is_muted": False,
+        "last_active_at": None,
+        "last_opened_at": None,
+        "created_at": 1714560000,
+        "archived_at": None,
+    }
+
+
+class SlowThenNew(JSONService):
+    """The first list answered late with the old row; every later one at once with the new."""
+
+    answered = 0
+    lock = threading.Lock()
+
+    def do_GET(self) -> None:
+        with self.lock:
+            SlowThenNew.answered += 1
+            first = SlowThenNew.answered == 1
+        if first:
+            time.sleep(1)
+        id = "conv_01HV0000000000000000000OLD" if first else "conv_01HV0000000000000000000NEW"
+        self.send_json(200, {"object": "list", "data": [conversation(id)], "has_more": False})
+
+
+@pytest.fixture
+def hanging() -> Iterator[str]:
+    Hanging.release.clear()
+    with running(on_loopback(Hanging)) as server:
+        try:
+            yield url_of(server)
+        finally:
+            Hanging.release.set()
+
+
+def test_a_service_answering_500_is_a_status_line_and_q_still_quits(tmp_path: Path) -> None:
+    with running(on_loopback(Failing)) as server:
+        message = cli_error(remote_env(url_of(server)), tmp_path)
+        assert "(HTTP 500)" in message
+
+        async def script(app: Browser, pilot: Pilot[int]) -> None:
+            await until(pilot, lambda: message in status(app), "the command line's message")
+            assert "Traceback" not in status(app)
+            await pilot.press("r")
+            await until(pilot, lambda: "(HTTP 500)" in status(app), "the error again")
+            await pilot.press("q")
+
+        assert browse(script, env=remote_env(url_of(server))).return_code == 0
+
+
+def test_a_page_over_the_size_cap_is_a_status_line_and_q_still_quits(tmp_path: Path) -> None:
+    with running(on_loopback(Huge)) as server:
+        env = {**remote_env(url_of(server)), "CONVRISK_MAX_RESPONSE_MB": "1"}
+        message = cli_error(env, tmp_path)
+
+        async def script(app: Browser, pilot: Pilot[int]) -> None:
+            await until(pilot, lambda: message in status(app), "the command line's message")
+            assert ids_shown(app) == []
+            await pilot.press("q")
+
+        assert browse(script, env=env).return_code == 0
+
+
+def test_r_during_a_load_shows_the_refreshed_rows_only() -> None:
+    SlowThenNew.answered = 0
+    with running(on_loopback(SlowThenNew)) as server:
+
+        async def script(app: Browser, pilot: Pilot[int]) -> None:
+            await until(pilot, lambda: SlowThenNew.answered == 1, "the first request")
+            await pilot.press("r")
+            await until(pilot, lambda: SlowThenNew.answered == 2, "the second request")
+            await pilot.pause(1.5)  # the late answer to the first has come and gone
+            assert ids_shown(app) == ["conv_01HV0000000000000000000NEW"]
+            await pilot.press("q")
+
+        browse(script, env=remote_env(url_of(server)))
+
+
+def test_a_service_that_hangs_leaves_the_screen_responsive_and_q_quits(hanging: str) -> None:
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: "Loading conversations" in status(app), "the wait shown")
+        await pilot.press("question_mark")  # the screen still answers keys
+        await until(pilot, lambda: bool(app.screen.query("#keys")), "the keys")
+        await pilot.press("escape")
+        started = time.monotonic()
+        await pilot.press("q")
+        assert time.monotonic() - started < 5
+
+    assert browse(script, env=remote_env(hanging)).return_code == 0
+
+
+def test_the_installed_ui_quits_on_q_while_a_request_hangs(
+    env: dict[str, str], hanging: str
+) -> None:
+    term = Terminal({**env, **remote_env(hanging)}, ["ui"], columns=100, lines=30)
+    term.read_until(b"Loading")
+    started = time.monotonic()
+    term.send(b"q")
+    assert term.finish() == 0
+    assert time.monotonic() - started < 10
