@@ -382,6 +382,10 @@ class JournaledResource(Generic[M, C, U, F]):
         """Passed on to the wrapped backend."""
         self._inner.watch_scan(report)
 
+    def read_ahead(self, on: bool) -> None:
+        """Passed on to the wrapped backend."""
+        self._inner.read_ahead(on)
+
     def replays(self, items: Sequence[tuple[C, str | None]]) -> builtins.list[M | None] | None:
         """Read-only (a dry run): passed on."""
         return self._inner.replays(items)

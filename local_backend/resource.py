@@ -223,6 +223,9 @@ class TableResource(Generic[M, C, U, F]):
     def watch_scan(self, report: Callable[[int, int], None] | None) -> None:
         """Nothing to watch: no list reads every record."""
 
+    def read_ahead(self, on: bool) -> None:
+        """Nothing to read ahead: a page of the file is read when it is asked for."""
+
     def create(self, params: C, *, idempotency_key: str | None = None) -> M:
         """Create an object; a repeated idempotency key replays the first answer."""
         checked = self._checked_create(params, idempotency_key)
