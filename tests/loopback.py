@@ -26,7 +26,12 @@ class JSONService(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            # The client went away first (a page read ahead by `--all` when the reader stopped,
+            # `| head`): nothing to tell it, and no traceback on the test run's stderr.
+            self.close_connection = True
 
 
 def on_loopback(handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
