@@ -124,7 +124,7 @@ def detail_text(kind: Kind, record: Record) -> Text:
     for column in kind.columns:
         value = record.get(column.key)
         if column.kind == "time" and value is not None:
-            shown_value = f"{format_timestamp(value)} ({value})"
+            shown_value = shown(f"{format_timestamp(value)} ({value})")  # a service's string
         elif isinstance(value, dict | list):
             shown_value = "\n" + shown(json_text(value, indent=2), keep_newlines=True)
         else:
@@ -189,16 +189,26 @@ class EditForm(ModalScreen[dict[str, Any] | None]):
         self.record = record
 
     def compose(self) -> ComposeResult:
-        details = self.record.get("details")
         with Vertical(id="edit"):
             yield Static(safe(f"Edit {self.record.get('id', '')} (Enter saves, Escape cancels)"))
+            before = self.before()
             yield Static("profile type")
-            yield Input(str(self.record.get("profile_type") or ""), id="profile_type")
+            yield Input(before["profile_type"], id="profile_type")
             yield Static("score")
-            yield Input(str(self.record.get("score", "")), id="score")
+            yield Input(before["score"], id="score")
             yield Static("details (a JSON object)")
-            yield Input(json_text(details if details is not None else {}), id="details")
+            yield Input(before["details"], id="details")
             yield Shown(id="edit-problem")
+
+    def before(self) -> dict[str, str]:
+        """The fields as the form shows them at first: control characters escaped (an Input
+        writes its value to the terminal as it is), so an unchanged field is not sent."""
+        details = self.record.get("details")
+        return {
+            "profile_type": shown(str(self.record.get("profile_type") or "")),
+            "score": shown(str(self.record.get("score", ""))),
+            "details": json_text(details if details is not None else {}),
+        }
 
     def action_dismiss_none(self) -> None:
         self.dismiss(None)
@@ -207,11 +217,7 @@ class EditForm(ModalScreen[dict[str, Any] | None]):
     def save(self) -> None:
         """The changed fields, or the problem shown and the form kept open."""
         typed = {name: self.query_one(f"#{name}", Input).value for name in _EDITED}
-        before = {
-            "profile_type": str(self.record.get("profile_type") or ""),
-            "score": str(self.record.get("score", "")),
-            "details": json_text(self.record.get("details") or {}),
-        }
+        before = self.before()
         changed = {name: value for name, value in typed.items() if value != before[name]}
         try:
             changes = bodies.risk_profile_changes(

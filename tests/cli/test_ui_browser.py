@@ -420,3 +420,42 @@ def test_t_switches_tabs_and_loads_risk_profiles_when_first_shown(invoke: Invoke
         await pilot.press("q")
 
     browse(script)
+
+
+EVIL = "\x1b]0;PWNED\x07\x1b[2J"
+
+
+def test_a_time_field_a_service_sent_as_hostile_text_is_escaped_in_the_detail() -> None:
+    from convrisk.cli.resource_kinds import KINDS
+    from convrisk.cli.ui_app import detail_text
+
+    text = detail_text(KINDS["conversations"], {"id": "conv_1", "created_at": EVIL}).plain
+    assert "\x1b" not in text and "\x07" not in text
+    assert "created_at: \\x1b]0;PWNED\\x07" in text
+
+
+def test_the_edit_form_shows_a_hostile_profile_type_escaped_and_does_not_send_it_unchanged(
+    invoke: Invoke, backend: Any
+) -> None:
+    backend.risk_profiles.create(
+        {"customer_id": "cus_1", "profile_type": "x" + EVIL, "score": 5, "details": {"k": EVIL}}
+    )
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await pilot.press("t")
+        await until(pilot, lambda: len(ids_shown(app, "risk_profiles")) == 1, "the profile")
+        await pilot.press("e")
+        await until(pilot, lambda: bool(app.screen.query("#profile_type")), "the form")
+        for name in ("profile_type", "score", "details"):
+            value = app.screen.query_one(f"#{name}", Input).value
+            assert "\x1b" not in value and "\x07" not in value, name
+        app.screen.query_one("#score", Input).value = "7"
+        app.screen.query_one("#score", Input).focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: "Edited 1 risk profile." in status(app), "edited")
+        await pilot.press("q")
+
+    browse(script)
+    (record,) = invoke("risk", "list", "-o", "jsonl").ok().jsonl()
+    assert record["score"] == 7
+    assert record["profile_type"] == "x" + EVIL and record["details"] == {"k": EVIL}
