@@ -36,6 +36,7 @@ Record = Mapping[str, Any]
 PAGE = 50
 NEAR_END = 10
 MARK = "*"
+WRITE = "convrisk-ui write"  # the name of a write's thread: a quit waits for it (cli/ui.py)
 NARROW = 80
 
 KEYS = """\
@@ -57,7 +58,7 @@ def safe(text: str) -> Text:
     return Text(shown(text))
 
 
-async def off_thread(call: Callable[[], T]) -> T:
+async def off_thread(call: Callable[[], T], name: str = "convrisk-ui request") -> T:
     """`call()` on a daemon thread of its own, awaited: a request that hangs holds neither the
     screen nor the quit (Textual's thread workers run in the executor that exit waits for)."""
     future: concurrent.futures.Future[T] = concurrent.futures.Future()
@@ -72,7 +73,7 @@ async def off_thread(call: Callable[[], T]) -> T:
             if not future.cancelled():
                 future.set_result(result)
 
-    threading.Thread(target=target, name="convrisk-ui request", daemon=True).start()
+    threading.Thread(target=target, name=name, daemon=True).start()
     return await asyncio.wrap_future(future)
 
 
@@ -693,7 +694,7 @@ class Browser(App[int]):
         for number, id in enumerate(ids, 1):
             self.say(self.problem, busy=f"Writing {number} of {len(ids)}…")
             try:
-                answer = await off_thread(lambda id=id: call(id))  # type: ignore[misc]
+                answer = await off_thread(lambda id=id: call(id), WRITE)  # type: ignore[misc]
             except Exception as exc:
                 failed.append(f"{id}: {self.error_line(exc)}")
                 continue

@@ -3,6 +3,7 @@ a real `convrisk serve`, one that answers 500 and one that never answers."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -276,3 +277,39 @@ def test_the_installed_ui_quits_on_q_while_a_request_hangs(
     term.send(b"q")
     assert term.finish() == 0
     assert time.monotonic() - started < 10
+
+
+class SlowWrites(JSONService):
+    """One conversation; an update answered after WRITE_DELAY seconds."""
+
+    def do_GET(self) -> None:
+        one = conversation("conv_01HV00000000000000000SLOW")
+        if self.path.startswith("/v1/conversations/conv_"):
+            self.send_json(200, one)
+        else:
+            self.send_json(200, {"object": "list", "data": [one], "has_more": False})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        changes = json.loads(self.rfile.read(length) or b"{}")
+        time.sleep(WRITE_DELAY)
+        self.send_json(200, {**conversation("conv_01HV00000000000000000SLOW"), **changes})
+
+    do_PATCH = do_PUT = do_POST
+
+
+WRITE_DELAY = 1.5
+
+
+def test_q_during_a_write_waits_for_it_so_the_journal_holds_it(env: dict[str, str]) -> None:
+    with running(on_loopback(SlowWrites)) as server:
+        full = {**env, **remote_env(url_of(server))}
+        term = Terminal(full, ["ui"], columns=100, lines=30)
+        on_the_screen(term, "conv_01HV00000000000000000SLOW")
+        term.send(b"m")
+        term.read_until(b"Writing 1 of 1")
+        term.send(b"q")
+        assert term.finish() == 0
+        entries = run(full, "history", "-o", "jsonl").stdout.splitlines()
+        assert len(entries) == 1
+        assert json.loads(entries[0])["id"] == "conv_01HV00000000000000000SLOW"
