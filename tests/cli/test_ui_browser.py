@@ -459,3 +459,19 @@ def test_the_edit_form_shows_a_hostile_profile_type_escaped_and_does_not_send_it
     (record,) = invoke("risk", "list", "-o", "jsonl").ok().jsonl()
     assert record["score"] == 7
     assert record["profile_type"] == "x" + EVIL and record["details"] == {"k": EVIL}
+
+
+def test_a_value_of_megabytes_is_shown_clipped_with_its_length(
+    invoke: Invoke, backend: Any
+) -> None:
+    id = backend.conversations.create({"contact_id": "L" * 3_000_000})["id"]
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: ids_shown(app) == [id], "the row")
+        await until(pilot, lambda: "more characters" in detail(app), "the detail")
+        assert len(detail(app)) < 30_000
+        cell = view(app).table.get_row(id)[2].plain
+        assert len(cell) < 1_000 and "more characters)" in cell
+        await pilot.press("q")
+
+    browse(script)
