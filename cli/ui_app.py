@@ -528,7 +528,10 @@ class Browser(App[int]):
         if view.generation != generation:
             self.load(view)
             return
-        view.add_page(page["data"], bool(page.get("has_more")))
+        rows, more = page["data"], bool(page.get("has_more"))
+        if len(rows) > self.page_size:  # a service that ignored the limit: the rest when asked
+            rows, more = rows[: self.page_size], True
+        view.add_page(rows, more)
         self.show_status()
 
     @on(DataTable.RowHighlighted)

@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from textual.pilot import Pilot
@@ -313,3 +313,32 @@ def test_q_during_a_write_waits_for_it_so_the_journal_holds_it(env: dict[str, st
         entries = run(full, "history", "-o", "jsonl").stdout.splitlines()
         assert len(entries) == 1
         assert json.loads(entries[0])["id"] == "conv_01HV00000000000000000SLOW"
+
+
+class IgnoresLimit(JSONService):
+    """Every conversation after `starting_after` in one page, whatever the limit asked."""
+
+    ids: ClassVar[list[str]] = [f"conv_01HV{i:022d}" for i in range(3000)]
+
+    def do_GET(self) -> None:
+        from urllib.parse import parse_qs, urlsplit
+
+        after = parse_qs(urlsplit(self.path).query).get("starting_after", [""])[0]
+        rest = self.ids[self.ids.index(after) + 1 :] if after in self.ids else self.ids
+        page = {"object": "list", "data": [conversation(id) for id in rest], "has_more": False}
+        self.send_json(200, page)
+
+
+def test_a_service_that_ignores_the_limit_still_fills_the_table_a_page_at_a_time() -> None:
+    with running(on_loopback(IgnoresLimit)) as server:
+
+        async def script(app: Browser, pilot: Pilot[int]) -> None:
+            await until(pilot, lambda: len(ids_shown(app)) == 50, "the first page")
+            await pilot.pause(0.3)
+            assert ids_shown(app) == IgnoresLimit.ids[:50]
+            await pilot.press("ctrl+end")
+            await until(pilot, lambda: len(ids_shown(app)) == 100, "the second page")
+            assert ids_shown(app) == IgnoresLimit.ids[:100]
+            await pilot.press("q")
+
+        browse(script, env=remote_env(url_of(server)))
