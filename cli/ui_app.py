@@ -378,8 +378,9 @@ class Browser(App[int]):
     .narrow RecordsView DataTable { width: 1fr; height: 2fr; }
     .narrow RecordsView .detail { width: 1fr; height: 1fr; border-left: none;
         border-top: solid $primary; }
-    #status { dock: bottom; height: auto; max-height: 2; background: $panel; }
-    #keys { width: auto; height: auto; border: solid $primary; background: $surface; }
+    #status { dock: bottom; height: auto; max-height: 3; background: $panel; }
+    #keys { width: auto; height: auto; max-width: 100%; max-height: 100%; overflow-y: auto;
+        border: solid $primary; background: $surface; }
     Keys, Question, EditForm { align: center middle; }
     #question, #edit { width: 80%; max-width: 70; height: auto; border: solid $primary;
         background: $surface; }
@@ -437,6 +438,7 @@ class Browser(App[int]):
     def on_resize(self) -> None:
         # Under 80 columns the detail pane goes below the table: the ids keep their width.
         self.set_class(self.size.width < NARROW, "narrow")
+        self.show_status()
 
     @on(TabbedContent.TabActivated)
     def tab_shown(self) -> None:
@@ -466,7 +468,10 @@ class Browser(App[int]):
         return f"profile {settings.profile}{mark} · {backend} · ? keys · q quit"
 
     def show_status(self) -> None:
-        text = Text(shown(self.where()), no_wrap=True, overflow="ellipsis")
+        # One line, cut to the width here (Textual wraps a Text's lines whatever its no_wrap): a
+        # wrapped first line pushed the problem line out of the bar on a narrow terminal.
+        text = Text(shown(self.where()))
+        text.truncate(max(self.size.width, 1), overflow="ellipsis")
         loading = [view.kind.plural for view in self.views.values() if view.fetching]
         busy = self.busy or (f"Loading {', '.join(loading)}… (q quits)" if loading else "")
         second = self.problem or busy

@@ -475,3 +475,25 @@ def test_a_value_of_megabytes_is_shown_clipped_with_its_length(
         await pilot.press("q")
 
     browse(script)
+
+
+def test_on_a_40_column_terminal_the_status_bar_still_shows_the_problem_line(
+    invoke: Invoke, conversations: Callable[[int], list[str]]
+) -> None:
+    conversations(1)
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: len(ids_shown(app)) == 1, "the row")
+        app.say("Something failed.")
+        await pilot.pause(0.1)
+        where, problem = app.status_bar.shown_text.plain.split("\n")
+        assert len(where) <= 40 and where.endswith("…")  # the db path is longer than that
+        assert problem == "Something failed."
+        assert app.status_bar.region.height == 2
+        await pilot.press("question_mark")
+        await until(pilot, lambda: bool(app.screen.query("#keys")), "the keys")
+        await pilot.pause(0.1)
+        assert app.screen.query_one("#keys").region.width <= 40  # wrapped, not cut
+        await pilot.press("q")
+
+    browse(script, size=(40, 12))
