@@ -17,6 +17,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static, TabbedContent, TabPane
 
+from convrisk.api_client.errors import NotFoundError
 from convrisk.api_client.resources import CONVERSATIONS as CONVERSATION_RESOURCE
 from convrisk.api_client.resources import RISK_PROFILES as RISK_PROFILE_RESOURCE
 from convrisk.api_client.resources import Resource, ResourceName
@@ -691,7 +692,9 @@ class Browser(App[int]):
         """Each id updated through the client (journaled), its row shown again."""
         name: ResourceName = view.resource.name
         target = getattr(self.run_context.client(), name)
-        done, failed = await self.each(ids, lambda id: target.update(id, changes), view.replace)
+        done, failed = await self.each(
+            ids, lambda id: target.update(id, changes), view.replace, view.drop
+        )
         self.report(verb, view, done, failed)
 
     @work(group="write", exclusive=False)
@@ -699,7 +702,7 @@ class Browser(App[int]):
         """Each id deleted through the client (journaled), its row removed."""
         name: ResourceName = view.resource.name
         target = getattr(self.run_context.client(), name)
-        done, failed = await self.each(ids, target.delete, lambda answer: None)
+        done, failed = await self.each(ids, target.delete, lambda answer: None, view.drop)
         for id in done:
             view.drop(id)
         view.show_detail()
@@ -710,8 +713,10 @@ class Browser(App[int]):
         ids: list[str],
         call: Callable[[str], dict[str, Any]],
         show: Callable[[dict[str, Any]], None],
+        gone: Callable[[str], None],
     ) -> tuple[list[str], list[str]]:
-        """`call` on each id in turn: the ids done, and the error lines of the others."""
+        """`call` on each id in turn: the ids done, and the error lines of the others (a record
+        the service no longer has is `gone`: its row is not left to fail again)."""
         done: list[str] = []
         failed: list[str] = []
         for number, id in enumerate(ids, 1):
@@ -720,6 +725,8 @@ class Browser(App[int]):
                 answer = await off_thread(lambda id=id: call(id), WRITE)  # type: ignore[misc]
             except Exception as exc:
                 failed.append(f"{id}: {self.error_line(exc)}")
+                if isinstance(exc, NotFoundError):
+                    gone(id)
                 continue
             done.append(id)
             show(answer)

@@ -497,3 +497,22 @@ def test_on_a_40_column_terminal_the_status_bar_still_shows_the_problem_line(
         await pilot.press("q")
 
     browse(script, size=(40, 12))
+
+
+def test_marked_rows_one_deleted_meanwhile_the_others_are_done_and_the_gone_row_removed(
+    invoke: Invoke, conversations: Callable[[int], list[str]]
+) -> None:
+    ids = conversations(3)
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: len(ids_shown(app)) == 3, "three rows")
+        invoke("conv", "delete", ids[1], "--yes").ok()  # by someone else, meanwhile
+        await pilot.press("space", "down", "space", "down", "space", "m")
+        await until(pilot, lambda: "Muted 2 conversations." in status(app), "two muted")
+        assert f"1 failed: {ids[1]}: No such conversation" in status(app)
+        assert ids_shown(app) == [ids[0], ids[2]]
+        assert view(app).marked == set()  # nothing left to fail again
+        await pilot.press("q")
+
+    browse(script)
+    assert {r["id"] for r in conv_list(invoke, "--muted")} == {ids[0], ids[2]}
