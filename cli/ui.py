@@ -30,6 +30,12 @@ def ui(ctx: typer.Context) -> int:
     if not (sys.stdout.isatty() and sys.stdin.isatty()):
         raise UsageProblem("convrisk ui needs a terminal: stdin and stdout must both be one.")
     run = app_context(ctx)
+    if run.as_curl:
+        raise UsageProblem(
+            "--as-curl sends nothing, and `convrisk ui` shows the service's answers: run it "
+            "without --as-curl.",
+            param="--as-curl",
+        )
     run.settings()  # broken settings fail here, as a command line's would
     client = run.client()
     # The first page is asked for before Textual is imported: the service (or SQLite) answers

@@ -342,3 +342,11 @@ def test_a_service_that_ignores_the_limit_still_fills_the_table_a_page_at_a_time
             await pilot.press("q")
 
         browse(script, env=remote_env(url_of(server)))
+
+
+def test_ui_with_as_curl_exits_2_with_one_line_before_the_screen(env: dict[str, str]) -> None:
+    term = Terminal(env, ["--as-curl", "ui"], columns=100, lines=30)
+    assert term.finish() == 2
+    assert b"\x1b[?1049h" not in term.output  # the screen was never taken
+    said = " ".join(term.text())
+    assert said.startswith("Error: --as-curl sends nothing") and "convrisk ui" in said
