@@ -222,6 +222,11 @@ class ResourceClient(Generic[M, C, U, F]):
         """Have `report(scanned, matched)` called after each page such a list reads."""
         self._backend.watch_scan(report)
 
+    def read_ahead(self, on: bool) -> None:
+        """While on, a remote list asks for its next page while this one is handled (for a
+        walk of every page: a shorter one would leave a request unused)."""
+        self._backend.read_ahead(on)
+
     def create(self, params: C, *, idempotency_key: str | None = None) -> M:
         """Create an object."""
         return self._backend.create(params, idempotency_key=idempotency_key)

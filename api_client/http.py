@@ -24,7 +24,7 @@ from .errors import (
     ServiceError,
     stops_every_request,
 )
-from .pagination import scan_page
+from .pagination import Ahead, scan_page
 from .params import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -63,6 +63,7 @@ from .records import (
     check_record,
     json_text,
     load_json,
+    load_page,
 )
 from .resources import CONVERSATIONS, RESOURCES, RISK_PROFILES
 from .session import CREATE_MANY_CONCURRENCY, DEFAULT_MAX_RESPONSE_BYTES, Answer, Session
@@ -76,7 +77,7 @@ U = TypeVar("U", bound=Mapping[str, Any])
 F = TypeVar("F", bound=Mapping[str, Any])
 
 
-def _json_body(response: Answer, what: str) -> object:
+def _json_body(response: Answer, what: str, loads: Callable[[bytes], Any] = load_json) -> Any:
     status = response.status_code
     if not response.content.strip():
         raise ServiceError(
@@ -84,7 +85,7 @@ def _json_body(response: Answer, what: str) -> object:
             status=status,
         )
     try:
-        return load_json(response.content)
+        return loads(response.content)
     except NotANumber as exc:
         raise ServiceError(
             f"The service answered HTTP {status} with {what} that cannot be shown as JSON: {exc}.",
@@ -108,6 +109,30 @@ def _validate(check: Callable[[object], Any], data: object, status: int, what: s
             f"The service answered HTTP {status} with {what} that does not fit: {exc}.",
             status=status,
         ) from None
+
+
+def _guessed_cursor(body: bytes) -> str | None:
+    """The id a compact page (`{"id":"...` first in each record) ends on, if it says more
+    exist, found without reading the body: a guess, checked when the page is taken."""
+    if b'"has_more":true' not in body:
+        return None
+    at = body.rfind(b'{"id":"')
+    end = body.find(b'"', at + 7)
+    id = body[at + 7 : end]
+    if at < 0 or end < 0 or not id or b"\\" in id or not id.isascii():
+        return None
+    return id.decode()
+
+
+def _next_cursor(data: object) -> str | None:
+    """The cursor after a page's body as sent, if it says more items exist: its last item's id
+    (a body that does not fit has none; its check says why)."""
+    if not isinstance(data, dict) or data.get("has_more") is not True:
+        return None
+    items = data.get("data")
+    last = items[-1] if isinstance(items, list) and items else None
+    id = last.get("id") if isinstance(last, dict) else None
+    return id if isinstance(id, str) and id else None
 
 
 def deleted_answer(status: int, content: bytes, id: str, *, gone: bool = False) -> Deleted:
@@ -205,6 +230,9 @@ class HTTPResource(Generic[M, C, U, F]):
         # The filters the interface lacks, by name: the record's field each compares.
         self._scanned = {f.name: f.column for f in RESOURCES[name].filters if not f.interface}
         self._scan_report: Callable[[int, int], None] | None = None
+        self._reading_ahead = False
+        # The next page, asked for before it is needed: its query, and the call making it.
+        self._ahead: tuple[dict[str, str], Ahead[Answer]] | None = None
 
     def _item_path(self, id: str) -> str:
         if isinstance(id, str) and id.strip() in ("", ".", ".."):
@@ -284,13 +312,50 @@ class HTTPResource(Generic[M, C, U, F]):
         """Have `report(scanned, matched)` called after each page a scan reads."""
         self._scan_report = report
 
+    def read_ahead(self, on: bool) -> None:
+        """While on, each page of a forward walk asks for the next one (after its last id) as
+        soon as it arrives, so that the service makes it while this one is checked and printed.
+        """
+        self._reading_ahead = on
+        if not on:
+            # Not waited for: a stopped list (Ctrl-C) ends now; the request ends by its timeout.
+            self._ahead = None
+
     def _page(self, query: dict[str, str]) -> Page[M]:
         """One page as the service sends it, checked."""
-        response = self._t.request("GET", self._path, params=query)
-        what = f"a page of {self._noun}s"
-        data = _json_body(response, what)
-        result: Page[M] = _validate(check_page, data, response.status_code, what)
+        status, data, _ = self._page_answer(query)
+        result: Page[M] = _validate(check_page, data, status, f"a page of {self._noun}s")
         return result
+
+    def _page_answer(
+        self, query: dict[str, str]
+    ) -> tuple[int, Any, builtins.list[str | None] | None]:
+        """The status and decoded body of one page (not yet checked), with its items' texts as
+        sent (`load_page`): the page read ahead for this query, or one asked for now.
+
+        Reading ahead, the next page is asked for as soon as its cursor is known: guessed from
+        the body's last bytes before it is read, else from the body read (a wrong guess costs
+        only a request asked for again: the page taken is always the one asked for)."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead[0] == query:
+            response = ahead[1].take()
+        else:
+            if ahead is not None:
+                ahead[1].drop()  # not the page it guessed: its connection back, then this one
+            response = self._t.request("GET", self._path, params=query)
+        forward = self._reading_ahead and "ending_before" not in query
+        if forward:
+            self._read_ahead_after(query, _guessed_cursor(response.content))
+        data, texts = _json_body(response, f"a page of {self._noun}s", load_page)
+        if forward and self._ahead is None:
+            self._read_ahead_after(query, _next_cursor(data))
+        return response.status_code, data, texts
+
+    def _read_ahead_after(self, query: dict[str, str], cursor: str | None) -> None:
+        """Ask now, on the read-ahead thread, for the page after `cursor` (None: none)."""
+        if cursor is not None:
+            after = {**query, "starting_after": cursor}
+            self._ahead = (after, Ahead(lambda: self._t.request("GET", self._path, params=after)))
 
     def list_json(
         self,
@@ -308,12 +373,9 @@ class HTTPResource(Generic[M, C, U, F]):
                 "data": [json_text(item) for item in items["data"]],
                 "ids": [item["id"] for item in items["data"]],
             }
-        response = self._t.request(
-            "GET", self._path, params={**query, **cursors, "limit": str(limit)}
-        )
+        status, data, texts = self._page_answer({**query, **cursors, "limit": str(limit)})
         what = f"a page of {self._noun}s"
-        data = _json_body(response, what)
-        result: JsonPage = _validate(check_json_page, data, response.status_code, what)
+        result: JsonPage = _validate(lambda page: check_json_page(page, texts), data, status, what)
         return result
 
     def list_ids(
@@ -323,9 +385,10 @@ class HTTPResource(Generic[M, C, U, F]):
         limit: int = DEFAULT_LIMIT,
         starting_after: str | None = None,
     ) -> IdPage:
-        """The page `list` returns, as its records' ids (the service sends whole records)."""
-        page = self.list(filters, limit=limit, starting_after=starting_after)
-        return {"has_more": page["has_more"], "data": [item["id"] for item in page["data"]]}
+        """The page `list` returns, as its records' ids (the service sends whole records, each
+        checked as `list_json` checks it, which walks no record it need not)."""
+        page = self.list_json(filters, limit=limit, starting_after=starting_after)
+        return {"has_more": page["has_more"], "data": page["ids"]}
 
     def create(self, params: C, *, idempotency_key: str | None = None) -> M:
         """Create an object; the same Idempotency-Key is sent on each retry."""

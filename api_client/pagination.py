@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar
 
 from .errors import ServiceError
+
+if TYPE_CHECKING:
+    import queue
 
 # Cursors remembered exactly to catch a service that pages in a circle; past this many pages
 # (a million items at pages of 100) the guard keeps memory flat (see CursorGuard).
@@ -50,6 +53,7 @@ class AnyPage(TypedDict):
 
 
 P = TypeVar("P", bound=AnyPage)
+T = TypeVar("T")
 
 
 def paginate(
@@ -89,6 +93,66 @@ def paginate(
         if not page["has_more"]:
             return
         cursor = last
+
+
+class Ahead(Generic[T]):
+    """One call made on a thread ahead of its need (the next page of a list, asked for while
+    this one is checked and printed): its result, or its error, is taken later.
+
+    One daemon thread makes every such call, one at a time: a caller that stops (Ctrl-C) never
+    waits for it at exit, and a request on it ends by its own timeout.
+    """
+
+    def __init__(self, make: Callable[[], T]) -> None:
+        import threading
+
+        self._make = make
+        self._done = threading.Event()
+        self._result: tuple[bool, Any] = (False, None)
+        _worker().put(self._run)
+
+    def _run(self) -> None:
+        try:
+            self._result = (True, self._make())
+        except BaseException as exc:  # raised again by take(), in the caller's thread
+            self._result = (False, exc)
+        self._done.set()
+
+    def take(self) -> T:
+        """The call's result once it is made, or its error raised here."""
+        self._done.wait()
+        made, value = self._result
+        if not made:
+            assert isinstance(value, BaseException)
+            raise value
+        result: T = value
+        return result
+
+    def drop(self) -> None:
+        """Wait for the call to end and forget it, whatever its outcome (its connection is back
+        in the pool afterwards, for the next request)."""
+        self._done.wait()
+
+
+_jobs: queue.SimpleQueue[Callable[[], None]] | None = None
+
+
+def _worker() -> queue.SimpleQueue[Callable[[], None]]:
+    """The queue of the thread that makes the calls read ahead, started on first use."""
+    global _jobs
+    if _jobs is None:
+        import queue
+        import threading
+
+        jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+
+        def work() -> None:
+            while True:  # a daemon: it waits for work until the process ends
+                jobs.get()()
+
+        threading.Thread(target=work, name="convrisk-ahead", daemon=True).start()
+        _jobs = jobs
+    return _jobs
 
 
 # A scan reads at most this many pages (ten million items at pages of 100) before giving up.

@@ -8,6 +8,7 @@ takes, each by the rule of its type, and the one-of and fixed-field constraints.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from typing import Any, cast
@@ -150,6 +151,8 @@ def check_text(value: object, param: str) -> None:
 
 def is_encodable(text: str) -> bool:
     """Whether `text` can be encoded as UTF-8."""
+    if text.isascii():  # told at once, without encoding
+        return True
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -212,60 +215,98 @@ def _object(body: Mapping[str, Any], key: str) -> dict[str, Any]:
     value = body[key]
     if not isinstance(value, dict):
         raise InvalidRequestError(f"{key} must be a JSON object.", param=key)
-    if exceeds_depth(value, MAX_DETAILS_DEPTH):
+    too_deep, bad_text = _depth_and_text(value, MAX_DETAILS_DEPTH)
+    if too_deep:
         raise InvalidRequestError(
             f"{key} nests objects and arrays more than {MAX_DETAILS_DEPTH} levels deep.",
             param=key,
         )
-    if not _all_text_encodable(value):
+    if bad_text:
         raise InvalidRequestError(f"{key} must hold valid Unicode text only.", param=key)
     return value
 
 
-def _all_text_encodable(value: object) -> bool:
-    """Whether every string in `value` (keys too) is valid Unicode (no recursion; the depth
-    is bounded by the caller)."""
-    stack: list[object] = [value]
+def _depth_and_text(value: Mapping[str, Any], limit: int) -> tuple[bool, bool]:
+    """In one pass (no recursion): whether objects and arrays nest more than `limit` levels
+    deep in `value` (as `exceeds_depth` says), and whether a string in it (keys too) is not
+    valid Unicode. The walk stops at the first level too deep."""
+    bad_text = False
+    stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if not is_encodable(item):
-                return False
-        elif isinstance(item, Mapping):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
-    return True
+        item, depth = stack.pop()
+        if depth > limit:
+            return True, bad_text
+        if isinstance(item, Mapping):
+            for name in item:
+                if isinstance(name, str) and not is_encodable(name):
+                    bad_text = True
+            children: Any = item.values()
+        else:
+            children = item
+        for child in children:
+            kind = type(child)
+            if kind is str:
+                if not is_encodable(child):
+                    bad_text = True
+            elif kind in _SCALARS:
+                continue
+            elif isinstance(child, str):
+                if not is_encodable(child):
+                    bad_text = True
+            elif isinstance(child, Mapping | list | tuple):
+                stack.append((child, depth + 1))
+    return False, bad_text
 
 
 def check_create(resource: Resource, body: object) -> dict[str, Any]:
     """Check a create body by the resource's description; returns the fields it sets (each
-    field of a one-of group, None when not given)."""
+    field of a one-of group, None when not given). Every string returned is valid Unicode."""
     data = _check_object(body)
-    fields = resource.creatable()
-    _reject_unknown(data, tuple(f.name for f in fields), f"creating a {resource.noun}")
+    _, names, allowed, required, others = _create_rules(resource)
+    if not allowed.issuperset(data):
+        _reject_unknown(data, names, f"creating a {resource.noun}")
     out: dict[str, Any] = {}
     if resource.one_of:
         for key in resource.one_of:
             out[key] = _optional_string(data, key)
         given = [key for key in resource.one_of if out[key] is not None]
         if len(given) != 1:
-            names = " or ".join(resource.one_of)
+            names_given = " or ".join(resource.one_of)
             problem = "neither was given" if not given else "both were given"
             raise InvalidRequestError(
-                f"Exactly one of {names} is required; {problem}.",
+                f"Exactly one of {names_given} is required; {problem}.",
                 param=given[1] if given else resource.one_of[0],
             )
-    for field in fields:
-        if field.required and data.get(field.name) is None:
+        # After the count: a body giving both is told so first, whatever their text.
+        check_text(out[given[0]], given[0])
+    for field in required:
+        if data.get(field.name) is None:
             raise InvalidRequestError(
                 f"Missing required parameter: {field.name}.", param=field.name
             )
-    for field in fields:
-        if field.name in data and field.name not in resource.one_of:
+    for field in others:
+        if field.name in data:
             out[field.name] = _value(field, data)
     return out
+
+
+@functools.cache
+def _create_rules(
+    resource: Resource,
+) -> tuple[
+    tuple[Field, ...], tuple[str, ...], frozenset[str], tuple[Field, ...], tuple[Field, ...]
+]:
+    """A create's fields, their names (as a tuple and a set), the required ones and those
+    outside the one-of group: worked out once per resource."""
+    fields = resource.creatable()
+    names = tuple(field.name for field in fields)
+    return (
+        fields,
+        names,
+        frozenset(names),
+        tuple(field for field in fields if field.required),
+        tuple(field for field in fields if field.name not in resource.one_of),
+    )
 
 
 def check_update(resource: Resource, body: object) -> dict[str, Any]:

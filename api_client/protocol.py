@@ -87,6 +87,11 @@ class ResourceBackend(Protocol[M, C_contra, U_contra, F_contra]):
         """Have `report(scanned, matched)` called after each page such a list reads."""
         ...
 
+    def read_ahead(self, on: bool) -> None:
+        """While on, a list's next page may be asked for before it is needed (a remote one is:
+        its wait overlaps the printing of this one); off, nothing is asked for unasked."""
+        ...
+
     def create(self, params: C_contra, *, idempotency_key: str | None = None) -> M:
         """Create an object; a repeated idempotency key replays the first answer."""
         ...

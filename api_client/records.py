@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import functools
 import json
+import json.scanner
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Generic, NamedTuple, Required, TypedDict, TypeVar
 
 from .params import MAX_DETAILS_DEPTH, exceeds_depth, is_encodable
@@ -82,6 +83,9 @@ class Created(NamedTuple, Generic[R]):
 
     record: R
     replayed: bool
+    # The record's `json_text`, when the backend encoded it already (a new local object): who
+    # writes the record as JSON (the journal) takes it as it is instead of encoding it again.
+    text: str | None = None
 
 
 class NotANumber(ValueError):
@@ -113,6 +117,98 @@ def load_json(text: str | bytes) -> Any:
     elif text.startswith("\ufeff"):
         raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
     return _STRICT_DECODER.decode(text)
+
+
+class _NotAsPrinted(ValueError):
+    """A number whose text is not the one `json_text` prints for its value."""
+
+
+def _printed_float(text: str) -> float:
+    value = _finite_float(text)
+    if repr(value) != text:
+        raise _NotAsPrinted(text)
+    return value
+
+
+# The json module's scanner (its C one where built), reading a value from a given position.
+_PAGE_SCAN: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
+    json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_printed_float)  # type: ignore[arg-type]
+)
+# Characters that a compact JSON text printed by `json_text` has outside its strings only as
+# these (whitespace), or that may spell a value in another way (escapes, `-0` for 0).
+_NOT_PRINTED_AS_SENT = (" ", "\n", "\t", "\r", "\\", "-0")
+
+
+def load_page(content: bytes) -> tuple[Any, list[str | None] | None]:
+    """`load_json` of a list's body, and each item of its `data` as the text sent where that
+    is the item's `json_text` (None where it may not be, or for all when the body is not read
+    this way): a page from a service that writes compact JSON is not encoded again.
+
+    Read with the same strict rules; a body this reading does not take is read by load_json,
+    with its errors.
+    """
+    text = content.decode(json.detect_encoding(content), "surrogatepass").strip(" \t\n\r")
+    if text.startswith("{") and not any(mark in text for mark in _NOT_PRINTED_AS_SENT):
+        try:
+            read = _page_as_sent(text)
+        except (ValueError, StopIteration, IndexError, RecursionError):
+            read = None
+        if read is not None:
+            return read
+    return load_json(content), None
+
+
+def _page_as_sent(text: str) -> tuple[dict[str, Any], list[str | None] | None] | None:
+    """A page object (no whitespace, no escapes) and its items' texts, read with the scanner
+    of the json module; None if the text is not one object."""
+    page: dict[str, Any] = {}
+    texts: list[str | None] | None = None
+    at = 1
+    for _ in range(len(text)):  # one turn per member of the object
+        if text[at] != '"':
+            return None
+        key, at = _PAGE_SCAN(text, at)
+        if text[at] != ":":
+            return None
+        at += 1
+        if key == "data":
+            texts = None
+            if text[at] == "[":
+                page[key], texts, at = _items_as_sent(text, at + 1)
+            else:
+                page[key], at = _PAGE_SCAN(text, at)
+        else:
+            page[key], at = _PAGE_SCAN(text, at)
+        if text[at] == "}":
+            return (page, texts) if at + 1 == len(text) else None
+        if text[at] != ",":
+            return None
+        at += 1
+    return None
+
+
+def _items_as_sent(text: str, at: int) -> tuple[list[Any], list[str | None], int]:
+    """The items of an array starting at `at` (after its `[`), their texts, and where it ends.
+
+    An item's text is kept when it is its `json_text`: an object with no object inside (a
+    nested one could repeat a key, which reads as its last value only) and no repeated key."""
+    items: list[Any] = []
+    texts: list[str | None] = []
+    if text[at] == "]":
+        return items, texts, at + 1
+    for _ in range(len(text)):  # one turn per item
+        start = at
+        item, at = _PAGE_SCAN(text, at)
+        sent = text[start:at]
+        same = isinstance(item, dict) and sent.count("{") == 1 and sent.count('":') == len(item)
+        items.append(item)
+        texts.append(sent if same else None)
+        if text[at] == "]":
+            return items, texts, at + 1
+        if text[at] != ",":
+            raise ValueError("not an array")
+        at += 1
+    raise ValueError("not an array")
 
 
 def json_text(record: Mapping[str, Any]) -> str:
@@ -202,21 +298,24 @@ def check_page(data: object) -> dict[str, Any]:
     return data
 
 
-def check_json_page(data: object) -> JsonPage:
+def check_json_page(data: object, sent: list[str | None] | None = None) -> JsonPage:
     """`check_page` for a page printed as JSON text: each item as its `json_text`.
 
     The same check and errors as check_page, but an item whose text holds no more brackets
-    than the depth limit is not walked for its depth: it cannot nest that deep.
+    than the depth limit is not walked for its depth: it cannot nest that deep. `sent` are the
+    items' texts as sent, where they are their `json_text` (`load_page`): not encoded again.
     """
     _checked(_edge()[1], data, "")
     assert isinstance(data, dict)
     items = data["data"]
     texts: list[str] = []
     for index, item in enumerate(items):
-        try:
-            text = json_text(item)
-        except RecursionError:  # nested far deeper than the limit
-            text = "[" * (MAX_DETAILS_DEPTH + 1)
+        text = sent[index] if sent is not None else None
+        if text is None:
+            try:
+                text = json_text(item)
+            except RecursionError:  # nested far deeper than the limit
+                text = "[" * (MAX_DETAILS_DEPTH + 1)
         if text.count("{") + text.count("[") > MAX_DETAILS_DEPTH:
             _not_too_deep(item, f"data.{index}")
         texts.append(text)

@@ -126,31 +126,66 @@ def rotated_path(path: Path) -> Path:
 
 def new_id(prefix: str) -> str:
     """A time-sortable id: the prefix, 12 hex digits of Unix milliseconds, 6 random hex."""
-    return f"{prefix}{int(time.time() * 1000):012x}{os.urandom(3).hex()}"
+    return f"{prefix}{int(time.time() * 1000):012x}{_random_hex()}"
+
+
+# Random bytes drawn ahead, 3 per id: one system call for many entries (an import's batch).
+_POOL_IDS = 1024
+_pool: list[str] = []
+os.register_at_fork(after_in_child=_pool.clear)
+
+
+def _random_hex() -> str:
+    """6 random hex digits (3 bytes from the operating system)."""
+    if not _pool:
+        drawn = os.urandom(3 * _POOL_IDS).hex()
+        _pool.extend(drawn[start : start + 6] for start in range(0, len(drawn), 6))
+    return _pool.pop()
+
+
+# The second utc_now last formatted, and its text up to the seconds.
+_second: list[Any] = [None, ""]
 
 
 def utc_now() -> str:
     """The current time as the journal writes it: `2026-11-25T06:15:00.123Z`."""
     now = time.time()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
+    second = int(now)
+    if _second[0] != second:
+        _second[:] = [second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))]
+    return f"{_second[1]}.{int(now * 1000) % 1000:03d}Z"
 
 
-def append(path: Path, entries: Sequence[Entry]) -> None:
-    """Append entries, one JSON line each, in one write under an exclusive lock.
+def line_text(entry: object) -> str:
+    """An entry's JSON line (or a value's JSON text), without its end of line: compact,
+    non-ASCII kept."""
+    global _LINE_ENCODER
+    if _LINE_ENCODER is None:
+        import json
+
+        _LINE_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+    text: str = _LINE_ENCODER.encode(entry)
+    return text
+
+
+# Made at the first line: a command that writes nothing does not import json for it.
+_LINE_ENCODER: Any = None
+
+
+def append(path: Path, entries: Sequence[Entry | str]) -> None:
+    """Append entries, one JSON line each (an entry, or its line already made by `line_text`),
+    in one write under an exclusive lock.
 
     Raises OSError or JournalError when the journal cannot be written: the caller warns, the
     write it records has happened all the same.
     """
     if not entries:
         return
-    import json
-
     from convrisk.local_backend.folders import make_private_folder
 
-    data = b"".join(
-        json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
-        for entry in entries
-    )
+    data = "".join(
+        f"{entry if isinstance(entry, str) else line_text(entry)}\n" for entry in entries
+    ).encode("utf-8")
     make_private_folder(path.parent)
     fd = _open_for_append(path)
     try:

@@ -142,6 +142,10 @@ class Recorder:
         # Made at the first entry: a command that writes nothing pays nothing.
         self._run: str | None = None
         self._shared: dict[str, Any] | None = None
+        # The same, as the middle of a JSON line (see created_line).
+        self._shared_text: str | None = None
+        # Per (resource, outcome status): the fixed parts of a create's line.
+        self._created_text: dict[tuple[str, str], tuple[str, str]] = {}
         self._scrubbers: list[Scrubber] | None = None
         self._extra: dict[str, Any] = {}
         self._warn = warn
@@ -215,14 +219,63 @@ class Recorder:
         }
         return cast("Entry", made)
 
-    def write(self, entries: Sequence[Entry]) -> None:
-        """Append entries now; on failure, warn once and write nothing more for this command."""
+    def created_line(
+        self,
+        resource: str,
+        made: Created[Any],
+        outcome: Outcome,
+        idempotency_key: str | None,
+    ) -> Entry | str:
+        """The entry of a create: as the JSON line `journal.append` would write for
+        `entry("create", ...)`, byte for byte, when the record's text came with it (then it is
+        not encoded again), else as that entry. Always the entry when secrets are scrubbed."""
+        record_id = made.record.get("id")
+        record_id = record_id if isinstance(record_id, str) else None
+        if made.text is None or self._secrets:
+            return self.entry(
+                "create",
+                outcome,
+                resource=resource,
+                id=record_id,
+                after=made.record,
+                idempotency_key=idempotency_key,
+            )
+        from .journal import line_text, new_id, utc_now
+
+        if self._shared_text is None:
+            self._shared_text = line_text(
+                {**self._given, "argv": redact_argv(self._argv, self._secrets)}
+            )[1:-1]
+        status = outcome["status"]
+        fixed = self._created_text.get((resource, status)) if len(outcome) == 1 else None
+        if fixed is None:
+            fixed = (
+                f'"operation":"create","resource":{line_text(resource)}',
+                f',"outcome":{line_text(outcome)}',
+            )
+            if len(outcome) == 1:
+                self._created_text[(resource, status)] = fixed
+        extra = f",{line_text(self._extra)[1:-1]}" if self._extra else ""
+        # new_id and utc_now give letters, digits and punctuation that JSON takes as they are.
+        return (
+            f'{{"entry":"{new_id("j_")}","run":"{self.run}","time":"{utc_now()}",'
+            f"{self._shared_text},{fixed[0]},"
+            f'"id":{line_text(record_id)},"before":null,"after":{made.text},'
+            f'"idempotency_key":{line_text(idempotency_key)}{fixed[1]}{extra}}}'
+        )
+
+    def write(self, entries: Sequence[Entry | str]) -> None:
+        """Append entries (an entry, or its line already made by `created_line`) now; on
+        failure, warn once and write nothing more for this command."""
         if not entries or self._failed:
             return
         from .journal import JournalError, append
 
         if self._secrets:
-            entries = [self._redacted(entry) for entry in entries]
+            # created_line makes no line when there are secrets: every entry here is a dict.
+            entries = [
+                entry if isinstance(entry, str) else self._redacted(entry) for entry in entries
+            ]
         try:
             append(self.path, entries)
         except (OSError, JournalError, ValueError) as exc:
@@ -329,6 +382,10 @@ class JournaledResource(Generic[M, C, U, F]):
         """Passed on to the wrapped backend."""
         self._inner.watch_scan(report)
 
+    def read_ahead(self, on: bool) -> None:
+        """Passed on to the wrapped backend."""
+        self._inner.read_ahead(on)
+
     def replays(self, items: Sequence[tuple[C, str | None]]) -> builtins.list[M | None] | None:
         """Read-only (a dry run): passed on."""
         return self._inner.replays(items)
@@ -378,7 +435,7 @@ class JournaledResource(Generic[M, C, U, F]):
             # one entry, since which items landed is not known.
             self._failed("create", None, None, exc, None)
             raise
-        entries: builtins.list[Entry] = []
+        entries: builtins.list[Entry | str] = []
         for (_, key), result in zip(items, results, strict=False):
             if isinstance(result, ConvriskError):
                 if attempted(result):
@@ -425,9 +482,9 @@ class JournaledResource(Generic[M, C, U, F]):
                 raise
             return None
 
-    def _created(self, made: Created[M], key: str | None) -> Entry:
+    def _created(self, made: Created[M], key: str | None) -> Entry | str:
         outcome = REPLAYED if made.replayed else OK
-        return self._entry("create", outcome, made.record.get("id"), None, made.record, key)
+        return self._journal.created_line(self._name, made, outcome, key)
 
     def _failed(
         self,

@@ -50,6 +50,10 @@ def print_list(
                 f"scanned {read:,} {kind.plural}, {matched:,} matching..."
             )
         )
+    # A remote walk of every page asks for the next page while this one prints (not a scan,
+    # whose progress prints as it reads, nor --as-curl, which shows requests and sends none).
+    ahead = limit is None and not scanned and not getattr(run, "as_curl", False)
+    target.read_ahead(ahead)
     try:
         if printer.takes_ids() and ending_before is None:
             ids = target.iter_id_pages(filters, limit=limit, starting_after=starting_after)
@@ -69,6 +73,8 @@ def print_list(
                 "cursor comes from the answer to the page before it."
             )
         raise
+    finally:
+        target.read_ahead(False)
 
 
 def for_each_id(

@@ -9,19 +9,21 @@ from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 from convrisk.api_client.errors import ConvriskError, InvalidRequestError, ServiceError
-from convrisk.api_client.records import Created, Record, check_record
+from convrisk.api_client.records import Created, Record, check_record, load_json
 
 from .database import IN_CHUNK, first_line
 
 TTL_SECONDS = 24 * 60 * 60
+# What starts a fingerprint of the current form (see IdempotencyKeys.fingerprint).
+FINGERPRINT_V2 = "v2:"
 # Built once: json.dumps with options builds an encoder on every call (a few per create).
-_ANSWER_ENCODER = json.JSONEncoder(separators=(",", ":"))
 _SORTED_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 _SORTED_TEXT_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
-# What a create becomes once checked: its column values, its key (None: none) and the
-# fingerprint of its parameters ("" without a key).
-Checked = tuple[dict[str, Any], str | None, str]
+# What a create becomes once checked: its column values, its key (None: none), the
+# fingerprint of its parameters ("" without a key) and its JSON columns parsed back from the
+# text they store (decoded once: the fingerprint and the record made both use them).
+Checked = tuple[dict[str, Any], str | None, str, dict[str, Any]]
 # The stored (resource, fingerprint, response) of a key.
 Stored = tuple[str, str, str]
 
@@ -34,16 +36,48 @@ class IdempotencyKeys:
         # Columns holding JSON text: their keys are sorted for the fingerprint.
         self._json_columns = json_columns
 
-    def fingerprint(self, values: Mapping[str, Any]) -> str:
-        """SHA-256 of the checked parameters, JSON columns with their keys sorted."""
+    def parsed(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """The value of each JSON column these column values set, decoded (strictly, as a read
+        of the row would) from its text; a text that does not decode is left out."""
+        parsed: dict[str, Any] = {}
+        for name in self._json_columns:
+            text = values.get(name)
+            if isinstance(text, str):
+                try:
+                    parsed[name] = load_json(text)
+                except (ValueError, RecursionError):
+                    continue
+        return parsed
+
+    def fingerprint(self, values: Mapping[str, Any], parsed: Mapping[str, Any]) -> str:
+        """`v2:` and the SHA-256 of the checked parameters, JSON columns as their values
+        (`parsed`: see `parsed`), keys sorted at every level: one encoding of the whole.
+
+        A key stored before `v2:` holds the `legacy_fingerprint`, which `matches` still
+        compares (keys are kept 24 hours).
+        """
+        canonical = {**values, **parsed}
+        return FINGERPRINT_V2 + _sha256(_SORTED_ENCODER.encode([self._resource, canonical]))
+
+    def legacy_fingerprint(self, values: Mapping[str, Any], parsed: Mapping[str, Any]) -> str:
+        """The fingerprint versions before `v2:` stored: SHA-256 of the checked parameters,
+        each JSON column as its text with keys sorted."""
         canonical = dict(values)
         for name in self._json_columns:
-            if isinstance(canonical.get(name), str):
+            if name in parsed:
+                canonical[name] = _SORTED_TEXT_ENCODER.encode(parsed[name])
+            elif isinstance(canonical.get(name), str):
                 canonical[name] = _SORTED_TEXT_ENCODER.encode(json.loads(canonical[name]))
-        text = _SORTED_ENCODER.encode([self._resource, canonical])
-        import hashlib  # here: only writes with an idempotency key need it (it loads OpenSSL)
+        return _sha256(_SORTED_ENCODER.encode([self._resource, canonical]))
 
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    def matches(self, item: Checked, stored_fingerprint: str) -> bool:
+        """Whether a stored fingerprint, of either form, is this checked create's."""
+        values, _, fingerprint, parsed = item
+        if stored_fingerprint == fingerprint:
+            return True
+        if stored_fingerprint.startswith(FINGERPRINT_V2):
+            return False
+        return stored_fingerprint == self.legacy_fingerprint(values, parsed)
 
     def plan(
         self,
@@ -76,10 +110,10 @@ class IdempotencyKeys:
                 if stop_on_error:
                     break
                 continue
-            _, key, fingerprint = item
+            _, key, fingerprint, _ = item
             if key is not None and key in stored:
                 try:
-                    results.append(Created(self._replay(key, fingerprint, stored[key]), True))
+                    results.append(Created(self._replay(key, item, stored[key]), True))
                 except InvalidRequestError as exc:
                     results.append(exc)
                     if stop_on_error:
@@ -105,14 +139,13 @@ class IdempotencyKeys:
     ) -> list[Record | None]:
         """Read-only: the answer each create would replay (None: it would be new). A key kept
         with other parameters is None here: the create refuses it, and says so."""
-        stored = _stored_answers(conn, [key for _, key, _ in checked], now - TTL_SECONDS)
+        stored = _stored_answers(conn, [key for _, key, _, _ in checked], now - TTL_SECONDS)
         found: list[Record | None] = []
-        for _, key, fingerprint in checked:
+        for item in checked:
+            key = item[1]
             answer = stored.get(key) if key is not None else None
             try:
-                found.append(
-                    None if answer is None else self._replay(key or "", fingerprint, answer)
-                )
+                found.append(None if answer is None else self._replay(key or "", item, answer))
             except ConvriskError:
                 found.append(None)
         return found
@@ -127,9 +160,9 @@ class IdempotencyKeys:
             [(key, self._resource, fingerprint, text, now) for key, fingerprint, text in answers],
         )
 
-    def _replay(self, key: str, fingerprint: str, stored: Stored) -> Record:
+    def _replay(self, key: str, item: Checked, stored: Stored) -> Record:
         resource, stored_fingerprint, response = stored
-        if resource != self._resource or stored_fingerprint != fingerprint:
+        if resource != self._resource or not self.matches(item, stored_fingerprint):
             raise key_reused(key)
         try:
             return cast(Record, check_record(json.loads(response)))
@@ -140,9 +173,11 @@ class IdempotencyKeys:
             ) from exc
 
 
-def answer_text(record: Mapping[str, Any]) -> str:
-    """The answer stored for a key: the object's JSON (ValueError, TypeError when it has none)."""
-    return _ANSWER_ENCODER.encode(record)
+def _sha256(text: str) -> str:
+    """The SHA-256 of a text's UTF-8, in hex."""
+    import hashlib  # here: only writes with an idempotency key need it (it loads OpenSSL)
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def key_reused(key: str) -> InvalidRequestError:

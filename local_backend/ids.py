@@ -51,8 +51,23 @@ Randomness = Callable[[], int]
 def system_randomness() -> int:
     """80 random bits from the operating system."""
     # What secrets.randbits(80) does (os.urandom, 10 bytes), without importing secrets,
-    # which loads hmac and OpenSSL's hashlib at every `create`.
-    return int.from_bytes(os.urandom(RANDOM_BITS // 8), "big")
+    # which loads hmac and OpenSSL's hashlib at every `create`; drawn for many ids at once
+    # (one system call per batch of an import instead of one per id).
+    if not _drawn:
+        size = RANDOM_BITS // 8
+        block = os.urandom(size * _DRAWN_AT_ONCE)
+        _drawn.extend(
+            int.from_bytes(block[start : start + size], "big")
+            for start in range(0, len(block), size)
+        )
+    return _drawn.pop()
+
+
+# Random numbers drawn ahead by system_randomness; a forked child (`serve` workers) draws its
+# own, never its parent's.
+_DRAWN_AT_ONCE = 256
+_drawn: list[int] = []
+os.register_at_fork(after_in_child=_drawn.clear)
 
 
 class SeededRandomness:

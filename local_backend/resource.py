@@ -46,7 +46,7 @@ from convrisk.api_client.records import json_text as record_json
 
 from . import ids
 from .database import IN_CHUNK, Database, first_line
-from .idempotency import Checked, IdempotencyKeys, answer_text
+from .idempotency import Checked, IdempotencyKeys
 from .json_export import JsonPages
 
 M = TypeVar("M", bound=Record)
@@ -84,6 +84,8 @@ class ResourceSpec(Generic[M]):
     has_updated_at: bool = False
     # Columns holding JSON text: their keys are sorted for the idempotency fingerprint.
     json_columns: tuple[str, ...] = ()
+    # Columns holding a boolean as 0 or 1.
+    flags: tuple[str, ...] = ()
 
 
 class TableResource(Generic[M, C, U, F]):
@@ -109,6 +111,10 @@ class TableResource(Generic[M, C, U, F]):
         self._select_json = f"SELECT id, {spec.json_sql} FROM {spec.table}"
         self._select_ids = f"SELECT id FROM {spec.table}"
         self._keys = IdempotencyKeys(spec.name, spec.json_columns)
+        # The table's column affinities and defaults (see _columns) and the schema version they
+        # were read at: read again when the schema changes (a table altered by hand meanwhile).
+        self._column_info: dict[str, tuple[str, object]] | None = None
+        self._column_info_version: int | None = None
         self._json_pages = JsonPages(
             db, lambda conn, object_id: record_json(self._fetch(conn, object_id))
         )
@@ -217,6 +223,9 @@ class TableResource(Generic[M, C, U, F]):
     def watch_scan(self, report: Callable[[int, int], None] | None) -> None:
         """Nothing to watch: no list reads every record."""
 
+    def read_ahead(self, on: bool) -> None:
+        """Nothing to read ahead: a page of the file is read when it is asked for."""
+
     def create(self, params: C, *, idempotency_key: str | None = None) -> M:
         """Create an object; a repeated idempotency key replays the first answer."""
         checked = self._checked_create(params, idempotency_key)
@@ -273,17 +282,22 @@ class TableResource(Generic[M, C, U, F]):
         stop_on_error: bool,
     ) -> builtins.list[Created[M] | ConvriskError]:
         """The inside of a create's transaction, in a few statements per batch: the keys looked
-        up at once, the ids issued at once, the rows inserted and read back at once."""
+        up at once, the ids issued at once, the rows inserted at once.
+
+        Each new object's JSON text is encoded once, here: it is the answer stored for its key
+        and goes on with the object (`Created.text`), for the journal to write as it is.
+        """
         moment = self._clock()
         now = int(moment)
         results, fresh = self._keys.plan(conn, checked, now, stop_on_error=stop_on_error)
         if fresh:
-            made = self._insert(conn, [values for _, (values, _, _) in fresh], moment)
+            made = self._insert(conn, [(item[0], item[3]) for _, item in fresh], moment)
             answers: builtins.list[tuple[str, str, str]] = []
-            for (position, (_, key, fingerprint)), obj in zip(fresh, made, strict=True):
-                results[position] = Created(obj, False)
+            for (position, (_, key, fingerprint, _)), obj in zip(fresh, made, strict=True):
+                text = self._answer_text(obj)
+                results[position] = Created(obj, False, text)
                 if key is not None:
-                    answers.append((key, fingerprint, self._answer_text(obj)))
+                    answers.append((key, fingerprint, text))
             if answers:
                 self._keys.save(conn, answers, now)
         for index, result in enumerate(results):
@@ -294,16 +308,23 @@ class TableResource(Generic[M, C, U, F]):
         return cast("builtins.list[Created[M] | ConvriskError]", results)
 
     def _insert(
-        self, conn: sqlite3.Connection, new: builtins.list[Columns], moment: float
+        self,
+        conn: sqlite3.Connection,
+        new: builtins.list[tuple[Columns, dict[str, Any]]],
+        moment: float,
     ) -> builtins.list[M]:
         """Insert new objects created at `moment`, or each at a stamp of its own when the
-        resource has `stamps` (ids issued in order); the objects."""
+        resource has `stamps` (ids issued in order); the objects.
+
+        Each object is the row as written (see `_written`), read back from the table only when
+        the table may have stored a value otherwise than it was given.
+        """
         spec = self._spec
         stamps = self._stamps
         moments = [moment] * len(new) if stamps is None else [stamps() for _ in new]
         issued = self._issue_ids(conn, [int(at * 1000) for at in moments])
         rows: builtins.list[dict[str, Any]] = []
-        for object_id, values, at in zip(issued, new, moments, strict=True):
+        for object_id, (values, _), at in zip(issued, new, moments, strict=True):
             row = {"id": object_id, **values, "created_at": int(at)}
             if spec.has_updated_at:
                 row["updated_at"] = int(at)
@@ -315,6 +336,9 @@ class TableResource(Generic[M, C, U, F]):
             f"INSERT INTO {spec.table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
             [tuple(row.values()) for row in rows],
         )
+        written = self._written(conn, rows, [parsed for _, parsed in new])
+        if written is not None:
+            return written
         by_id: dict[str, Row] = {}
         for start in range(0, len(issued), IN_CHUNK):
             chunk = issued[start : start + IN_CHUNK]
@@ -323,12 +347,82 @@ class TableResource(Generic[M, C, U, F]):
                 by_id[found[0]] = found
         return [self._record(by_id[object_id]) for object_id in issued]
 
+    def _written(
+        self,
+        conn: sqlite3.Connection,
+        rows: builtins.list[dict[str, Any]],
+        parsed: builtins.list[dict[str, Any]],
+    ) -> builtins.list[M] | None:
+        """The objects these inserted rows hold, made from the values given (a column left out
+        takes its declared default), without reading them back; None when the table may have
+        changed a value as it stored it (a column's type affinity, a default that is an
+        expression): the caller then reads the rows back.
+
+        Values were checked on the way in, objects' depth included, so they need no walk here.
+        """
+        columns = self._columns(conn)
+        if columns is None:
+            return None
+        spec = self._spec
+        # Each column of the record: its name, whether the rows set it, the types its affinity
+        # keeps as they are, its default, and what a record makes of it.
+        plan: builtins.list[tuple[str, bool, frozenset[type], object, str]] = []
+        for name in spec.columns:
+            affinity, default = columns.get(name, ("?", _UNKNOWN))
+            given = name in rows[0]
+            if not given and default is _UNKNOWN:
+                return None
+            kind = "object" if name in spec.json_columns else "flag" if name in spec.flags else ""
+            plan.append((name, given, _KEPT.get(affinity, frozenset()), default, kind))
+        made: builtins.list[M] = []
+        for row, objects in zip(rows, parsed, strict=True):
+            record: dict[str, Any] = {}
+            for name, given, kept, default, kind in plan:
+                value = default
+                if given:
+                    value = row[name]
+                    if type(value) not in kept:
+                        return None
+                if kind == "object":
+                    if name not in objects:
+                        return None
+                    value = objects[name]
+                elif kind == "flag":
+                    value = bool(value)
+                record[name] = value
+            made.append(cast(M, record))
+        return made
+
+    def _columns(self, conn: sqlite3.Connection) -> dict[str, tuple[str, object]] | None:
+        """Each column's type affinity (`_affinity`) and declared default value (`_UNKNOWN`
+        when it is not a plain literal), read again only when the schema changed; None when a
+        trigger may change a row as it is inserted (the rows are then read back)."""
+        version = conn.execute("PRAGMA schema_version").fetchone()[0]
+        if version != self._column_info_version:
+            table = self._spec.table
+            triggered = conn.execute(
+                "SELECT 1 FROM sqlite_master"
+                " WHERE type = 'trigger' AND tbl_name = ? COLLATE NOCASE",
+                (table,),
+            ).fetchone()
+            info: dict[str, tuple[str, object]] | None = None
+            if triggered is None:
+                info = {}
+                for _, name, declared, _, default, _ in conn.execute(f"PRAGMA table_info({table})"):
+                    affinity = _affinity(declared)
+                    info[name] = (affinity, _literal(default, affinity))
+            self._column_info = info
+            self._column_info_version = version
+        return self._column_info
+
     def _checked_create(self, params: object, idempotency_key: str | None) -> Checked:
-        """The column values of a create, its checked key and the fingerprint of its parameters."""
+        """The column values of a create, its checked key, the fingerprint of its parameters
+        and its JSON columns parsed."""
         values = self._spec.create_values(params)
         key = check_idempotency_key(idempotency_key)
-        fingerprint = self._keys.fingerprint(values) if key is not None else ""
-        return values, key, fingerprint
+        parsed = self._keys.parsed(values)
+        fingerprint = self._keys.fingerprint(values, parsed) if key is not None else ""
+        return values, key, fingerprint, parsed
 
     def retrieve(self, id: str) -> M:
         """The object with this id, or NotFoundError."""
@@ -385,9 +479,9 @@ class TableResource(Generic[M, C, U, F]):
             raise self._unreadable(row[0], exc) from exc
 
     def _answer_text(self, obj: M) -> str:
-        """The answer stored for an idempotency key: the object's JSON."""
+        """The object's JSON text (`records.json_text`): the answer stored for its key."""
         try:
-            return answer_text(obj)
+            return record_json(obj)
         except (ValueError, TypeError, RecursionError) as exc:
             raise self._unreadable(obj["id"], exc) from exc
 
@@ -439,6 +533,53 @@ class TableResource(Generic[M, C, U, F]):
             (spec.name, issued[-1]),
         )
         return issued
+
+
+# -- how SQLite stores a value -------------------------------------------------------------------
+
+# A column default that is no plain literal: the value stored is not known without reading it.
+_UNKNOWN = object()
+
+
+def _affinity(declared: str) -> str:
+    """A column's type affinity from its declared type, by SQLite's rules (datatype3.html, 3.1)."""
+    upper = (declared or "").upper()
+    if "INT" in upper:
+        return "INTEGER"
+    if any(word in upper for word in ("CHAR", "CLOB", "TEXT")):
+        return "TEXT"
+    if not upper or "BLOB" in upper:
+        return "BLOB"
+    if any(word in upper for word in ("REAL", "FLOA", "DOUB")):
+        return "REAL"
+    return "NUMERIC"
+
+
+def _literal(default: str | None, affinity: str) -> object:
+    """The value a column's declared default (as PRAGMA table_info gives it) stores: NULL, or an
+    integer in a column that keeps one as it is; `_UNKNOWN` for anything else (text, a real, an
+    expression, an integer that SQLite turns into text or a real)."""
+    if default is None or default.upper() == "NULL":
+        return None
+    text = default.strip("()")
+    digits = text.removeprefix("-")
+    # ASCII only: str.isdigit takes other scripts' digits ("²"), which SQLite reads as a name.
+    if not (digits.isascii() and digits.isdigit()) or int not in _KEPT.get(affinity, ()):
+        return _UNKNOWN
+    value = int(text)
+    low, high = _INT64
+    return value if low <= value <= high else _UNKNOWN  # a larger one is stored as a real
+
+
+# By affinity: the types of value a column stores as they are, so that reading it back gives
+# the same value (TEXT turns a number into text, INTEGER a whole float into an integer...).
+_KEPT: dict[str, frozenset[type]] = {
+    "TEXT": frozenset({str, type(None)}),
+    "INTEGER": frozenset({int, type(None)}),
+    "NUMERIC": frozenset({int, type(None)}),
+    "REAL": frozenset({float, type(None)}),
+    "BLOB": frozenset({str, int, float, type(None)}),
+}
 
 
 # -- input checks the database needs beyond api_client.params ----------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from convrisk.api_client.params import check_create, check_text, check_update
+from convrisk.api_client.params import check_create, check_update
 from convrisk.api_client.resources import Field, Resource
 
 from .json_export import json_object_sql
@@ -35,16 +35,18 @@ _SQL_KINDS = {
 
 
 def _stored(field: Field, value: Any) -> Any:
-    """A checked value as its column holds it; refuses what SQLite cannot keep exactly."""
+    """A checked value as its column holds it; refuses what SQLite cannot keep exactly.
+
+    Strings need no check here: check_create and check_update refuse text that is not valid
+    Unicode.
+    """
     if value is None:
         return None
-    if field.type == "string":
-        check_text(value, field.name)
-    elif field.type == "boolean":
+    if field.type == "boolean":
         return int(value)
-    elif field.type == "object":
+    if field.type == "object":
         return json_text(value, field.name)
-    else:
+    if field.type != "string":
         check_storable_number(value, field.name)
     return value
 
@@ -55,11 +57,17 @@ def table_spec(resource: Resource) -> ResourceSpec[Any]:
     by_name = {field.name: field for field in resource.fields}
     flags = tuple(field.name for field in resource.fields if field.type == "boolean")
     objects = tuple(field.name for field in resource.fields if field.type == "object")
+    # The fields whose checked value is not yet what the column holds, or may not fit it.
+    objects_or_numbers = tuple(f.name for f in resource.fields if f.type != "string")
 
     def create_values(body: object) -> Columns:
         """The column values of a new record (the others take their defaults)."""
         params = check_create(resource, body)
-        return {name: _stored(by_name[name], value) for name, value in params.items()}
+        for name in objects_or_numbers:
+            value = params.get(name)
+            if value is not None:
+                params[name] = _stored(by_name[name], value)
+        return params
 
     def update_values(body: object) -> Columns:
         """The column values an update sets; empty when the body changes nothing."""
@@ -90,4 +98,5 @@ def table_spec(resource: Resource) -> ResourceSpec[Any]:
         json_sql=json_object_sql((f.name, _SQL_KINDS[f.type]) for f in resource.fields),
         has_updated_at="updated_at" in columns,
         json_columns=objects,
+        flags=flags,
     )

@@ -13,6 +13,7 @@ from convrisk import api_client
 from convrisk.api_client.errors import InvalidRequestError
 from convrisk.api_client.params import (
     MAX_DETAILS_DEPTH,
+    check_conversation_create,
     check_filters,
     check_idempotency_key,
     check_risk_profile_create,
@@ -115,3 +116,29 @@ def test_the_version_is_written_once_and_installed_as_written() -> None:
     assert "version" not in project
     assert "version" in project["dynamic"]
     assert version("convrisk") == api_client.__version__
+
+
+@pytest.mark.parametrize(
+    ("body", "message", "param"),
+    [
+        (
+            {"contact_id": "a\ud800", "group_id": "grp_1"},
+            "Exactly one of contact_id or group_id is required; both were given.",
+            "group_id",
+        ),
+        ({"contact_id": "a\ud800"}, "contact_id must be valid Unicode text.", "contact_id"),
+        (
+            {"group_id": "\udcff", "contact_id": ""},
+            "group_id must be valid Unicode text.",
+            "group_id",
+        ),
+    ],
+)
+def test_a_conversation_giving_both_ids_is_told_so_before_their_text_is_judged(
+    body: dict[str, Any], message: str, param: str
+) -> None:
+    """Both ids given is the first thing wrong, as before the one-walk checks; an id alone that
+    is not valid Unicode is named."""
+    with pytest.raises(InvalidRequestError) as caught:
+        check_conversation_create(body)
+    assert (str(caught.value), caught.value.param) == (message, param)

@@ -111,3 +111,39 @@ def test_journal_note_marks_what_is_written_inside_it(
     assert (noted["undoes"], noted["stands_for"]) == ("j_1", "conv_old")
     assert "undoes" not in plain and noted["run"] == plain["run"]
     assert noted["argv"] == ["convrisk", "undo", "j_1"]
+
+
+def test_a_create_line_is_the_entry_as_json_writes_it_and_its_after_the_stored_record(
+    backend: JournaledBackend, journal: Path
+) -> None:
+    """The line of a create is made around the record's text (encoded once): it must read as
+    the same entry, written byte for byte as json.dumps writes an entry, notes included."""
+    risk: Any = [
+        (
+            {
+                "customer_id": "cus_é",
+                "profile_type": "moderate",
+                "score": 0.1,
+                "details": {"z": [1, {"b": 2**70, "a": 'ü\n\u2028"x"'}], "a": None},
+            },
+            "k-1",
+        ),
+        (
+            {"customer_id": "c2", "profile_type": "moderate", "score": 7, "details": {}},
+            None,
+        ),
+    ]
+    made = backend.risk_profiles.create_many(risk)
+    with backend.journal.note(undoes="j_earlier"):
+        backend.conversations.create({"group_id": "grp_ß"}, idempotency_key="k-conv")
+    raw = journal.read_text(encoding="utf-8").split("\n")[:-1]  # not splitlines: U+2028
+    entries = [json.loads(line) for line in raw]
+    assert [json.dumps(e, ensure_ascii=False, separators=(",", ":")) for e in entries] == raw
+    assert not any(isinstance(result, ConvriskError) for result in made)
+    assert [e["after"] for e in entries[:2]] == [
+        backend.risk_profiles.retrieve(result.record["id"])  # type: ignore[union-attr]
+        for result in made
+    ]
+    assert [e["idempotency_key"] for e in entries] == ["k-1", None, "k-conv"]
+    assert entries[2]["undoes"] == "j_earlier"
+    assert entries[2]["after"]["group_id"] == "grp_ß"

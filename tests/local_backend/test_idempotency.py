@@ -11,7 +11,7 @@ from convrisk.api_client.errors import InvalidRequestError
 from convrisk.api_client.params import ConversationCreateParams
 from convrisk.local_backend.store import LocalBackend
 
-from .conftest import FakeClock, dump, risk_body
+from .conftest import START, FakeClock, dump, risk_body
 
 
 def count(path: Path, table: str) -> int:
@@ -126,3 +126,73 @@ def test_the_same_details_in_another_key_order_replay_the_first_create(
     assert len(backend.risk_profiles.list()["data"]) == 1
     # The details keep the order they were first given in.
     assert list(again["details"]) == ["a", "b"]
+
+
+# Rows the version before the `v2:` fingerprint stored (made by that version's code, copied
+# from its database): the key, the resource, the fingerprint and the stored answer.
+_STORED_BEFORE_V2 = [
+    (
+        "upgrade-risk",
+        "risk_profiles",
+        "0bcbca6a0518de621c198b6f541d061b7990ffede30e0dd25e64bcb58339f7a8",
+        '{"id":"rp_01HF7YAT00VDQWF0RE24VSRQ4P","customer_id":"cus_\\u00e91",'
+        '"profile_type":"moderate","score":72.5,"details":{"z":[1,{"b":2,"a":"\\u00fc"}],'
+        '"a":null},"created_at":1700000000,"updated_at":1700000000}',
+    ),
+    (
+        "upgrade-conv",
+        "conversations",
+        "06251dbc25d97f9575a140e74884e51d3824d70c7a717fc92d2e2b3ecdefce34",
+        '{"id":"conv_01HF7YAT00BSHDCDR4F3G8DMRM","contact_id":null,"group_id":"grp_7",'
+        '"pinned_message_id":null,"is_pinned":false,"is_muted":false,"last_active_at":null,'
+        '"last_opened_at":null,"created_at":1700000000,"archived_at":null}',
+    ),
+]
+
+
+def _store_before_upgrade(backend: LocalBackend, db_path: Path) -> None:
+    backend.conversations.list()  # makes the file and its tables
+    conn = sqlite3.connect(db_path)
+    try:
+        with conn:
+            conn.executemany(
+                "INSERT INTO idempotency_keys (key, resource, fingerprint, response, created_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                [(*row, int(START)) for row in _STORED_BEFORE_V2],
+            )
+    finally:
+        conn.close()
+
+
+def test_a_key_stored_before_the_upgrade_still_replays_the_same_request(
+    backend: LocalBackend, db_path: Path
+) -> None:
+    _store_before_upgrade(backend, db_path)
+    risk = backend.risk_profiles.create_many(
+        [
+            (
+                risk_body(
+                    customer_id="cus_é1",
+                    score=72.5,
+                    # The same details, their keys in another order.
+                    details={"a": None, "z": [1, {"a": "ü", "b": 2}]},
+                ),
+                "upgrade-risk",
+            )
+        ]
+    )
+    conv = backend.conversations.create_many([({"group_id": "grp_7"}, "upgrade-conv")])
+    assert [result.replayed for result in (*risk, *conv)] == [True, True]  # type: ignore[union-attr]
+    assert risk[0].record["id"] == "rp_01HF7YAT00VDQWF0RE24VSRQ4P"  # type: ignore[union-attr]
+    assert conv[0].record["id"] == "conv_01HF7YAT00BSHDCDR4F3G8DMRM"  # type: ignore[union-attr]
+    assert count(db_path, "risk_profiles") == count(db_path, "conversations") == 0
+
+
+def test_a_key_stored_before_the_upgrade_still_refuses_other_params(
+    backend: LocalBackend, db_path: Path
+) -> None:
+    _store_before_upgrade(backend, db_path)
+    with pytest.raises(InvalidRequestError) as caught:
+        backend.conversations.create({"group_id": "grp_8"}, idempotency_key="upgrade-conv")
+    assert caught.value.param == "idempotency_key"
+    assert count(db_path, "conversations") == 0

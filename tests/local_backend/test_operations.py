@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 import sqlite3
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
-from convrisk.api_client.errors import InvalidRequestError, NotFoundError
+from convrisk.api_client.errors import ConvriskError, InvalidRequestError, NotFoundError
 from convrisk.api_client.protocol import Backend
-from convrisk.api_client.records import Conversation, Deleted, RiskProfile
+from convrisk.api_client.records import Conversation, Deleted, RiskProfile, json_text
 from convrisk.local_backend import ids
 from convrisk.local_backend.store import LocalBackend
 
@@ -265,3 +266,96 @@ def test_results_are_plain_dicts_with_every_field(backend: LocalBackend) -> None
     assert list(profile) == list(RiskProfile.__annotations__)
     page = backend.risk_profiles.list()
     assert page == {"has_more": False, "data": [profile]}
+
+
+def test_a_create_answers_the_object_as_a_later_read_gives_it(backend: LocalBackend) -> None:
+    """The object a create answers is made from what was written (not read back): it must be
+    the object the table gives back, defaults, numbers and nested details included."""
+    made = backend.risk_profiles.create_many(
+        [
+            (
+                risk_body(
+                    customer_id="cus_é",
+                    score=0.1,
+                    details={"z": [1.5, {"b": 2**70, "a": "ü"}], "a": None, "t": True},
+                ),
+                "key-1",
+            ),
+            (risk_body(score=100), None),
+        ]
+    )
+    convs = backend.conversations.create_many([({"group_id": "grp_1"}, None)])
+    answers: list[Any] = [r for r in (*made, *convs) if not isinstance(r, ConvriskError)]
+    assert len(answers) == 3
+    stored = [backend.risk_profiles.retrieve(r.record["id"]) for r in answers[:2]] + [
+        backend.conversations.retrieve(answers[2].record["id"])
+    ]
+    assert [r.record for r in answers] == stored
+    # The same types too (a float stays a float): the same text.
+    assert [r.text for r in answers] == [json_text(record) for record in stored]
+    assert [json_text(r.record) for r in answers] == [json_text(record) for record in stored]
+
+
+def _created_and_read(store: LocalBackend) -> list[tuple[str, str]]:
+    """(the text a create answers, the text a later read gives) for a few creates."""
+    risk = store.risk_profiles.create(risk_body(score=0.5, details={"a": [1.0, "é"]}))
+    conv = store.conversations.create({"group_id": "grp_1"})
+    return [
+        (json_text(risk), json_text(store.risk_profiles.retrieve(risk["id"]))),
+        (json_text(conv), json_text(store.conversations.retrieve(conv["id"]))),
+    ]
+
+
+def test_a_create_answers_what_a_trigger_added_by_hand_made_of_the_row(
+    db_path: Path, backend: LocalBackend
+) -> None:
+    """A table altered by hand (a trigger that rewrites a new row, added while the store is
+    open): the object a create answers is the row as stored, not the values as given."""
+    before = _created_and_read(backend)
+    assert all(made == read for made, read in before)
+    with sqlite3.connect(db_path) as conn:
+        conn.executescript(
+            "CREATE TRIGGER retype AFTER INSERT ON risk_profiles BEGIN"
+            " UPDATE risk_profiles SET profile_type = 'conservative' WHERE id = new.id; END;"
+            "CREATE TRIGGER mute AFTER INSERT ON conversations BEGIN"
+            " UPDATE conversations SET is_muted = 1 WHERE id = new.id; END;"
+        )
+    conn.close()
+    after = _created_and_read(backend)
+    assert [made for made, _ in after] == [read for _, read in after]
+    assert '"profile_type":"conservative"' in after[0][0] and '"is_muted":true' in after[1][0]
+
+
+def test_a_create_answers_the_defaults_a_table_rebuilt_by_hand_stores(db_path: Path) -> None:
+    """Defaults the columns convert (5 in a TEXT column is "5", an integer past 64 bits a
+    real) or that are no number at all ("²", a name to SQLite) give the stored row, and no
+    traceback."""
+    made_file = LocalBackend(db_path)
+    made_file.conversations.list()
+    made_file.close()
+    with sqlite3.connect(db_path) as conn:
+        conn.executescript(
+            """
+            CREATE TABLE c2 (
+                id TEXT NOT NULL PRIMARY KEY, contact_id TEXT, group_id TEXT,
+                pinned_message_id TEXT DEFAULT 5,
+                is_pinned INTEGER NOT NULL DEFAULT 0, is_muted INTEGER NOT NULL DEFAULT 0,
+                last_active_at DEFAULT 99999999999999999999, last_opened_at DEFAULT ²,
+                created_at INTEGER NOT NULL, archived_at,
+                is_archived INTEGER GENERATED ALWAYS AS (archived_at IS NOT NULL) VIRTUAL,
+                CHECK ((contact_id IS NULL) <> (group_id IS NULL))
+            );
+            DROP TABLE conversations;
+            ALTER TABLE c2 RENAME TO conversations;
+            """
+        )
+    conn.close()
+    store = LocalBackend(db_path)
+    try:
+        made = store.conversations.create({"contact_id": "cus_1"})
+        read = store.conversations.retrieve(made["id"])
+    finally:
+        store.close()
+    assert json_text(made) == json_text(read)
+    assert (made["pinned_message_id"], made["last_active_at"]) == ("5", 1e20)
+    assert read["last_opened_at"] == cast(Any, "²")  # the column now holds text
