@@ -8,10 +8,11 @@ from typing import Any
 
 import typer
 
-from .context import app_context
+from .context import AppContext, app_context
 from .errors import UsageProblem
 
 PAGE = 50  # rows asked for at a time
+WRITE_GRACE = 10.0  # seconds a quit waits for a write under way, so that it is journaled
 
 
 def ui(ctx: typer.Context) -> int:
@@ -29,6 +30,12 @@ def ui(ctx: typer.Context) -> int:
     if not (sys.stdout.isatty() and sys.stdin.isatty()):
         raise UsageProblem("convrisk ui needs a terminal: stdin and stdout must both be one.")
     run = app_context(ctx)
+    if run.as_curl:
+        raise UsageProblem(
+            "--as-curl sends nothing, and `convrisk ui` shows the service's answers: run it "
+            "without --as-curl.",
+            param="--as-curl",
+        )
     run.settings()  # broken settings fail here, as a command line's would
     client = run.client()
     # The first page is asked for before Textual is imported: the service (or SQLite) answers
@@ -45,6 +52,7 @@ def ui(ctx: typer.Context) -> int:
     from .ui_app import Browser
 
     code = Browser(run, page_size=PAGE, first_page=first_page).run()
+    _finish_writes(run)
     if any(thread.daemon and thread.name.startswith("convrisk-ui") for thread in _alive()):
         # A request still waiting for its answer (a service that hangs) must not hold up the
         # quit the user asked for: the terminal is already restored, so leave now.
@@ -57,3 +65,19 @@ def ui(ctx: typer.Context) -> int:
 def _alive() -> list[threading.Thread]:
     """The threads still running."""
     return threading.enumerate()
+
+
+def _finish_writes(run: AppContext) -> None:
+    """Wait (at most WRITE_GRACE seconds in all) for the write under way when the user quit:
+    a write the service got but the journal lacks could not be seen in history nor undone."""
+    import time
+
+    from .ui_app import WRITE
+
+    writes = [t for t in _alive() if t.name == WRITE]
+    if not writes:
+        return
+    run.printer().notice("Waiting for the write under way to finish…")
+    deadline = time.monotonic() + WRITE_GRACE
+    for thread in writes:
+        thread.join(max(0.0, deadline - time.monotonic()))

@@ -16,6 +16,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static, TabbedContent, TabPane
 
+from convrisk.api_client.errors import NotFoundError
 from convrisk.api_client.resources import CONVERSATIONS as CONVERSATION_RESOURCE
 from convrisk.api_client.resources import RISK_PROFILES as RISK_PROFILE_RESOURCE
 from convrisk.api_client.resources import ResourceName
@@ -29,6 +30,7 @@ from .ui_rows import NEAR_END, PAGE, Record, RecordsView, Shown, parse_filters, 
 T = TypeVar("T")
 
 # Under this many columns the detail pane goes below the table.
+WRITE = "convrisk-ui write"  # the name of a write's thread: a quit waits for it (cli/ui.py)
 NARROW = 80
 
 
@@ -46,7 +48,7 @@ KEYS = """\
  q  Ctrl-C         quit"""
 
 
-async def off_thread(call: Callable[[], T]) -> T:
+async def off_thread(call: Callable[[], T], name: str = "convrisk-ui request") -> T:
     """`call()` on a daemon thread of its own, awaited: a request that hangs holds neither the
     screen nor the quit (Textual's thread workers run in the executor that exit waits for)."""
     future: concurrent.futures.Future[T] = concurrent.futures.Future()
@@ -61,7 +63,7 @@ async def off_thread(call: Callable[[], T]) -> T:
             if not future.cancelled():
                 future.set_result(result)
 
-    threading.Thread(target=target, name="convrisk-ui request", daemon=True).start()
+    threading.Thread(target=target, name=name, daemon=True).start()
     return await asyncio.wrap_future(future)
 
 
@@ -107,16 +109,26 @@ class EditForm(ModalScreen[dict[str, Any] | None]):
         self.record = record
 
     def compose(self) -> ComposeResult:
-        details = self.record.get("details")
         with Vertical(id="edit"):
             yield Static(safe(f"Edit {self.record.get('id', '')} (Enter saves, Escape cancels)"))
+            before = self.before()
             yield Static("profile type")
-            yield Input(str(self.record.get("profile_type") or ""), id="profile_type")
+            yield Input(before["profile_type"], id="profile_type")
             yield Static("score")
-            yield Input(str(self.record.get("score", "")), id="score")
+            yield Input(before["score"], id="score")
             yield Static("details (a JSON object)")
-            yield Input(json_text(details if details is not None else {}), id="details")
+            yield Input(before["details"], id="details")
             yield Shown(id="edit-problem")
+
+    def before(self) -> dict[str, str]:
+        """The fields as the form shows them at first: control characters escaped (an Input
+        writes its value to the terminal as it is), so an unchanged field is not sent."""
+        details = self.record.get("details")
+        return {
+            "profile_type": shown(str(self.record.get("profile_type") or "")),
+            "score": shown(str(self.record.get("score", ""))),
+            "details": json_text(details if details is not None else {}),
+        }
 
     def action_dismiss_none(self) -> None:
         self.dismiss(None)
@@ -125,11 +137,7 @@ class EditForm(ModalScreen[dict[str, Any] | None]):
     def save(self) -> None:
         """The changed fields, or the problem shown and the form kept open."""
         typed = {name: self.query_one(f"#{name}", Input).value for name in _EDITED}
-        before = {
-            "profile_type": str(self.record.get("profile_type") or ""),
-            "score": str(self.record.get("score", "")),
-            "details": json_text(self.record.get("details") or {}),
-        }
+        before = self.before()
         changed = {name: value for name, value in typed.items() if value != before[name]}
         try:
             changes = bodies.risk_profile_changes(
@@ -157,8 +165,9 @@ class Browser(App[int]):
     .narrow RecordsView DataTable { width: 1fr; height: 2fr; }
     .narrow RecordsView .detail { width: 1fr; height: 1fr; border-left: none;
         border-top: solid $primary; }
-    #status { dock: bottom; height: auto; max-height: 2; background: $panel; }
-    #keys { width: auto; height: auto; border: solid $primary; background: $surface; }
+    #status { dock: bottom; height: auto; max-height: 3; background: $panel; }
+    #keys { width: auto; height: auto; max-width: 100%; max-height: 100%; overflow-y: auto;
+        border: solid $primary; background: $surface; }
     Keys, Question, EditForm { align: center middle; }
     #question, #edit { width: 80%; max-width: 70; height: auto; border: solid $primary;
         background: $surface; }
@@ -217,6 +226,7 @@ class Browser(App[int]):
     def on_resize(self) -> None:
         # Under 80 columns the detail pane goes below the table: the ids keep their width.
         self.set_class(self.size.width < NARROW, "narrow")
+        self.show_status()
 
     @on(TabbedContent.TabActivated)
     def tab_shown(self) -> None:
@@ -246,7 +256,10 @@ class Browser(App[int]):
         return f"profile {settings.profile}{mark} · {backend} · ? keys · q quit"
 
     def show_status(self) -> None:
-        text = Text(shown(self.where()), no_wrap=True, overflow="ellipsis")
+        # One line, cut to the width here (Textual wraps a Text's lines whatever its no_wrap): a
+        # wrapped first line pushed the problem line out of the bar on a narrow terminal.
+        text = Text(shown(self.where()))
+        text.truncate(max(self.size.width, 1), overflow="ellipsis")
         loading = [view.kind.plural for view in self.views.values() if view.fetching]
         busy = self.busy or (f"Loading {', '.join(loading)}… (q quits)" if loading else "")
         second = self.problem or busy
@@ -315,10 +328,13 @@ class Browser(App[int]):
         if view.generation != generation:
             self.load(view)
             return
+        rows, more = page["data"], bool(page.get("has_more"))
+        if len(rows) > self.page_size:  # a service that ignored the limit: the rest when asked
+            rows, more = (rows[-self.page_size :] if up else rows[: self.page_size]), True
         if up:
-            view.add_page_before(page["data"], bool(page.get("has_more")))
+            view.add_page_before(rows, more)
         else:
-            view.add_page(page["data"], bool(page.get("has_more")))
+            view.add_page(rows, more)
         self.show_status()
 
     @on(DataTable.RowHighlighted)
@@ -476,7 +492,9 @@ class Browser(App[int]):
         """Each id updated through the client (journaled), its row shown again."""
         name: ResourceName = view.resource.name
         target = getattr(self.run_context.client(), name)
-        done, failed = await self.each(ids, lambda id: target.update(id, changes), view.replace)
+        done, failed = await self.each(
+            ids, lambda id: target.update(id, changes), view.replace, view.drop
+        )
         self.report(verb, view, done, failed)
 
     @work(group="write", exclusive=False)
@@ -484,7 +502,7 @@ class Browser(App[int]):
         """Each id deleted through the client (journaled), its row removed."""
         name: ResourceName = view.resource.name
         target = getattr(self.run_context.client(), name)
-        done, failed = await self.each(ids, target.delete, lambda answer: None)
+        done, failed = await self.each(ids, target.delete, lambda answer: None, view.drop)
         for id in done:
             view.drop(id)
         view.show_detail()
@@ -495,16 +513,20 @@ class Browser(App[int]):
         ids: list[str],
         call: Callable[[str], dict[str, Any]],
         show: Callable[[dict[str, Any]], None],
+        gone: Callable[[str], None],
     ) -> tuple[list[str], list[str]]:
-        """`call` on each id in turn: the ids done, and the error lines of the others."""
+        """`call` on each id in turn: the ids done, and the error lines of the others (a record
+        the service no longer has is `gone`: its row is not left to fail again)."""
         done: list[str] = []
         failed: list[str] = []
         for number, id in enumerate(ids, 1):
             self.say(self.problem, busy=f"Writing {number} of {len(ids)}…")
             try:
-                answer = await off_thread(lambda id=id: call(id))  # type: ignore[misc]
+                answer = await off_thread(lambda id=id: call(id), WRITE)  # type: ignore[misc]
             except Exception as exc:
                 failed.append(f"{id}: {self.error_line(exc)}")
+                if isinstance(exc, NotFoundError):
+                    gone(id)
                 continue
             done.append(id)
             show(answer)

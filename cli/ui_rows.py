@@ -32,9 +32,22 @@ TABLE_SPARE = 3 + 2  # the mark column with its padding, and the vertical scroll
 MARK = "*"
 
 
+# The characters of a value shown in a cell, and in the detail pane: a service's megabytes in one
+# field would hold the screen for seconds at each render (5 MB: 9 s to the first rows).
+CELL_CHARS = 500
+DETAIL_CHARS = 20_000
+
+
 def safe(text: str) -> Text:
     """Text from data as one literal line: control characters escaped, no markup read."""
-    return Text(shown(text))
+    return Text(shown(clipped(text, CELL_CHARS)))
+
+
+def clipped(text: str, most: int) -> str:
+    """`text`, or its first `most` characters and how many more there are."""
+    if len(text) <= most:
+        return text
+    return f"{text[:most]}… ({len(text) - most:,} more characters)"
 
 
 def parse_filters(resource: Resource, text: str) -> dict[str, Any]:
@@ -85,11 +98,13 @@ def detail_text(kind: Kind, record: Record) -> Text:
     for column in kind.columns:
         value = record.get(column.key)
         if column.kind == "time" and value is not None:
-            shown_value = f"{format_timestamp(value)} ({value})"
+            text = f"{format_timestamp(value)} ({value})"  # a service may send any string
+            shown_value = shown(clipped(text, DETAIL_CHARS))
         elif isinstance(value, dict | list):
-            shown_value = "\n" + shown(json_text(value, indent=2), keep_newlines=True)
+            text = json_text(value, indent=2)
+            shown_value = "\n" + shown(clipped(text, DETAIL_CHARS), keep_newlines=True)
         else:
-            shown_value = shown(column.cell(record))
+            shown_value = shown(clipped(column.cell(record), DETAIL_CHARS))
         lines.append(f"{column.key}: ", style="bold")
         lines.append(shown_value + "\n")
     return lines
@@ -190,7 +205,7 @@ class RecordsView(Vertical):
         columns = self.kind.terminal_columns
         shown_cells = []
         for place in self.placed:
-            text = shown(columns[place.index].cell(record))
+            text = shown(clipped(columns[place.index].cell(record), CELL_CHARS))
             shown_cells.append(Text(date_only(text) if place.date_only else text))
         return [Text(mark), *shown_cells]
 

@@ -515,3 +515,99 @@ def test_t_switches_tabs_and_loads_risk_profiles_when_first_shown(invoke: Invoke
         await pilot.press("q")
 
     browse(script)
+
+
+EVIL = "\x1b]0;PWNED\x07\x1b[2J"
+
+
+def test_a_time_field_a_service_sent_as_hostile_text_is_escaped_in_the_detail() -> None:
+    from convrisk.cli.resource_kinds import KINDS
+    from convrisk.cli.ui_rows import detail_text
+
+    text = detail_text(KINDS["conversations"], {"id": "conv_1", "created_at": EVIL}).plain
+    assert "\x1b" not in text and "\x07" not in text
+    assert "created_at: \\x1b]0;PWNED\\x07" in text
+
+
+def test_the_edit_form_shows_a_hostile_profile_type_escaped_and_does_not_send_it_unchanged(
+    invoke: Invoke, backend: Any
+) -> None:
+    backend.risk_profiles.create(
+        {"customer_id": "cus_1", "profile_type": "x" + EVIL, "score": 5, "details": {"k": EVIL}}
+    )
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await pilot.press("t")
+        await until(pilot, lambda: len(ids_shown(app, "risk_profiles")) == 1, "the profile")
+        await pilot.press("e")
+        await until(pilot, lambda: bool(app.screen.query("#profile_type")), "the form")
+        for name in ("profile_type", "score", "details"):
+            value = app.screen.query_one(f"#{name}", Input).value
+            assert "\x1b" not in value and "\x07" not in value, name
+        app.screen.query_one("#score", Input).value = "7"
+        app.screen.query_one("#score", Input).focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: "Edited 1 risk profile." in status(app), "edited")
+        await pilot.press("q")
+
+    browse(script)
+    (record,) = invoke("risk", "list", "-o", "jsonl").ok().jsonl()
+    assert record["score"] == 7
+    assert record["profile_type"] == "x" + EVIL and record["details"] == {"k": EVIL}
+
+
+def test_a_value_of_megabytes_is_shown_clipped_with_its_length(
+    invoke: Invoke, backend: Any
+) -> None:
+    id = backend.conversations.create({"contact_id": "L" * 3_000_000})["id"]
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: ids_shown(app) == [id], "the row")
+        await until(pilot, lambda: "more characters" in detail(app), "the detail")
+        assert len(detail(app)) < 30_000
+        cell = view(app).table.get_row(id)[2].plain
+        assert len(cell) < 1_000 and "more characters)" in cell
+        await pilot.press("q")
+
+    browse(script)
+
+
+def test_on_a_40_column_terminal_the_status_bar_still_shows_the_problem_line(
+    invoke: Invoke, conversations: Callable[[int], list[str]]
+) -> None:
+    conversations(1)
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: len(ids_shown(app)) == 1, "the row")
+        app.say("Something failed.")
+        await pilot.pause(0.1)
+        where, problem = app.status_bar.shown_text.plain.split("\n")
+        assert len(where) <= 40 and where.endswith("…")  # the db path is longer than that
+        assert problem == "Something failed."
+        assert app.status_bar.region.height == 2
+        await pilot.press("question_mark")
+        await until(pilot, lambda: bool(app.screen.query("#keys")), "the keys")
+        await pilot.pause(0.1)
+        assert app.screen.query_one("#keys").region.width <= 40  # wrapped, not cut
+        await pilot.press("q")
+
+    browse(script, size=(40, 12))
+
+
+def test_marked_rows_one_deleted_meanwhile_the_others_are_done_and_the_gone_row_removed(
+    invoke: Invoke, conversations: Callable[[int], list[str]]
+) -> None:
+    ids = conversations(3)
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: len(ids_shown(app)) == 3, "three rows")
+        invoke("conv", "delete", ids[1], "--yes").ok()  # by someone else, meanwhile
+        await pilot.press("space", "down", "space", "down", "space", "m")
+        await until(pilot, lambda: "Muted 2 conversations." in status(app), "two muted")
+        assert f"1 failed: {ids[1]}: No such conversation" in status(app)
+        assert ids_shown(app) == [ids[0], ids[2]]
+        assert not view(app).marked  # nothing left to fail again
+        await pilot.press("q")
+
+    browse(script)
+    assert {r["id"] for r in conv_list(invoke, "--muted")} == {ids[0], ids[2]}

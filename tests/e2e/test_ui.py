@@ -3,12 +3,13 @@ a real `convrisk serve`, one that answers 500 and one that never answers."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from textual.pilot import Pilot
@@ -296,3 +297,76 @@ def test_the_installed_ui_quits_on_q_while_a_request_hangs(
     term.send(b"q")
     assert term.finish() == 0
     assert time.monotonic() - started < 10
+
+
+class SlowWrites(JSONService):
+    """One conversation; an update answered after WRITE_DELAY seconds."""
+
+    def do_GET(self) -> None:
+        one = conversation("conv_01HV00000000000000000SLOW")
+        if self.path.startswith("/v1/conversations/conv_"):
+            self.send_json(200, one)
+        else:
+            self.send_json(200, {"object": "list", "data": [one], "has_more": False})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        changes = json.loads(self.rfile.read(length) or b"{}")
+        time.sleep(WRITE_DELAY)
+        self.send_json(200, {**conversation("conv_01HV00000000000000000SLOW"), **changes})
+
+    do_PATCH = do_PUT = do_POST
+
+
+WRITE_DELAY = 1.5
+
+
+def test_q_during_a_write_waits_for_it_so_the_journal_holds_it(env: dict[str, str]) -> None:
+    with running(on_loopback(SlowWrites)) as server:
+        full = {**env, **remote_env(url_of(server))}
+        term = Terminal(full, ["ui"], columns=100, lines=30)
+        on_the_screen(term, "conv_01HV00000000000000000SLOW")
+        term.send(b"m")
+        term.read_until(b"Writing 1 of 1")
+        term.send(b"q")
+        assert term.finish() == 0
+        entries = run(full, "history", "-o", "jsonl").stdout.splitlines()
+        assert len(entries) == 1
+        assert json.loads(entries[0])["id"] == "conv_01HV00000000000000000SLOW"
+
+
+class IgnoresLimit(JSONService):
+    """Every conversation after `starting_after` in one page, whatever the limit asked."""
+
+    ids: ClassVar[list[str]] = [f"conv_01HV{i:022d}" for i in range(3000)]
+
+    def do_GET(self) -> None:
+        from urllib.parse import parse_qs, urlsplit
+
+        after = parse_qs(urlsplit(self.path).query).get("starting_after", [""])[0]
+        rest = self.ids[self.ids.index(after) + 1 :] if after in self.ids else self.ids
+        page = {"object": "list", "data": [conversation(id) for id in rest], "has_more": False}
+        self.send_json(200, page)
+
+
+def test_a_service_that_ignores_the_limit_still_fills_the_table_a_page_at_a_time() -> None:
+    with running(on_loopback(IgnoresLimit)) as server:
+
+        async def script(app: Browser, pilot: Pilot[int]) -> None:
+            await until(pilot, lambda: len(ids_shown(app)) == 50, "the first page")
+            await pilot.pause(0.3)
+            assert ids_shown(app) == IgnoresLimit.ids[:50]
+            await pilot.press("ctrl+end")
+            await until(pilot, lambda: len(ids_shown(app)) == 100, "the second page")
+            assert ids_shown(app) == IgnoresLimit.ids[:100]
+            await pilot.press("q")
+
+        browse(script, env=remote_env(url_of(server)))
+
+
+def test_ui_with_as_curl_exits_2_with_one_line_before_the_screen(env: dict[str, str]) -> None:
+    term = Terminal(env, ["--as-curl", "ui"], columns=100, lines=30)
+    assert term.finish() == 2
+    assert b"\x1b[?1049h" not in term.output  # the screen was never taken
+    said = " ".join(term.text())
+    assert said.startswith("Error: --as-curl sends nothing") and "convrisk ui" in said
