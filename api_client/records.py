@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import json
-import json.scanner
 import math
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, NamedTuple, Required, TypedDict, TypeVar
@@ -130,10 +129,10 @@ def _printed_float(text: str) -> float:
     return value
 
 
-# The json module's scanner (its C one where built), reading a value from a given position.
-_PAGE_SCAN: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
-    json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_printed_float)  # type: ignore[arg-type]
-)
+# The json module's decoder (its C scanner where built), reading a value from a given position.
+_PAGE_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder(
+    parse_constant=_refuse_constant, parse_float=_printed_float
+).raw_decode
 # Characters that a compact JSON text printed by `json_text` has outside its strings only as
 # these (whitespace), or that may spell a value in another way (escapes, `-0` for 0).
 _NOT_PRINTED_AS_SENT = (" ", "\n", "\t", "\r", "\\", "-0")

@@ -446,10 +446,11 @@ class Browser(App[int]):
         if view.resource.name != "risk_profiles":
             self.say("Edit is for risk profiles.")
             return
-        current = view.current_id()
+        selected = view.current_id()
         what = f"update {view.kind.plural}"
-        if current is None or not self.allowed(what):
+        if selected is None or not self.allowed(what):
             return
+        current: str = selected
         record = view.records[current]
 
         def saved(changes: dict[str, Any] | None) -> None:

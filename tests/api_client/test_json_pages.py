@@ -91,7 +91,11 @@ def test_a_broken_page_printed_as_json_is_the_same_service_error(
     answer = httpx.Response(200, content=body.encode())
     r = remote(answer, answer)
     errors: list[str] = []
-    for read in (r.backend.conversations.list, r.backend.conversations.list_json):
+    reads: tuple[Callable[[], object], ...] = (
+        r.backend.conversations.list,
+        r.backend.conversations.list_json,
+    )
+    for read in reads:
         with pytest.raises(ServiceError) as info:
             read()
         errors.append(str(info.value))
