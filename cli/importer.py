@@ -14,6 +14,7 @@ exported id, then updated with the settable fields a create does not take (`plan
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Iterator, Mapping
@@ -63,6 +64,8 @@ class ImportSpec:
     read_only: tuple[str, ...] = ()
     # What `--copy` applies with an update after the create: settable fields a create does not take.
     copy_updates: tuple[str, ...] = ()
+    # create_fields as a set: a record whose fields are all among them is a plain create.
+    create_names: frozenset[str] = frozenset()
 
     def target(self, run: AppContext) -> ResourceClient[Any, Any, Any, Any]:
         """The Client's resource this import writes to."""
@@ -100,6 +103,7 @@ def import_spec(kind: Kind, resource: Resource) -> ImportSpec:
             f.name for f in resource.fields if f.name != "id" and not (f.create or f.update)
         ),
         copy_updates=tuple(f.name for f in resource.updatable() if not f.create),
+        create_names=frozenset(field.name for field in creatable),
     )
 
 
@@ -145,9 +149,16 @@ def idempotency_key(resource: str, line: int, fields: Mapping[str, Any], run_id:
     service's index of keys then grows at one end instead of at random places, which took a
     quarter of the local backend's CPU time and 40% of its wall time at 100,000 records.
     """
-    text = _KEY_ENCODER.encode([KEY_VERSION, run_id, resource, line, fields])
+    # The text of `[KEY_VERSION, run_id, resource, line, fields]`, its constant head made once.
+    text = f"{_key_head(run_id, resource)}{int(line)},{_KEY_ENCODER.encode(fields)}]"
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
     return f"{KEY_PREFIX}{line:010d}-{digest}"
+
+
+@functools.cache
+def _key_head(run_id: str, resource: str) -> str:
+    """The start of a key's text: `[KEY_VERSION, run_id, resource,` as JSON."""
+    return _KEY_ENCODER.encode([KEY_VERSION, run_id, resource])[:-1] + ","
 
 
 def copy_key(resource: str, source_id: str, run_id: str) -> str:
@@ -198,6 +209,10 @@ def plan(spec: ImportSpec, record: Record, run_id: str, *, copy: bool = False) -
         return plan_copy(spec, record, run_id)
     fields = record.fields or {}
     line = record.line
+    if "id" not in fields and spec.create_names.issuperset(fields):
+        # The common case, told at once: a create whose fields are all a create's.
+        key = idempotency_key(spec.resource, line, fields, run_id)
+        return Operation(line, "create", None, {**spec.create_defaults, **fields}, key)
     noun = spec.kind.noun
     read_only = [name for name in fields if name in spec.read_only]
     if read_only:
@@ -250,8 +265,6 @@ def _checked(
 ) -> Operation | Failure:
     """The record's operation or its failure; with `check_body` (a dry run) the body is checked
     by the interface's rules too (otherwise the backend checks it when it runs)."""
-    from convrisk.api_client.errors import ConvriskError
-
     if record.problem is not None:
         return Failure(record.line, record.problem)
     try:
@@ -260,6 +273,8 @@ def _checked(
         return Failure(record.line, exc, (record.fields or {}).get("id"))
     if not check_body:
         return op
+    from convrisk.api_client.errors import ConvriskError
+
     try:
         checked = target.check_create(op.body) if op.id is None else target.check_update(op.body)
         if op.then is not None:

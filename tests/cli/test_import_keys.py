@@ -35,3 +35,15 @@ def test_a_copied_record_keeps_its_key_wherever_it_stands_in_a_newer_export() ->
     assert (first.body, first.then) == ({"contact_id": "c_1"}, {"is_muted": True})
     other = plan(CONVERSATION_IMPORT, Record(1, {**exported, "id": "conv_02"}), "", copy=True)
     assert other.key != first.key
+
+
+def test_a_key_is_the_one_earlier_versions_sent_for_the_same_record() -> None:
+    # An import interrupted under one build and finished with a newer one replays what was
+    # created: the key of a record must not change between builds (KEY_VERSION says when).
+    fields = {"score": 5, "details": {"b": "é", "a": [1.5]}, "customer_id": "cus_1"}
+    assert idempotency_key("risk_profiles", 7, fields, "run-ü") == (
+        "import-0000000007-b0d070bdd2cc81293a001c38957c98c426ab13c78a0861da0596ec700d224e79"
+    )
+    assert idempotency_key("conversations", 12345, {"contact_id": "ct_1"}, "") == (
+        "import-0000012345-757e3d76d0120dc5e1607668e03b66dd07a8d338756bb510ade7ef8fbca62729"
+    )
