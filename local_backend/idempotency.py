@@ -16,13 +16,17 @@ from .database import IN_CHUNK, first_line
 TTL_SECONDS = 24 * 60 * 60
 # What starts a fingerprint of the current form (see IdempotencyKeys.fingerprint).
 FINGERPRINT_V2 = "v2:"
+# What starts a stored fingerprint that names the parameters the stored answer holds as they
+# were given (see IdempotencyKeys.stored_fingerprint).
+FINGERPRINT_V3 = "v3:"
 # Built once: json.dumps with options builds an encoder on every call (a few per create).
 _SORTED_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 _SORTED_TEXT_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 # What a create becomes once checked: its column values, its key (None: none), the
-# fingerprint of its parameters ("" without a key) and its JSON columns parsed back from the
-# text they store (decoded once: the fingerprint and the record made both use them).
+# fingerprint of its parameters ("": not made yet, see IdempotencyKeys.fingerprint_of) and its
+# JSON columns parsed back from the text they store (decoded once: the fingerprint and the
+# record made both use them).
 Checked = tuple[dict[str, Any], str | None, str, dict[str, Any]]
 # The stored (resource, fingerprint, response) of a key.
 Stored = tuple[str, str, str]
@@ -31,10 +35,16 @@ Stored = tuple[str, str, str]
 class IdempotencyKeys:
     """The keys of one resource's creates, in the `idempotency_keys` table."""
 
-    def __init__(self, resource: str, json_columns: tuple[str, ...]) -> None:
+    def __init__(
+        self, resource: str, json_columns: tuple[str, ...], flags: tuple[str, ...] = ()
+    ) -> None:
         self._resource = resource
         # Columns holding JSON text: their keys are sorted for the fingerprint.
         self._json_columns = json_columns
+        # Columns holding a boolean as 0 or 1 (a record holds true or false).
+        self._flags = flags
+        # The v3 stored fingerprint of each set of parameter names met.
+        self._named: dict[tuple[str, ...], str] = {}
 
     def parsed(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """The value of each JSON column these column values set, decoded (strictly, as a read
@@ -59,6 +69,39 @@ class IdempotencyKeys:
         canonical = {**values, **parsed}
         return FINGERPRINT_V2 + _sha256(_SORTED_ENCODER.encode([self._resource, canonical]))
 
+    def fingerprint_of(self, item: Checked) -> str:
+        """The `fingerprint` of a checked create, made now if it was not made yet."""
+        values, _, fingerprint, parsed = item
+        return fingerprint or self.fingerprint(values, parsed)
+
+    def stored_fingerprint(self, item: Checked, as_given: bool) -> str:
+        """What is stored with the key of a create just written: `v3:` and the names of its
+        parameters when the answer stored with it holds them as they were given (`as_given`:
+        the object was made from them, not read back), so that their fingerprint is made from
+        that answer only when a later request with the key must be compared (a create writes
+        no hash); else the `fingerprint` itself."""
+        if not as_given:
+            return self.fingerprint_of(item)
+        names = tuple(item[0])
+        stored = self._named.get(names)
+        if stored is None:
+            stored = self._named[names] = FINGERPRINT_V3 + ",".join(names)
+        return stored
+
+    def _answered_fingerprint(self, stored_fingerprint: str, answer: object) -> str | None:
+        """The `fingerprint` of the create a `v3:` key stored `answer` for: its parameters
+        (named by the stored fingerprint) as the answer holds them; None when it lacks one."""
+        names = [
+            name for name in stored_fingerprint.removeprefix(FINGERPRINT_V3).split(",") if name
+        ]
+        if not isinstance(answer, dict) or not all(name in answer for name in names):
+            return None
+        values = {name: answer[name] for name in names}
+        for name in self._flags:
+            if isinstance(values.get(name), bool):
+                values[name] = int(values[name])
+        return self.fingerprint(values, {})
+
     def legacy_fingerprint(self, values: Mapping[str, Any], parsed: Mapping[str, Any]) -> str:
         """The fingerprint versions before `v2:` stored: SHA-256 of the checked parameters,
         each JSON column as its text with keys sorted."""
@@ -70,11 +113,15 @@ class IdempotencyKeys:
                 canonical[name] = _SORTED_TEXT_ENCODER.encode(json.loads(canonical[name]))
         return _sha256(_SORTED_ENCODER.encode([self._resource, canonical]))
 
-    def matches(self, item: Checked, stored_fingerprint: str) -> bool:
-        """Whether a stored fingerprint, of either form, is this checked create's."""
-        values, _, fingerprint, parsed = item
+    def matches(self, item: Checked, stored_fingerprint: str, answer: object = None) -> bool:
+        """Whether a stored fingerprint, of any form, is this checked create's; a `v3:` one is
+        compared through the stored `answer` (parsed)."""
+        values, _, _, parsed = item
+        fingerprint = self.fingerprint_of(item)
         if stored_fingerprint == fingerprint:
             return True
+        if stored_fingerprint.startswith(FINGERPRINT_V3):
+            return self._answered_fingerprint(stored_fingerprint, answer) == fingerprint
         if stored_fingerprint.startswith(FINGERPRINT_V2):
             return False
         return stored_fingerprint == self.legacy_fingerprint(values, parsed)
@@ -102,7 +149,7 @@ class IdempotencyKeys:
             stored = _stored_answers(conn, keys)
         results: list[Created[Record] | ConvriskError | int] = []
         fresh: list[tuple[int, Checked]] = []
-        first_of_key: dict[str, tuple[int, str]] = {}  # a key new in this batch: its item
+        first_of_key: dict[str, tuple[int, Checked]] = {}  # a key new in this batch: its item
         for item in items:
             position = len(results)
             if isinstance(item, ConvriskError):
@@ -110,7 +157,7 @@ class IdempotencyKeys:
                 if stop_on_error:
                     break
                 continue
-            _, key, fingerprint, _ = item
+            key = item[1]
             if key is not None and key in stored:
                 try:
                     results.append(Created(self._replay(key, item, stored[key]), True))
@@ -120,8 +167,8 @@ class IdempotencyKeys:
                         break
                 continue
             if key is not None and key in first_of_key:
-                earlier, earlier_fingerprint = first_of_key[key]
-                if earlier_fingerprint != fingerprint:
+                earlier, earlier_item = first_of_key[key]
+                if self.fingerprint_of(earlier_item) != self.fingerprint_of(item):
                     results.append(key_reused(key))
                     if stop_on_error:
                         break
@@ -129,7 +176,7 @@ class IdempotencyKeys:
                 results.append(earlier)
                 continue
             if key is not None:
-                first_of_key[key] = (position, fingerprint)
+                first_of_key[key] = (position, item)
             fresh.append((position, item))
             results.append(position)
         return results, fresh
@@ -162,15 +209,33 @@ class IdempotencyKeys:
 
     def _replay(self, key: str, item: Checked, stored: Stored) -> Record:
         resource, stored_fingerprint, response = stored
-        if resource != self._resource or not self.matches(item, stored_fingerprint):
+        if resource != self._resource:
             raise key_reused(key)
+        answer: object = None
+        if stored_fingerprint.startswith(FINGERPRINT_V3):
+            answer = self._read_back(key, response)
+        if not self.matches(item, stored_fingerprint, answer):
+            raise key_reused(key)
+        if answer is None:
+            answer = self._read_back(key, response)
         try:
-            return cast(Record, check_record(json.loads(response)))
+            return cast(Record, check_record(answer))
+        except ValueError as exc:
+            raise _unreadable(key, exc) from exc
+
+    @staticmethod
+    def _read_back(key: str, response: str) -> object:
+        """The stored answer, parsed (ServiceError when it cannot be)."""
+        try:
+            return json.loads(response)
         except (ValueError, RecursionError) as exc:
-            raise ServiceError(
-                f"The answer stored for the idempotency key {key!r} cannot be read back: "
-                f"{first_line(exc)}."
-            ) from exc
+            raise _unreadable(key, exc) from exc
+
+
+def _unreadable(key: str, exc: BaseException) -> ServiceError:
+    return ServiceError(
+        f"The answer stored for the idempotency key {key!r} cannot be read back: {first_line(exc)}."
+    )
 
 
 def _sha256(text: str) -> str:

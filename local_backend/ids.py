@@ -141,6 +141,20 @@ class IdSource:
         at = millis if self.fixed_millis is None else self.fixed_millis
         return next_number(at, last, self.randomness)
 
+    def next_numbers(self, millis: list[int], last: int | None) -> list[int]:
+        """The numbers of ids created at each of `millis`, in order: what `next_number` gives
+        for each in turn, each above the one before (and `last`)."""
+        randomness = self.randomness
+        fixed = self.fixed_millis
+        numbers: list[int] = []
+        for ms in millis:
+            number = max(ms if fixed is None else fixed, 0) << RANDOM_BITS | randomness()
+            if last is not None and number <= last:
+                number = last + 1
+            numbers.append(number)
+            last = number
+        return numbers
+
     @property
     def repeatable(self) -> bool:
         """Whether the ids come from a seeded stream, which `rewind` starts over."""

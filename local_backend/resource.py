@@ -113,7 +113,7 @@ class TableResource(Generic[M, C, U, F]):
         self._select = f"SELECT {', '.join(spec.columns)} FROM {spec.table}"
         self._select_json = f"SELECT id, {spec.json_sql} FROM {spec.table}"
         self._select_ids = f"SELECT id FROM {spec.table}"
-        self._keys = IdempotencyKeys(spec.name, spec.json_columns)
+        self._keys = IdempotencyKeys(spec.name, spec.json_columns, spec.flags)
         # The table's column affinities and defaults (see _columns) and the schema version they
         # were read at: read again when the schema changes (a table altered by hand meanwhile).
         self._column_info: dict[str, tuple[str, object]] | None = None
@@ -294,13 +294,13 @@ class TableResource(Generic[M, C, U, F]):
         now = int(moment)
         results, fresh = self._keys.plan(conn, checked, now, stop_on_error=stop_on_error)
         if fresh:
-            made = self._insert(conn, [(item[0], item[3]) for _, item in fresh], moment)
+            made, as_given = self._insert(conn, [(item[0], item[3]) for _, item in fresh], moment)
             answers: builtins.list[tuple[str, str, str]] = []
-            for (position, (_, key, fingerprint, _)), obj in zip(fresh, made, strict=True):
+            for (position, item), obj in zip(fresh, made, strict=True):
                 text = self._answer_text(obj)
                 results[position] = Created(obj, False, text)
-                if key is not None:
-                    answers.append((key, fingerprint, text))
+                if item[1] is not None:
+                    answers.append((item[1], self._keys.stored_fingerprint(item, as_given), text))
             if answers:
                 self._keys.save(conn, answers, now)
         for index, result in enumerate(results):
@@ -315,9 +315,10 @@ class TableResource(Generic[M, C, U, F]):
         conn: sqlite3.Connection,
         new: builtins.list[tuple[Columns, dict[str, Any]]],
         moment: float,
-    ) -> builtins.list[M]:
+    ) -> tuple[builtins.list[M], bool]:
         """Insert new objects created at `moment`, or each at a stamp of its own when the
-        resource has `stamps` (ids issued in order); the objects.
+        resource has `stamps` (ids issued in order); the objects, and whether they were made
+        from the values given (else read back).
 
         Each object is the row as written (see `_written`), read back from the table only when
         the table may have stored a value otherwise than it was given.
@@ -341,14 +342,14 @@ class TableResource(Generic[M, C, U, F]):
         )
         written = self._written(conn, rows, [parsed for _, parsed in new])
         if written is not None:
-            return written
+            return written, True
         by_id: dict[str, Row] = {}
         for start in range(0, len(issued), IN_CHUNK):
             chunk = issued[start : start + IN_CHUNK]
             marks = ", ".join("?" * len(chunk))
             for found in conn.execute(f"{self._select} WHERE id IN ({marks})", chunk):
                 by_id[found[0]] = found
-        return [self._record(by_id[object_id]) for object_id in issued]
+        return [self._record(by_id[object_id]) for object_id in issued], False
 
     def _written(
         self,
@@ -419,8 +420,9 @@ class TableResource(Generic[M, C, U, F]):
         return self._column_info
 
     def _checked_create(self, params: object, idempotency_key: str | None) -> Checked:
-        """The column values of a create, its checked key, the fingerprint of its parameters
-        and its JSON columns parsed."""
+        """The column values of a create, its checked key, "" for the fingerprint of its
+        parameters (made only where it is compared or stored: see IdempotencyKeys) and its JSON
+        columns parsed."""
         quick = self._spec.quick_create
         told = quick(params) if quick is not None else None
         if told is None:
@@ -428,9 +430,7 @@ class TableResource(Generic[M, C, U, F]):
             parsed = self._keys.parsed(values)
         else:
             values, parsed = told
-        key = check_idempotency_key(idempotency_key)
-        fingerprint = self._keys.fingerprint(values, parsed) if key is not None else ""
-        return values, key, fingerprint, parsed
+        return values, check_idempotency_key(idempotency_key), "", parsed
 
     def retrieve(self, id: str) -> M:
         """The object with this id, or NotFoundError."""
@@ -531,10 +531,8 @@ class TableResource(Generic[M, C, U, F]):
         ).fetchone()
         numbers = [ids.parse(spec.prefix, value) for value in (watermark, largest) if value]
         last = max((number for number in numbers if number is not None), default=None)
-        issued: builtins.list[str] = []
-        for ms in millis:
-            last = self._ids.next_number(ms, last)
-            issued.append(spec.prefix + ids.encode(last))
+        prefix, encode = spec.prefix, ids.encode
+        issued = [prefix + encode(number) for number in self._ids.next_numbers(millis, last)]
         conn.execute(
             "INSERT INTO id_watermarks (resource, last_id) VALUES (?, ?)"
             " ON CONFLICT (resource) DO UPDATE SET last_id = excluded.last_id",

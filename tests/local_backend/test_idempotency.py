@@ -9,6 +9,7 @@ import pytest
 
 from convrisk.api_client.errors import InvalidRequestError
 from convrisk.api_client.params import ConversationCreateParams
+from convrisk.api_client.records import Created
 from convrisk.local_backend.store import LocalBackend
 
 from .conftest import START, FakeClock, dump, risk_body
@@ -196,3 +197,76 @@ def test_a_key_stored_before_the_upgrade_still_refuses_other_params(
         backend.conversations.create({"group_id": "grp_8"}, idempotency_key="upgrade-conv")
     assert caught.value.param == "idempotency_key"
     assert count(db_path, "conversations") == 0
+
+
+# Rows a `v2:` build stored (made by that version's code): the key, the resource, the
+# fingerprint and the stored answer. This build stores `v3:` (the parameters' names) instead.
+_STORED_V2 = [
+    (
+        "v2-risk",
+        "risk_profiles",
+        "v2:b3b7171de515f4f40c4cbc1761167f5748648daf6acd117c9a79ce616ad5b027",
+        '{"id":"rp_01HF7YAT00DWW3Y4P2BRMEBP87","customer_id":"cus_é1","profile_type":"moderate",'
+        '"score":72.5,"details":{"z":[1,{"b":2,"a":"ü"}],"a":null},"created_at":1700000000,'
+        '"updated_at":1700000000}',
+    ),
+    (
+        "v2-conv",
+        "conversations",
+        "v2:06251dbc25d97f9575a140e74884e51d3824d70c7a717fc92d2e2b3ecdefce34",
+        '{"id":"conv_01HF7YAT00B8E1CM3NE4ARECVP","contact_id":null,"group_id":"grp_7",'
+        '"pinned_message_id":null,"is_pinned":false,"is_muted":false,"last_active_at":null,'
+        '"last_opened_at":null,"created_at":1700000000,"archived_at":null}',
+    ),
+]
+
+
+def test_a_key_a_v2_build_stored_replays_the_same_request_and_refuses_another(
+    backend: LocalBackend, db_path: Path
+) -> None:
+    backend.conversations.list()  # makes the file and its tables
+    conn = sqlite3.connect(db_path)
+    try:
+        with conn:
+            conn.executemany(
+                "INSERT INTO idempotency_keys (key, resource, fingerprint, response, created_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                [(*row, int(START)) for row in _STORED_V2],
+            )
+    finally:
+        conn.close()
+    body = risk_body(
+        customer_id="cus_é1", score=72.5, details={"a": None, "z": [1, {"a": "ü", "b": 2}]}
+    )
+    (risk,) = backend.risk_profiles.create_many([(body, "v2-risk")])
+    assert isinstance(risk, Created) and risk.replayed
+    assert risk.record["id"] == "rp_01HF7YAT00DWW3Y4P2BRMEBP87"
+    conv = backend.conversations.create({"group_id": "grp_7"}, idempotency_key="v2-conv")
+    assert conv["id"] == "conv_01HF7YAT00B8E1CM3NE4ARECVP"
+    with pytest.raises(InvalidRequestError) as caught:
+        backend.risk_profiles.create(
+            risk_body(customer_id="cus_é1", score=72, details=body["details"]),
+            idempotency_key="v2-risk",
+        )
+    assert caught.value.param == "idempotency_key"
+    assert count(db_path, "risk_profiles") == count(db_path, "conversations") == 0
+
+
+def test_a_key_is_refused_with_a_value_that_prints_alike_but_is_another(
+    backend: LocalBackend, db_path: Path
+) -> None:
+    # 72 and 72.0 are other requests, as true and 1 are: the stored answer is compared exactly.
+    backend.risk_profiles.create(risk_body(score=72.0, details={"n": 1}), idempotency_key="k")
+    for changed in (
+        risk_body(score=72, details={"n": 1}),
+        risk_body(score=72.0, details={"n": 1.0}),
+        risk_body(score=72.0, details={"n": True}),
+    ):
+        with pytest.raises(InvalidRequestError) as caught:
+            backend.risk_profiles.create(changed, idempotency_key="k")
+        assert caught.value.param == "idempotency_key"
+    again = backend.risk_profiles.create(
+        risk_body(score=72.0, details={"n": 1}), idempotency_key="k"
+    )
+    assert type(again["score"]) is float
+    assert count(db_path, "risk_profiles") == 1

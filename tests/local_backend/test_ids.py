@@ -87,3 +87,19 @@ def test_a_fixed_time_keeps_ids_unique_and_in_order() -> None:
 
 def test_the_system_source_is_not_seeded() -> None:
     assert ids.SYSTEM.next_number(1_000, None) != ids.SYSTEM.next_number(1_000, None)
+
+
+def test_ids_issued_together_are_the_ones_issued_one_by_one() -> None:
+    # Within one millisecond, after a step back of the clock, and on a fixed time alike: the
+    # same numbers, in the same order, as a seeded stream gives them one at a time.
+    millis = [5_000, 5_000, 4_999, 5_001, 5_001, 9_000]
+    start = ids.number_at(5_000, 2**80 - 2)
+    for fixed in (None, 7):
+        single = ids.seeded(3, "risk_profiles", fixed_millis=fixed)
+        together = ids.seeded(3, "risk_profiles", fixed_millis=fixed)
+        last, expected = start, []
+        for ms in millis:
+            last = single.next_number(ms, last)
+            expected.append(last)
+        assert together.next_numbers(millis, start) == expected
+        assert together.next_numbers([], None) == []
