@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterator, Mapping
 from copy import copy as shallow_copy
 from dataclasses import dataclass
-from itertools import islice
+from itertools import chain, islice
 from typing import TYPE_CHECKING, Any, Literal
 
 from convrisk.api_client import resources
@@ -698,9 +698,4 @@ def _first_checked(spec: ImportSpec, records: Iterator[Record], copy: bool) -> I
         read_only = [name for name in first.fields if name in spec.read_only]
         if read_only:
             raise read_only_problem(spec, first.line, read_only)
-    return _prepend(first, records)
-
-
-def _prepend(first: Record, rest: Iterator[Record]) -> Iterator[Record]:
-    yield first
-    yield from rest
+    return chain((first,), records)

@@ -142,8 +142,10 @@ class Recorder:
         # Made at the first entry: a command that writes nothing pays nothing.
         self._run: str | None = None
         self._shared: dict[str, Any] | None = None
-        # The same, as the middle of a JSON line (see created_line).
+        # The same, as the middle of a JSON line (see created_line), and journal's functions
+        # that make a line's text (imported with it).
         self._shared_text: str | None = None
+        self._text_makers: tuple[Callable[[object], str], Callable[[str], str], Callable[[], str]]
         # Per (resource, outcome status): the fixed parts of a create's line.
         self._created_text: dict[tuple[str, str], tuple[str, str]] = {}
         self._scrubbers: list[Scrubber] | None = None
@@ -240,12 +242,14 @@ class Recorder:
                 after=made.record,
                 idempotency_key=idempotency_key,
             )
-        from .journal import line_text, new_id, utc_now
-
         if self._shared_text is None:
-            self._shared_text = line_text(
+            from . import journal
+
+            self._text_makers = (journal.line_text, journal.new_id, journal.utc_now)
+            self._shared_text = journal.line_text(
                 {**self._given, "argv": redact_argv(self._argv, self._secrets)}
             )[1:-1]
+        line_text, new_id, utc_now = self._text_makers
         status = outcome["status"]
         fixed = self._created_text.get((resource, status)) if len(outcome) == 1 else None
         if fixed is None:

@@ -23,6 +23,7 @@ import stat
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
@@ -190,7 +191,7 @@ def read(
             first = raw
             break
     fmt = detect_format(source, given_format, first)
-    everything = _chain(leading, lines)
+    everything = chain(leading, lines)
     records = _jsonl(source, everything) if fmt == "jsonl" else _csv(source, everything, columns)
     head = next(records, None)
     if head is not None and head.problem is not None and (head.fatal or fmt == "jsonl"):
@@ -199,12 +200,7 @@ def read(
             f"{source.name} is not {kind} of {what}: {head.problem.message}",
             param=head.problem.param,
         )
-    return fmt, _chain([head] if head is not None else [], records)
-
-
-def _chain(first: list[Any], rest: Iterator[Any]) -> Iterator[Any]:
-    yield from first
-    yield from rest
+    return fmt, chain([head] if head is not None else [], records)
 
 
 def _decode(raw: bytes, number: int) -> str:

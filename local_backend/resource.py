@@ -378,6 +378,20 @@ class TableResource(Generic[M, C, U, F]):
                 return None
             kind = "object" if name in spec.json_columns else "flag" if name in spec.flags else ""
             plan.append((name, given, _KEPT.get(affinity, frozenset()), default, kind))
+        if tuple(rows[0]) == spec.columns:
+            # Every column given, in the record's order (the rows of a batch set the same
+            # columns): checked a column at a time, and each row becomes its record.
+            for name, _, kept, _, kind in plan:
+                if not {type(row[name]) for row in rows} <= kept:
+                    return None
+                if kind == "object" and not all(name in objects for objects in parsed):
+                    return None
+            for row, objects in zip(rows, parsed, strict=True):
+                for name in spec.json_columns:
+                    row[name] = objects[name]
+                for name in spec.flags:
+                    row[name] = bool(row[name])
+            return cast("builtins.list[M]", rows)
         made: builtins.list[M] = []
         for row, objects in zip(rows, parsed, strict=True):
             record: dict[str, Any] = {}
