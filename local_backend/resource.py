@@ -87,7 +87,8 @@ class ResourceSpec(Generic[M]):
     # Columns holding a boolean as 0 or 1.
     flags: tuple[str, ...] = ()
     # A plain create body -> what create_values gives and the value of each JSON column, told
-    # at once; None when it cannot tell (create_values then checks the body).
+    # at once, each JSON column holding its object (its text made as it is inserted); None
+    # when it cannot tell (create_values then checks the body).
     quick_create: Callable[[object], tuple[Columns, dict[str, Any]] | None] | None = None
 
 
@@ -121,6 +122,7 @@ class TableResource(Generic[M, C, U, F]):
         self._json_pages = JsonPages(
             db, lambda conn, object_id: record_json(self._fetch(conn, object_id))
         )
+        self._cut = _object_cut(spec)
 
     # -- the five operations --------------------------------------------------------------------
 
@@ -294,10 +296,13 @@ class TableResource(Generic[M, C, U, F]):
         now = int(moment)
         results, fresh = self._keys.plan(conn, checked, now, stop_on_error=stop_on_error)
         if fresh:
-            made, as_given = self._insert(conn, [(item[0], item[3]) for _, item in fresh], moment)
+            made, texts = self._insert(conn, [(item[0], item[3]) for _, item in fresh], moment)
+            as_given = texts is not None
             answers: builtins.list[tuple[str, str, str]] = []
-            for (position, item), obj in zip(fresh, made, strict=True):
-                text = self._answer_text(obj)
+            for index, ((position, item), obj) in enumerate(zip(fresh, made, strict=True)):
+                text = texts[index] if texts is not None else None
+                if text is None:
+                    text = self._answer_text(obj)
                 results[position] = Created(obj, False, text)
                 if item[1] is not None:
                     answers.append((item[1], self._keys.stored_fingerprint(item, as_given), text))
@@ -315,13 +320,14 @@ class TableResource(Generic[M, C, U, F]):
         conn: sqlite3.Connection,
         new: builtins.list[tuple[Columns, dict[str, Any]]],
         moment: float,
-    ) -> tuple[builtins.list[M], bool]:
+    ) -> tuple[builtins.list[M], builtins.list[str | None] | None]:
         """Insert new objects created at `moment`, or each at a stamp of its own when the
-        resource has `stamps` (ids issued in order); the objects, and whether they were made
-        from the values given (else read back).
+        resource has `stamps` (ids issued in order); the objects, and when they were made from
+        the values given (not read back) the JSON text of those whose text was made here.
 
         Each object is the row as written (see `_written`), read back from the table only when
-        the table may have stored a value otherwise than it was given.
+        the table may have stored a value otherwise than it was given. A JSON column given as
+        its object (`quick_create`) is stored as its text, made with the object's (`_object_cut`).
         """
         spec = self._spec
         stamps = self._stamps
@@ -336,20 +342,44 @@ class TableResource(Generic[M, C, U, F]):
         names = tuple(rows[0])
         if len(rows) > 1 and any(tuple(row) != names for row in rows):
             raise ServiceError(f"The {spec.noun}s of one batch do not set the same columns.")
+        texts = self._object_texts(rows, names)
         conn.executemany(
             f"INSERT INTO {spec.table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
             [tuple(row.values()) for row in rows],
         )
         written = self._written(conn, rows, [parsed for _, parsed in new])
         if written is not None:
-            return written, True
+            return written, texts
         by_id: dict[str, Row] = {}
         for start in range(0, len(issued), IN_CHUNK):
             chunk = issued[start : start + IN_CHUNK]
             marks = ", ".join("?" * len(chunk))
             for found in conn.execute(f"{self._select} WHERE id IN ({marks})", chunk):
                 by_id[found[0]] = found
-        return [self._record(by_id[object_id]) for object_id in issued], False
+        return [self._record(by_id[object_id]) for object_id in issued], None
+
+    def _object_texts(
+        self, rows: builtins.list[dict[str, Any]], names: tuple[str, ...]
+    ) -> builtins.list[str | None]:
+        """Put each JSON column given as its object (`quick_create`: certain to encode) in its
+        row as its text; the JSON text of each object whose record's text was made for it."""
+        texts: builtins.list[str | None] = [None] * len(rows)
+        cut = self._cut if names == self._spec.columns else None
+        for index, row in enumerate(rows):
+            for name in self._spec.json_columns:
+                value = row.get(name)
+                if type(value) is not dict:
+                    continue
+                if cut is None:
+                    row[name] = json_text(value, name)
+                    continue
+                # The row is the record (its columns in order, no flag): its text holds the
+                # object's, which is cut out of it instead of encoding the object twice.
+                text = record_json(row)
+                start = text.index(cut[0]) + len(cut[0])
+                row[name] = text[start : text.rindex(cut[1]) if cut[1] else len(text) - 1]
+                texts[index] = text
+        return texts
 
     def _written(
         self,
@@ -553,6 +583,21 @@ class TableResource(Generic[M, C, U, F]):
             (spec.name, issued[-1]),
         )
         return issued
+
+
+def _object_cut(spec: ResourceSpec[Any]) -> tuple[str, str] | None:
+    """Where a record's JSON column lies in the record's text, when the text of a record can
+    be made before the row is stored and the column's text cut out of it: one JSON column, no
+    flag (a row holds 0 or 1 where its record holds false or true), the other columns' values
+    scalars. Then the column's value starts after the first `"name":` (no string holds an
+    unescaped quote, and no object comes before it) and ends at the last `,"next":` (none
+    after it) or at the record's closing brace.
+    """
+    if len(spec.json_columns) != 1 or spec.flags:
+        return None
+    (name,) = spec.json_columns
+    after = spec.columns[spec.columns.index(name) + 1 :]
+    return f'"{name}":', f',"{after[0]}":' if after else ""
 
 
 # -- how SQLite stores a value -------------------------------------------------------------------

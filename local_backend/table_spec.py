@@ -8,10 +8,11 @@ as its JSON text, a string or number as it is.
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Callable
 from typing import Any
 
-from convrisk.api_client.errors import InvalidRequestError
 from convrisk.api_client.params import (
     BLANK,
     MAX_DETAILS_DEPTH,
@@ -73,7 +74,8 @@ def quick_create(resource: Resource) -> QuickCreate:
     with more than JSON's own types), and `create_values` then checks the body and says what is
     wrong.
 
-    It gives exactly what `create_values` gives (and the objects as their text reads back), but
+    It gives what `create_values` gives, each object column holding the object itself, certain
+    to encode (its text is made with the record's, as it is inserted: see `TableResource`), but
     only for a body that `check_create` takes as it is: a dict whose strings are `str`, numbers
     `int` or `float`, objects `dict` and `list` with `str` keys.
     """
@@ -134,13 +136,8 @@ def quick_create(resource: Resource) -> QuickCreate:
                 if kind is not bool:
                     return None
                 value = int(value)
-            elif kind is dict and _plain(value):
-                try:
-                    text = json_text(value, name)
-                except InvalidRequestError:
-                    return None
+            elif kind is dict and _plain(value, _printable_int_bound()):
                 parsed[name] = value
-                value = text
             else:
                 return None
             out[name] = value
@@ -149,14 +146,25 @@ def quick_create(resource: Resource) -> QuickCreate:
     return told
 
 
-# The types a plain object holds besides text, objects and arrays.
-_PLAIN_SCALARS = frozenset({int, float, bool, type(None)})
+# The types a plain object holds besides text, objects, arrays and numbers.
+_PLAIN_SCALARS = frozenset({bool, type(None)})
+# By sys.get_int_max_str_digits(): the bound below which an integer's size is printable.
+_INT_BOUNDS: dict[int, int | None] = {}
 
 
-def _plain(value: dict[str, Any]) -> bool:
-    """Whether an object holds only what JSON reads back as it was: `str` keys and text (valid
-    Unicode), `int`, `float`, `bool`, None, `dict` and `list`, at most MAX_DETAILS_DEPTH levels
-    deep (`check_create`'s limit). No recursion."""
+def _printable_int_bound() -> int | None:
+    """The size an integer must stay below to be printed (None: any size is)."""
+    digits = sys.get_int_max_str_digits()
+    if digits not in _INT_BOUNDS:
+        _INT_BOUNDS[digits] = 10**digits if digits else None
+    return _INT_BOUNDS[digits]
+
+
+def _plain(value: dict[str, Any], int_bound: int | None) -> bool:
+    """Whether an object holds only what JSON writes and reads back as it was: `str` keys and
+    text (valid Unicode), integers below `int_bound` in size, finite `float`s, `bool`, None,
+    `dict` and `list`, at most MAX_DETAILS_DEPTH levels deep (`check_create`'s limit). No
+    recursion."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
@@ -176,6 +184,12 @@ def _plain(value: dict[str, Any]) -> bool:
                     return False
             elif kind is dict or kind is list:
                 stack.append((child, depth + 1))
+            elif kind is int:
+                if int_bound is not None and not -int_bound < child < int_bound:
+                    return False
+            elif kind is float:
+                if not math.isfinite(child):
+                    return False
             elif kind not in _PLAIN_SCALARS:
                 return False
     return True
