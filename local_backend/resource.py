@@ -9,29 +9,23 @@ Records are plain dicts made straight from the rows (no model).
 from __future__ import annotations
 
 import builtins
-import json
-import math
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
 from convrisk.api_client.errors import (
     ConvriskError,
-    InvalidRequestError,
     NotFoundError,
     ServiceError,
 )
 from convrisk.api_client.params import (
     DEFAULT_LIMIT,
-    MAX_DETAILS_DEPTH,
     ResourceName,
     check_filters,
     check_id,
     check_idempotency_key,
     check_paging,
-    check_text,
-    exceeds_depth,
 )
 from convrisk.api_client.records import (
     Created,
@@ -40,11 +34,11 @@ from convrisk.api_client.records import (
     JsonPage,
     Page,
     Record,
-    load_json,
 )
 from convrisk.api_client.records import json_text as record_json
 
 from . import ids
+from .column_values import KEPT, UNKNOWN, affinity_of, json_text, literal
 from .database import IN_CHUNK, Database, first_line
 from .idempotency import Checked, IdempotencyKeys
 from .json_export import JsonPages
@@ -56,9 +50,6 @@ F = TypeVar("F")
 
 Row = tuple[Any, ...]
 Columns = dict[str, Any]
-
-_INT64 = (-(2**63), 2**63 - 1)
-_INPUT_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -402,12 +393,12 @@ class TableResource(Generic[M, C, U, F]):
         # keeps as they are, its default, and what a record makes of it.
         plan: builtins.list[tuple[str, bool, frozenset[type], object, str]] = []
         for name in spec.columns:
-            affinity, default = columns.get(name, ("?", _UNKNOWN))
+            affinity, default = columns.get(name, ("?", UNKNOWN))
             given = name in rows[0]
-            if not given and default is _UNKNOWN:
+            if not given and default is UNKNOWN:
                 return None
             kind = "object" if name in spec.json_columns else "flag" if name in spec.flags else ""
-            plan.append((name, given, _KEPT.get(affinity, frozenset()), default, kind))
+            plan.append((name, given, KEPT.get(affinity, frozenset()), default, kind))
         if tuple(rows[0]) == spec.columns:
             # Every column given, in the record's order (the rows of a batch set the same
             # columns): checked a column at a time, and each row becomes its record.
@@ -442,7 +433,7 @@ class TableResource(Generic[M, C, U, F]):
         return made
 
     def _columns(self, conn: sqlite3.Connection) -> dict[str, tuple[str, object]] | None:
-        """Each column's type affinity (`_affinity`) and declared default value (`_UNKNOWN`
+        """Each column's type affinity (`affinity_of`) and declared default value (`UNKNOWN`
         when it is not a plain literal), read again only when the schema changed; None when a
         trigger may change a row as it is inserted (the rows are then read back)."""
         version = conn.execute("PRAGMA schema_version").fetchone()[0]
@@ -457,8 +448,8 @@ class TableResource(Generic[M, C, U, F]):
             if triggered is None:
                 info = {}
                 for _, name, declared, _, default, _ in conn.execute(f"PRAGMA table_info({table})"):
-                    affinity = _affinity(declared)
-                    info[name] = (affinity, _literal(default, affinity))
+                    affinity = affinity_of(declared)
+                    info[name] = (affinity, literal(default, affinity))
             self._column_info = info
             self._column_info_version = version
         return self._column_info
@@ -598,104 +589,3 @@ def _object_cut(spec: ResourceSpec[Any]) -> tuple[str, str] | None:
     (name,) = spec.json_columns
     after = spec.columns[spec.columns.index(name) + 1 :]
     return f'"{name}":', f',"{after[0]}":' if after else ""
-
-
-# -- how SQLite stores a value -------------------------------------------------------------------
-
-# A column default that is no plain literal: the value stored is not known without reading it.
-_UNKNOWN = object()
-
-
-def _affinity(declared: str) -> str:
-    """A column's type affinity from its declared type, by SQLite's rules (datatype3.html, 3.1)."""
-    upper = (declared or "").upper()
-    if "INT" in upper:
-        return "INTEGER"
-    if any(word in upper for word in ("CHAR", "CLOB", "TEXT")):
-        return "TEXT"
-    if not upper or "BLOB" in upper:
-        return "BLOB"
-    if any(word in upper for word in ("REAL", "FLOA", "DOUB")):
-        return "REAL"
-    return "NUMERIC"
-
-
-def _literal(default: str | None, affinity: str) -> object:
-    """The value a column's declared default (as PRAGMA table_info gives it) stores: NULL, or an
-    integer in a column that keeps one as it is; `_UNKNOWN` for anything else (text, a real, an
-    expression, an integer that SQLite turns into text or a real)."""
-    if default is None or default.upper() == "NULL":
-        return None
-    text = default.strip("()")
-    digits = text.removeprefix("-")
-    # ASCII only: str.isdigit takes other scripts' digits ("²"), which SQLite reads as a name.
-    if not (digits.isascii() and digits.isdigit()) or int not in _KEPT.get(affinity, ()):
-        return _UNKNOWN
-    value = int(text)
-    low, high = _INT64
-    return value if low <= value <= high else _UNKNOWN  # a larger one is stored as a real
-
-
-# By affinity: the types of value a column stores as they are, so that reading it back gives
-# the same value (TEXT turns a number into text, INTEGER a whole float into an integer...).
-_KEPT: dict[str, frozenset[type]] = {
-    "TEXT": frozenset({str, type(None)}),
-    "INTEGER": frozenset({int, type(None)}),
-    "NUMERIC": frozenset({int, type(None)}),
-    "REAL": frozenset({float, type(None)}),
-    "BLOB": frozenset({str, int, float, type(None)}),
-}
-
-
-# -- input checks the database needs beyond api_client.params ----------------------------------
-
-
-def check_storable_number(value: object, param: str) -> None:
-    """Refuse an integer that does not fit SQLite's 64 bits (it could not be stored exactly)."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        low, high = _INT64
-        if not low <= value <= high:
-            raise InvalidRequestError(
-                f"{param} is too large: integers must lie between {low} and {high}.", param=param
-            )
-    elif isinstance(value, float) and not math.isfinite(value):
-        raise InvalidRequestError(f"{param} must be a finite number.", param=param)
-
-
-def json_text(value: object, param: str) -> str:
-    """The JSON text of a value taken from the caller, or InvalidRequestError naming `param`."""
-    try:
-        text = _INPUT_ENCODER.encode(value)
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise InvalidRequestError(f"{param} must be valid JSON: {exc}.", param=param) from exc
-    check_text(text, param)
-    return text
-
-
-# -- reading rows back ---------------------------------------------------------------------------
-
-
-def check_readable(values: Iterable[object]) -> None:
-    """Refuse column values that no JSON can carry (ValueError): a BLOB, a non-finite number.
-
-    Only a file written by hand holds them; convrisk refuses them on the way in.
-    """
-    for value in values:
-        if isinstance(value, bytes):
-            raise ValueError("a column holds bytes (a BLOB), which JSON cannot carry")
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError(f"a column holds {value}, which is not a JSON number")
-
-
-def load_json_object(text: str, param: str) -> dict[str, Any]:
-    """The object in a JSON text column, at most MAX_DETAILS_DEPTH levels deep (else ValueError).
-
-    Strict JSON: NaN, Infinity and numbers too large for a float are refused, as no JSON output
-    could carry them.
-    """
-    value = load_json(text)
-    if not isinstance(value, dict):
-        raise ValueError(f"{param} is not a JSON object")
-    if exceeds_depth(value, MAX_DETAILS_DEPTH):
-        raise ValueError(f"{param} nests more than {MAX_DETAILS_DEPTH} levels deep")
-    return value

@@ -25,16 +25,14 @@ from convrisk.api_client.params import (
 )
 from convrisk.api_client.resources import Field, Resource
 
-from .json_export import json_object_sql
-from .resource import (
-    Columns,
-    ResourceSpec,
-    Row,
+from .column_values import (
     check_readable,
     check_storable_number,
     json_text,
     load_json_object,
 )
+from .json_export import json_object_sql
+from .resource import Columns, ResourceSpec, Row
 
 # The kind of each field type for json_object_sql.
 _SQL_KINDS = {
