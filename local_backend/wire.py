@@ -459,9 +459,10 @@ def _list(resource: AnyResource, route: Resource, query: dict[str, str]) -> str:
             filters[name] = query[name]
     limit = _parse_limit(query.get("limit"))
     after, before = query.get("starting_after"), query.get("ending_before")
+    given = filters or None
     if isinstance(resource, TableResource):
-        return resource.list_text(filters, limit=limit, starting_after=after, ending_before=before)
-    return _dump(resource.list(filters, limit=limit, starting_after=after, ending_before=before))
+        return resource.list_text(given, limit=limit, starting_after=after, ending_before=before)
+    return _dump(resource.list(given, limit=limit, starting_after=after, ending_before=before))
 
 
 def _parse_limit(raw: str | None) -> int:
