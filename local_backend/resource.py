@@ -60,7 +60,7 @@ Columns = dict[str, Any]
 _INT64 = (-(2**63), 2**63 - 1)
 _INPUT_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 # A page as `serve` sends it: `{"has_more":...,"data":[...]}`, compact, non-ASCII kept.
-_PAGE_ENCODER = _INPUT_ENCODER
+_PAGE_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
