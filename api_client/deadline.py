@@ -201,8 +201,13 @@ class DeadlineTransport(httpx.BaseTransport):
             content=request.stream,
             extensions=request.extensions,
         )
+        return self.send(core_request, request)
+
+    def send(self, request: httpcore.Request, sent: httpx.Request | None = None) -> httpx.Response:
+        """Send an httpcore request as it is (`handle_request` without an httpx.Request and its
+        URL to build: the client's own requests); `sent` is the httpx.Request it stands for."""
         with _as_httpx_errors():
-            answer = self._pool.handle_request(core_request)
+            answer = self._pool.handle_request(request)
         if not isinstance(answer.stream, Iterable):
             raise TypeError("httpcore answered with an asynchronous body")
         return httpx.Response(
@@ -210,7 +215,7 @@ class DeadlineTransport(httpx.BaseTransport):
             headers=answer.headers,
             stream=_CoreBody(answer.stream),
             extensions=answer.extensions,
-            request=request,
+            request=sent,
         )
 
     def close(self) -> None:
