@@ -234,15 +234,19 @@ def quick_json_page(content: bytes) -> JsonPage | None:
         return None
     page, items = read
     count = len(items)
-    if text.count("{") != count + 1 or text.count("[") != 1 or text.count("]") != 1:
+    start, end = text.find("["), text.find("]")
+    # Only the page's `[` and `]` (a search runs faster than a count), only its and the records'
+    # `{`: records of scalars, and no bracket in a string.
+    if text.find("[", start + 1) >= 0 or text.find("]", end + 1) >= 0:
+        return None
+    if text.count("{") != count + 1:
         return None
     keys = len(page) + sum(map(len, items))
     # Each key is a string and a colon; with no backslash every `"` ends or starts a string, so
     # fewer colons than keys cannot be, and as many means no key is repeated.
     if text.count(":") != keys and text.count('":') != keys:
         return None
-    inside = text[text.index("[") + 1 : text.index("]")]
-    texts = inside.replace("},{", "}\n{").split("\n") if count else []
+    texts = text[start + 1 : end].replace("},{", "}\n{").split("\n") if count else []
     if len(texts) != count:
         return None
     return {"has_more": page["has_more"], "data": texts, "ids": [item["id"] for item in items]}
