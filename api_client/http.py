@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 import httpx
 
+from .deadline import when_sent
 from .defaults import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from .errors import (
     ConvriskError,
@@ -372,7 +373,12 @@ class HTTPResource(Generic[M, C, U, F]):
         """Ask now, on the read-ahead thread, for the page after `cursor` (None: none)."""
         if cursor is not None:
             after = {**query, "starting_after": cursor}
-            self._ahead = (after, Ahead(lambda: self._t.request("GET", self._path, params=after)))
+
+            def fetch(sent: Callable[[], None]) -> Answer:
+                with when_sent(sent):
+                    return self._t.request("GET", self._path, params=after)
+
+            self._ahead = (after, Ahead(fetch))
 
     def list_json(
         self,
