@@ -7,7 +7,7 @@ The reference is bench/ref_app.py. One database is made by convrisk's own LocalB
 its schema) and copied fresh for each server. Both servers listen on 127.0.0.1 for the whole
 run, their logs written to files (no reader in this process). One keep-alive client, the same
 for both, sends `POST /v1/conversations` for a few seconds at a time, in interleaved rounds
-(serve, reference, serve, reference...): http.client from this process, and wrk (one thread,
+(serve, reference, reference, serve...): http.client from this process, and wrk (one thread,
 one connection, a Lua script) as a second ruler when it is installed. The figures are medians
 of the rounds: requests/s, and each server's own CPU time per request (from /proc/PID/stat,
 which a shared machine's load moves less). `section(ws)` has the signature of the sections of
@@ -43,6 +43,8 @@ TOKEN = "bench-create-token-7d3a"
 PATH = "/v1/conversations"
 BODY = b'{"contact_id":"ct_bench"}'
 TARGET = 0.8
+# The name of another build's serve measured in the same rounds (`--baseline`).
+BASELINE = "baseline serve"
 # Each client run stops at this many requests even if its seconds are not over.
 MAX_REQUESTS = 1_000_000
 _TICK = os.sysconf("SC_CLK_TCK")
@@ -185,10 +187,16 @@ def wrk_client(lua: Path) -> Callable[[Server, float], tuple[int, float]]:
 
 
 def measure(
-    convrisk: str, workdir: Path, *, seconds: float, rounds: int, use_wrk: bool
+    convrisk: str,
+    workdir: Path,
+    *,
+    seconds: float,
+    rounds: int,
+    use_wrk: bool,
+    baseline: str | None = None,
 ) -> tuple[dict[str, dict[str, Figures]], tuple[float, float]]:
-    """Figures by client, then by server ("serve", "reference"); the load average before and
-    after."""
+    """Figures by client, then by server ("serve", "reference", and "baseline serve" when a
+    `baseline` convrisk is given, in the same rounds); the load average before and after."""
     db = fresh_database(workdir / "fresh.db")
     env = {k: v for k, v in os.environ.items() if not k.startswith("CONVRISK_")}
     env |= {"HOME": str(workdir), "XDG_CONFIG_HOME": str(workdir / "config")}
@@ -198,23 +206,27 @@ def measure(
         lua = workdir / "create.lua"
         lua.write_text(_LUA.format(body=BODY.decode(), token=TOKEN))
         clients["wrk"] = wrk_client(lua)
-    figures = {client: {"serve": Figures(), "reference": Figures()} for client in clients}
+    commands = {
+        "serve": [convrisk, "serve", "--port", "0", "--token", TOKEN],
+        "reference": [sys.executable, str(REF_APP), "--token", TOKEN],
+    }
+    if baseline is not None:
+        commands[BASELINE] = [baseline, "serve", "--port", "0", "--token", TOKEN]
+    figures = {client: {name: Figures() for name in commands} for client in clients}
     load_before = os.getloadavg()[0]
     with contextlib.ExitStack() as stack:
         servers = []
-        for name, argv in (
-            ("serve", [convrisk, "serve", "--port", "0", "--token", TOKEN]),
-            ("reference", [sys.executable, str(REF_APP), "--token", TOKEN]),
-        ):
-            copy = workdir / f"{name}.db"
+        for name, argv in commands.items():
+            copy = workdir / f"{name.replace(' ', '-')}.db"
             shutil.copy(db, copy)
-            log = workdir / f"{name}.log"
+            log = copy.with_suffix(".log")
             servers.append(stack.enter_context(started(name, [*argv, "--db", str(copy)], log, env)))
         for server in servers:  # warm up: first connection, the schema, the page cache
             http_client(server, min(seconds, 1.0))
-        for _ in range(rounds):
+        for round_ in range(rounds):
             for client, drive in clients.items():
-                for server in servers:
+                # The order turns round by round: neither server always goes first.
+                for server in servers if round_ % 2 == 0 else servers[::-1]:
                     cpu_before = server.cpu_seconds()
                     count, took = drive(server, seconds)
                     cpu = server.cpu_seconds() - cpu_before
@@ -229,25 +241,29 @@ def report(
     """The section's table and sentences; the first client's ratio is the figure."""
     rows = []
     for client, by_server in figures.items():
-        serve, ref = by_server["serve"], by_server["reference"]
-        rows.append(
-            f"| {client} | {serve.median_rps:,.0f} | {ref.median_rps:,.0f} "
-            f"| {serve.median_rps / ref.median_rps:.2f}x | {serve.median_cpu_us:.0f} "
-            f"| {ref.median_cpu_us:.0f} | {serve.median_cpu_us / ref.median_cpu_us:.2f}x |"
-        )
+        ref = by_server["reference"]
+        for name, serve in by_server.items():
+            if name == "reference":
+                continue
+            rows.append(
+                f"| {client} | {name} | {serve.median_rps:,.0f} | {ref.median_rps:,.0f} "
+                f"| {serve.median_rps / ref.median_rps:.2f}x | {serve.median_cpu_us:.0f} "
+                f"| {ref.median_cpu_us:.0f} | {serve.median_cpu_us / ref.median_cpu_us:.2f}x |"
+            )
     table = "\n".join(
         [
-            "| client | serve req/s | reference req/s | req/s ratio | serve CPU µs/req "
+            "| client | server | req/s | reference req/s | req/s ratio | CPU µs/req "
             "| reference CPU µs/req | CPU ratio |",
-            "|---|---|---|---|---|---|---|",
+            "|---|---|---|---|---|---|---|---|",
             *rows,
         ]
     )
     return (
         f"One keep-alive connection, POST `{PATH}` with `{BODY.decode()}`, {rounds} interleaved "
-        f"rounds of {seconds:g} s (serve, reference, ...) per client; medians. The reference is "
-        "bench/ref_app.py (Starlette + uvicorn with its defaults + stdlib sqlite3 on a copy of "
-        "the same fresh database). CPU is each server's own (user + system, /proc). Load "
+        f"rounds of {seconds:g} s per client (serve, reference; the order reversed every other "
+        "round); medians. The reference is bench/ref_app.py (Starlette + uvicorn with its "
+        "defaults + stdlib sqlite3 on a copy of the same fresh database). CPU is each server's "
+        "own (user + system, /proc). Load "
         f"average {load[0]:.2f} before, {load[1]:.2f} after.\n\n{table}\n"
     )
 
@@ -285,6 +301,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--bin", default=CONVRISK, help="the convrisk whose serve is measured")
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--baseline", help="another build's convrisk, measured in the same rounds")
     parser.add_argument("--no-wrk", action="store_true", help="http.client only")
     parser.add_argument("--tiny", action="store_true", help="a second or two: proves it runs")
     args = parser.parse_args(argv)
@@ -292,7 +309,12 @@ def main(argv: list[str] | None = None) -> None:
     use_wrk = have("wrk") and not args.no_wrk and not args.tiny
     with tempfile.TemporaryDirectory(prefix="bench-serve-create-") as tmp:
         figures, load = measure(
-            args.bin, Path(tmp), seconds=seconds, rounds=rounds, use_wrk=use_wrk
+            args.bin,
+            Path(tmp),
+            seconds=seconds,
+            rounds=rounds,
+            use_wrk=use_wrk,
+            baseline=args.baseline,
         )
     print(report(figures, seconds, rounds, load))
     print(f"ratio (http.client): {ratio(figures):.2f}x (target >= {TARGET:g}x)")
