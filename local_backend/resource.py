@@ -115,8 +115,6 @@ class TableResource(Generic[M, C, U, F]):
         # were read at: read again when the schema changes (a table altered by hand meanwhile).
         self._column_info: dict[str, tuple[str, object]] | None = None
         self._column_info_version: int | None = None
-        # How `_written` makes records of rows that set these columns, for this column info.
-        self._plan: tuple[object, tuple[str, ...], builtins.list[_Column]] | None = None
         # The last id issued here and its number (see _id_number).
         self._last_issued: tuple[str, int] | None = None
         self._json_pages = JsonPages(
@@ -340,7 +338,7 @@ class TableResource(Generic[M, C, U, F]):
             f"INSERT INTO {spec.table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
             [tuple(row.values()) for row in rows],
         )
-        written = self._written(conn, names, rows, [parsed for _, parsed in new])
+        written = self._written(conn, rows, [parsed for _, parsed in new])
         if written is not None:
             return written
         by_id: dict[str, Row] = {}
@@ -354,29 +352,30 @@ class TableResource(Generic[M, C, U, F]):
     def _written(
         self,
         conn: sqlite3.Connection,
-        names: tuple[str, ...],
         rows: builtins.list[dict[str, Any]],
         parsed: builtins.list[dict[str, Any]],
     ) -> builtins.list[M] | None:
-        """The objects these inserted rows (each setting the columns `names`) hold, made from
-        the values given (a column left out takes its declared default), without reading them
-        back; None when the table may have changed a value as it stored it (a column's type
-        affinity, a default that is an expression): the caller then reads the rows back.
+        """The objects these inserted rows hold, made from the values given (a column left out
+        takes its declared default), without reading them back; None when the table may have
+        changed a value as it stored it (a column's type affinity, a default that is an
+        expression): the caller then reads the rows back.
 
         Values were checked on the way in, objects' depth included, so they need no walk here.
         """
         columns = self._columns(conn)
         if columns is None:
             return None
-        cached = self._plan
-        if cached is not None and cached[0] is columns and cached[1] == names:
-            plan = cached[2]
-        else:
-            found = self._plan_for(columns, names)
-            if found is None:
+        spec = self._spec
+        # Each column of the record: its name, whether the rows set it, the types its affinity
+        # keeps as they are, its default, and what a record makes of it.
+        plan: builtins.list[tuple[str, bool, frozenset[type], object, str]] = []
+        for name in spec.columns:
+            affinity, default = columns.get(name, ("?", _UNKNOWN))
+            given = name in rows[0]
+            if not given and default is _UNKNOWN:
                 return None
-            plan = found
-            self._plan = (columns, names, plan)
+            kind = "object" if name in spec.json_columns else "flag" if name in spec.flags else ""
+            plan.append((name, given, _KEPT.get(affinity, frozenset()), default, kind))
         made: builtins.list[M] = []
         for row, objects in zip(rows, parsed, strict=True):
             record: dict[str, Any] = {}
@@ -395,22 +394,6 @@ class TableResource(Generic[M, C, U, F]):
                 record[name] = value
             made.append(cast(M, record))
         return made
-
-    def _plan_for(
-        self, columns: dict[str, tuple[str, object]], names: tuple[str, ...]
-    ) -> builtins.list[_Column] | None:
-        """How `_written` makes each column of the record from rows that set `names`; None when
-        a column left out has a default whose stored value is not known."""
-        spec = self._spec
-        plan: builtins.list[_Column] = []
-        for name in spec.columns:
-            affinity, default = columns.get(name, ("?", _UNKNOWN))
-            given = name in names
-            if not given and default is _UNKNOWN:
-                return None
-            kind = "object" if name in spec.json_columns else "flag" if name in spec.flags else ""
-            plan.append((name, given, _KEPT.get(affinity, frozenset()), default, kind))
-        return plan
 
     def _columns(self, conn: sqlite3.Connection) -> dict[str, tuple[str, object]] | None:
         """Each column's type affinity (`_affinity`) and declared default value (`_UNKNOWN`
@@ -565,10 +548,6 @@ class TableResource(Generic[M, C, U, F]):
 
 
 # -- how SQLite stores a value -------------------------------------------------------------------
-
-# A column of a record made by `_written`: its name, whether the rows set it, the types its
-# affinity keeps as they are, its default, and what a record makes of it ("object", "flag", "").
-_Column = tuple[str, bool, frozenset[type], object, str]
 
 # A column default that is no plain literal: the value stored is not known without reading it.
 _UNKNOWN = object()

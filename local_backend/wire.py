@@ -426,10 +426,6 @@ def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not a JSON number")
 
 
-# Built once: json.loads with an option builds a decoder at every call.
-_BODY_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
-
-
 def _list(resource: AnyResource, route: Resource, query: dict[str, str]) -> Any:
     # Only the interface's filters: a sandbox that took convrisk's own (contact_id) would pass
     # a client that a real service fails.
@@ -461,3 +457,8 @@ def _parse_limit(raw: str | None) -> int:
             InvalidRequestError(f"limit must be an integer from 1 to {MAX_LIMIT}.", param="limit")
         )
     return int(raw)
+
+
+# The decoder of request bodies (`_json_body`), built once: json.loads with an option builds a
+# decoder at every call.
+_BODY_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
