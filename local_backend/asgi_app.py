@@ -275,14 +275,20 @@ class ServeApp:
         event loop (group commit): the requests read in one turn all get here before the
         commit runs, so concurrent clients share a transaction, and a lone request waits
         only one turn. Each answer is the one that create alone would get (Wire.finish_creates).
+
+        Over a single open connection no other request can arrive in this turn (the next one
+        on it is read after this answer): the create is its own batch, committed at once.
         """
         loop = asyncio.get_running_loop()
         answer: asyncio.Future[Answer] = loop.create_future()
         self._creates.append((call, body, answer))
         if not self._commit_due:
-            # A plain callback, not a task: the commit runs on the loop and rarely has to wait.
-            self._commit_due = True
-            loop.call_soon(self._commit)
+            if len(self.connections.open) == 1:
+                self._commit()
+            else:
+                # A plain callback, not a task: the commit runs on the loop and rarely waits.
+                self._commit_due = True
+                loop.call_soon(self._commit)
         return await answer
 
     def _commit(self) -> None:
