@@ -279,16 +279,22 @@ class ServeApp:
         Over a single open connection no other request can arrive in this turn (the next one
         on it is read after this answer): the create is its own batch, committed at once.
         """
+        if not self._commit_due and len(self.connections.open) == 1:
+            calls = [(call, body)]
+            try:
+                with never_wait():
+                    (alone,) = self.wire.finish_creates(calls)
+            except WouldWait:
+                loop = asyncio.get_running_loop()
+                (alone,) = await loop.run_in_executor(self.writer, self.wire.finish_creates, calls)
+            return alone
         loop = asyncio.get_running_loop()
         answer: asyncio.Future[Answer] = loop.create_future()
         self._creates.append((call, body, answer))
         if not self._commit_due:
-            if len(self.connections.open) == 1:
-                self._commit()
-            else:
-                # A plain callback, not a task: the commit runs on the loop and rarely waits.
-                self._commit_due = True
-                loop.call_soon(self._commit)
+            # A plain callback, not a task: the commit runs on the loop and rarely has to wait.
+            self._commit_due = True
+            loop.call_soon(self._commit)
         return await answer
 
     def _commit(self) -> None:

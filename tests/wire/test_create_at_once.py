@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
+import threading
+import time
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any, cast
 
+import httpx
 import pytest
 
 from convrisk.local_backend.access_log import AccessLog
@@ -17,7 +21,7 @@ from convrisk.local_backend.faults import Connections
 from convrisk.local_backend.store import LocalBackend
 from convrisk.local_backend.wire import Wire
 
-from .conftest import TOKEN
+from .conftest import TLS, TOKEN, Served
 
 CONV = "/v1/conversations"
 
@@ -103,3 +107,35 @@ def test_over_several_open_connections_creates_of_one_turn_share_a_transaction(
     assert batches == [3]
     assert [status for status, _ in answers] == [200] * 3
     assert [made["contact_id"] for _, made in answers] == ["ct_0", "ct_1", "ct_2"]
+
+
+def test_over_one_connection_a_create_that_meets_another_process_lock_waits_and_is_made(
+    served: Served,
+) -> None:
+    result: dict[str, httpx.Response] = {}
+    other = sqlite3.connect(served.db_path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+
+        def create() -> None:
+            with httpx.Client(base_url=served.url, verify=TLS, timeout=30) as client:
+                result["response"] = client.post(
+                    CONV,
+                    json={"contact_id": "ct_waited"},
+                    headers={"Authorization": f"Bearer {TOKEN}"},
+                )
+
+        writer = threading.Thread(target=create)
+        writer.start()
+        time.sleep(0.5)
+        assert writer.is_alive()  # waiting for the lock (on the writer thread), not failed
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    writer.join(timeout=30)
+    assert result["response"].status_code == 200
+    made = result["response"].json()
+    with sqlite3.connect(served.db_path) as conn:
+        stored = conn.execute("SELECT contact_id FROM conversations WHERE id = ?", (made["id"],))
+        assert stored.fetchall() == [("ct_waited",)]
+    conn.close()
