@@ -321,7 +321,11 @@ class Browser(App[int]):
             if view.generation != generation:
                 self.load(view)  # a refresh or a new filter came meanwhile: its rows instead
                 return
-            view.has_more = False  # `r` tries again
+            # `r` tries again; the other way still loads (the rows below a failed page above).
+            if up:
+                view.has_before = False
+            else:
+                view.has_more = False
             self.say(self.error_line(exc))
             return
         view.fetching = False
@@ -331,22 +335,38 @@ class Browser(App[int]):
         rows, more = page["data"], bool(page.get("has_more"))
         if len(rows) > self.page_size:  # a service that ignored the limit: the rest when asked
             rows, more = (rows[-self.page_size :] if up else rows[: self.page_size]), True
+        if not view.keeps_cursor(rows, up=up):
+            # The cursor went to the other edge meanwhile: this page would push its row out
+            # (and move it onto another record); asked for again when the cursor comes back.
+            self.follow(view, down=up, up=not up)
+            return
+        added = bool(view.unseen(rows))
         if up:
             view.add_page_before(rows, more)
         else:
             view.add_page(rows, more)
         self.show_status()
+        # A page asked for while this one was awaited was not asked (one load at a time); this
+        # way again only when rows came, so that a service repeating a page is not asked again.
+        self.follow(view, down=added or up, up=added or not up)
+
+    def follow(self, view: RecordsView, *, down: bool = True, up: bool = True) -> None:
+        """The page the cursor is near asked for (`down`: below the rows, `up`: above)."""
+        table = view.table
+        if not table.row_count:
+            return
+        row = table.cursor_row  # now, not when an event was sent: rows move
+        if down and row >= table.row_count - NEAR_END:
+            self.load(view)
+        elif up and row < NEAR_END and view.has_before:
+            self.load(view, up=True)
 
     @on(DataTable.RowHighlighted)
     def highlighted(self, event: DataTable.RowHighlighted) -> None:
         for view in self.views.values():
             if view.table is event.data_table:
                 view.show_detail()
-                row = view.table.cursor_row  # now, not when the event was sent: rows move
-                if row >= view.table.row_count - NEAR_END:
-                    self.load(view)
-                elif row < NEAR_END and view.has_before:
-                    self.load(view, up=True)
+                self.follow(view)
 
     def action_refresh(self) -> None:
         view = self.view()

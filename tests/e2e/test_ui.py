@@ -16,6 +16,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 
 from convrisk.cli.ui_app import Browser
+from convrisk.cli.ui_rows import Shown
 from tests.cli.test_ui_browser import browse, ids_shown, scroll_far_and_back, status, until
 from tests.loopback import JSONService, on_loopback, running, url_of
 
@@ -370,3 +371,133 @@ def test_ui_with_as_curl_exits_2_with_one_line_before_the_screen(env: dict[str, 
     assert b"\x1b[?1049h" not in term.output  # the screen was never taken
     said = " ".join(term.text())
     assert said.startswith("Error: --as-curl sends nothing") and "convrisk ui" in said
+
+
+class Paged(JSONService):
+    """IDS paged newest first by limit, starting_after and ending_before; a page above a cursor
+    (ending_before) answered after `up_delay` seconds, or with `up_status` (a 500) instead."""
+
+    ids: ClassVar[list[str]] = [f"conv_01HV{i:022d}" for i in range(200, 0, -1)]
+    up_delay = 0.0
+    up_status = 200
+    up_answered = 0  # pages above a cursor answered
+
+    def do_GET(self) -> None:
+        from urllib.parse import parse_qs, urlsplit
+
+        query = {k: v[0] for k, v in parse_qs(urlsplit(self.path).query).items()}
+        size = int(query.get("limit", "10"))
+        if "ending_before" in query:
+            time.sleep(self.up_delay)
+            Paged.up_answered += 1
+            if self.up_status != 200:
+                self.send_json(self.up_status, {"error": {"type": "api_error", "message": "up"}})
+                return
+            end = self.ids.index(query["ending_before"])
+            start = max(0, end - size)
+            rows, more = self.ids[start:end], start > 0
+        else:
+            after = query.get("starting_after")
+            start = self.ids.index(after) + 1 if after else 0
+            rows, more = self.ids[start : start + size], start + size < len(self.ids)
+        page = {"object": "list", "data": [conversation(id) for id in rows], "has_more": more}
+        self.send_json(200, page)
+
+
+@pytest.fixture
+def paged() -> Iterator[str]:
+    Paged.up_delay, Paged.up_status, Paged.up_answered = 0.0, 200, 0
+    with running(on_loopback(Paged)) as server:
+        yield url_of(server)
+
+
+async def to_row(app: Browser, pilot: Pilot[int], id: str) -> None:
+    """The cursor moved down to `id` (pages loading on the way), at most 60 key presses."""
+    view = app.view()
+    for _ in range(60):
+        if view.current_id() == id:
+            return
+        shown = ids_shown(app)
+        await pilot.press("pagedown" if id not in shown else "down")
+        await pilot.pause(0.05)
+    raise AssertionError(f"never reached {id}: {ids_shown(app)}")
+
+
+def test_a_late_page_from_above_leaves_the_cursor_on_its_record_and_the_page_below_comes(
+    paged: str,
+) -> None:
+    ids = Paged.ids
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        conv = app.view()
+        await until(pilot, lambda: conv.table.row_count == 10, "the first page")
+        await to_row(app, pilot, ids[75])  # the window: four pages, the first ones dropped
+        await until(pilot, lambda: not conv.fetching and conv.has_before, "the window moved")
+        Paged.up_delay = 1.5
+        await pilot.press("ctrl+home")  # asks for the page above the window, slowly
+        await until(pilot, lambda: conv.fetching, "the page above asked for")
+        await pilot.press("ctrl+end")  # the user went on down meanwhile
+        last = ids_shown(app)[-1]
+        await until(pilot, lambda: conv.current_id() == last, "the cursor on the last row")
+        answered = Paged.up_answered
+        await until(pilot, lambda: Paged.up_answered > answered, "the late page")
+        await pilot.pause(0.3)
+        # The late page may not push the cursor's rows out: the cursor stays on its record,
+        # and the page below it (not asked for while the other was awaited) comes without a key.
+        assert conv.current_id() == last
+        after = ids[ids.index(last) + 1]
+        await until(pilot, lambda: after in ids_shown(app), "the page below the cursor")
+        assert conv.current_id() == last
+        assert f"id: {last}" in app.view().query_one(".detail-text", Shown).shown_text.plain
+        shown = ids_shown(app)
+        start = ids.index(shown[0])
+        assert shown == ids[start : start + len(shown)] and len(shown) <= 40
+        await pilot.press("q")
+
+    assert browse(script, env=remote_env(paged), page_size=10).return_code == 0
+
+
+def test_a_page_above_that_fails_still_lets_the_rows_below_load(paged: str) -> None:
+    ids = Paged.ids
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        conv = app.view()
+        await until(pilot, lambda: conv.table.row_count == 10, "the first page")
+        await to_row(app, pilot, ids[120])
+        for _ in range(10):  # back up until the window has left the rows of ids[120]
+            await pilot.press("ctrl+home")
+            await pilot.pause(0.2)
+            if ids[120] not in ids_shown(app):
+                break
+        assert ids[120] not in ids_shown(app) and conv.has_before
+        Paged.up_status = 500
+        await pilot.press("ctrl+home")
+        await until(pilot, lambda: "(HTTP 500)" in status(app), "the failure said")
+        await to_row(app, pilot, ids[-1])  # every row below still comes
+        await pilot.press("q")
+
+    assert browse(script, env=remote_env(paged), page_size=10).return_code == 0
+
+
+class Repeats(JSONService):
+    """A page that holds the same conversation twice."""
+
+    def do_GET(self) -> None:
+        one = conversation("conv_01HV0000000000000000000REP")
+        two = conversation("conv_01HV0000000000000000000TWO")
+        self.send_json(200, {"object": "list", "data": [one, two, one], "has_more": False})
+
+
+def test_a_page_that_repeats_a_record_shows_it_once_and_does_not_crash() -> None:
+    with running(on_loopback(Repeats)) as server:
+
+        async def script(app: Browser, pilot: Pilot[int]) -> None:
+            await until(pilot, lambda: len(ids_shown(app)) == 2, "the rows")
+            await pilot.pause(0.3)
+            assert ids_shown(app) == [
+                "conv_01HV0000000000000000000REP",
+                "conv_01HV0000000000000000000TWO",
+            ]
+            await pilot.press("q")
+
+        assert browse(script, env=remote_env(url_of(server))).return_code == 0
