@@ -202,6 +202,10 @@ class Browser(App[int]):
         self.settings = run.settings()
         self.problem = ""
         self.busy = ""
+        # The journal's warning (a write done but not journaled), said with the write's line;
+        # appended on a write's thread.
+        self.warnings: list[str] = []
+        run.warn_to = self.warnings.append
         # Kept, not queried: a query reads the screen on top, which may be a question.
         self.views: dict[str, RecordsView] = {
             r.name: RecordsView(r, page_size)
@@ -563,6 +567,8 @@ class Browser(App[int]):
         line = f"{verb.capitalize()} {len(done)} {noun}."
         if failed:
             line += f" {len(failed)} failed: {failed[0]}"
+        while self.warnings:
+            line += f" Warning: {self.warnings.pop(0)}"
         self.say(line, busy="")
 
 

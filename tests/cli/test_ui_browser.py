@@ -611,3 +611,22 @@ def test_marked_rows_one_deleted_meanwhile_the_others_are_done_and_the_gone_row_
 
     browse(script)
     assert {r["id"] for r in conv_list(invoke, "--muted")} == {ids[0], ids[2]}
+
+
+def test_a_journal_that_cannot_be_written_is_said_in_the_status_bar(
+    invoke: Invoke, conversations: Callable[[int], list[str]], home: Path
+) -> None:
+    conversations(1)
+    (home / "a-file").write_text("")
+    journal = str(home / "a-file" / "journal.jsonl")  # under a file: cannot be made
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: len(ids_shown(app)) == 1, "the row")
+        await pilot.press("m")
+        await until(pilot, lambda: "Muted 1 conversation." in status(app), "muted")
+        assert "The journal was not written" in status(app)
+        assert "`undo` will not know them" in status(app)
+        await pilot.press("q")
+
+    browse(script, env={"CONVRISK_JOURNAL": journal})
+    assert len(conv_list(invoke, "--muted")) == 1
