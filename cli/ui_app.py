@@ -144,7 +144,9 @@ class EditForm(ModalScreen[dict[str, Any] | None]):
                 changed.get("profile_type"), changed.get("score"), changed.get("details")
             )
         except UsageProblem as exc:
-            self.query_one("#edit-problem", Shown).show(safe(exc.message))
+            problem = self.query_one("#edit-problem", Shown)
+            problem.show(safe(exc.message))
+            problem.scroll_visible(animate=False)  # below the fields on a short terminal
             return
         self.dismiss(dict(changes))
 
@@ -170,7 +172,7 @@ class Browser(App[int]):
         border: solid $primary; background: $surface; }
     Keys, Question, EditForm { align: center middle; }
     #question, #edit { width: 80%; max-width: 70; height: auto; border: solid $primary;
-        background: $surface; }
+        background: $surface; max-height: 100%; overflow-y: auto; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit_ui", "Quit"),

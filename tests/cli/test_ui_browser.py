@@ -630,3 +630,30 @@ def test_a_journal_that_cannot_be_written_is_said_in_the_status_bar(
 
     browse(script, env={"CONVRISK_JOURNAL": journal})
     assert len(conv_list(invoke, "--muted")) == 1
+
+
+def test_on_a_40x12_terminal_the_edit_form_fits_and_its_problem_line_is_seen(
+    invoke: Invoke, backend: Any
+) -> None:
+    backend.risk_profiles.create(
+        {"customer_id": "cus_1", "profile_type": "fraud", "score": 5, "details": {"a": 1}}
+    )
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await pilot.press("t")
+        await until(pilot, lambda: len(ids_shown(app, "risk_profiles")) == 1, "the profile")
+        await pilot.press("e")
+        await until(pilot, lambda: bool(app.screen.query("#score")), "the form")
+        await pilot.pause(0.1)
+        form = app.screen.query_one("#edit").region
+        assert app.screen.region.contains_region(form), form  # its title not above the top
+        app.screen.query_one("#score", Input).value = "high"
+        app.screen.query_one("#score", Input).focus()
+        await pilot.press("enter")
+        problem = app.screen.query_one("#edit-problem", Shown)
+        await until(pilot, lambda: "score" in problem.shown_text.plain.lower(), "the refusal")
+        await pilot.pause(0.2)
+        assert form.contains_region(problem.region), (problem.region, form)
+        await pilot.press("escape", "q")
+
+    browse(script, size=(40, 12))
