@@ -466,18 +466,28 @@ def test_writes_from_the_ui_are_journaled(
     assert pinned["before"]["is_pinned"] is False and pinned["after"]["is_pinned"] is True
 
 
+def rendered(app: Browser) -> str:
+    """The characters on the screen, line by line (from Textual's screenshot)."""
+    import html
+    import re
+
+    lines = re.findall(r"<text [^>]*>(.*?)</text>", app.export_screenshot())
+    return "\n".join(html.unescape(line).replace("\xa0", " ") for line in lines)
+
+
 @pytest.mark.parametrize("size", [(40, 12), (80, 24)])
 def test_a_small_terminal_still_shows_ids_and_the_status(
     invoke: Invoke, conversations: Callable[[int], list[str]], size: tuple[int, int]
 ) -> None:
-    ids = conversations(1)
+    (id,) = conversations(1)
 
     async def script(app: Browser, pilot: Pilot[int]) -> None:
         await until(pilot, lambda: len(ids_shown(app)) == 1, "the row")
+        await until(pilot, lambda: id in rendered(app), "the id whole on the screen")
+        assert "profile default" in rendered(app)  # the status bar
         await pilot.press("q")
 
     browse(script, size=size)
-    assert ids
 
 
 def test_keys_typed_in_the_filter_are_text_and_escape_closes_it(
