@@ -352,9 +352,10 @@ class Browser(App[int]):
         else:
             view.add_page(rows, more)
         self.show_status()
-        # A page asked for while this one was awaited was not asked (one load at a time); this
-        # way again only when rows came, so that a service repeating a page is not asked again.
-        self.follow(view, down=added or up, up=added or not up)
+        if added:
+            # A page the cursor came near while this one was awaited was not asked for (one load
+            # at a time). Only when rows came: a service repeating its rows is not asked again.
+            self.follow(view)
 
     def follow(self, view: RecordsView, *, down: bool = True, up: bool = True) -> None:
         """The page the cursor is near asked for (`down`: below the rows, `up`: above)."""

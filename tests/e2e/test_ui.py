@@ -675,3 +675,29 @@ def test_ui_against_serve_the_keys_undo_switch_tabs_refuse_read_only_and_ctrl_c_
             check.close()
     assert not record["is_muted"] and not record["is_pinned"] and record["archived_at"] is None
     assert profile["score"] == 5
+
+
+class SamePage(JSONService):
+    """The same ten conversations for every page asked, each saying there are more."""
+
+    asked = 0
+
+    def do_GET(self) -> None:
+        SamePage.asked += 1
+        rows = [conversation(f"conv_01HV{i:022d}") for i in range(10)]
+        self.send_json(200, {"object": "list", "data": rows, "has_more": True})
+
+
+def test_a_service_repeating_its_page_is_not_asked_again_and_again() -> None:
+    SamePage.asked = 0
+    with running(on_loopback(SamePage)) as server:
+
+        async def script(app: Browser, pilot: Pilot[int]) -> None:
+            await until(pilot, lambda: len(ids_shown(app)) == 10, "the page")
+            await pilot.press("ctrl+end")  # near the end: the next page is asked for
+            await until(pilot, lambda: SamePage.asked >= 2, "the next page asked for")
+            await pilot.pause(1.0)
+            assert SamePage.asked <= 3 and len(ids_shown(app)) == 10
+            await pilot.press("q")
+
+        assert browse(script, env=remote_env(url_of(server)), page_size=10).return_code == 0
