@@ -28,10 +28,11 @@ def token_problem(token: str) -> str | None:
     return None
 
 
-def base_url_problem(url: str) -> str | None:
+def base_url_problem(url: str, setting: str = "base_url") -> str | None:
     """Why `url` cannot be a base_url, or None when it can; the message never shows credentials.
 
     An http:// or https:// URL with a host, and no user name, password, query or fragment.
+    `setting` names the value in the message (`serve --proxy-to` checks its upstream alike).
     """
     try:
         parts = urlsplit(url.strip())
@@ -40,17 +41,17 @@ def base_url_problem(url: str) -> str | None:
         parts = None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
         return (
-            "base_url must be an http:// or https:// URL with a host, such as "
+            f"{setting} must be an http:// or https:// URL with a host, such as "
             f"https://api.example.com, not {shown_url(url)!r}."
         )
     if parts.username is not None or parts.password is not None:
         # The client would send them as Basic auth in place of the bearer token.
         return (
-            f"base_url must not carry a user name or password ({shown_url(url)}); "
+            f"{setting} must not carry a user name or password ({shown_url(url)}); "
             "set the token instead."
         )
     if parts.query or parts.fragment:
-        return f"base_url must not carry a query or a fragment ({shown_url(url)})."
+        return f"{setting} must not carry a query or a fragment ({shown_url(url)})."
     return None
 
 

@@ -129,7 +129,7 @@ class Resource:
         return (
             text.startswith(self.prefix)
             and len(body) == ID_BODY_LENGTH
-            and all(char in _ID_DIGITS for char in body)
+            and _ID_DIGITS.issuperset(body)
         )
 
     def interface_filters(self) -> tuple[Filter, ...]:

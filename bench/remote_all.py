@@ -2,17 +2,22 @@
 installs interleaved: wall time, rows/s, and the CPU of the client and of serve per run.
 
     python bench/remote_all.py BIN [BIN ...] [--rounds 5] [--rows 100000] [--output jsonl id]
+                               [--serve first|own|SERVE_BIN]
 
 Each BIN is a folder with `convrisk` (a venv's bin; a regular install, as bench/compare.py
-says). The server is the first BIN's `convrisk serve`, one for every run; its CPU per run is
-read from /proc before and after. In every round each install runs each output once, in turn,
-so the machine's load drifts over every column alike. Every run of one output must print the
-same bytes (checked by their digest). Printed: a Markdown table of medians, and the load average.
+says). `--serve` says whose `convrisk serve` answers: `first` (the default) the first BIN's, one
+for every run; `own` each BIN's own, so that builds of serve are compared with their own
+clients (each serve on a copy of the same database, all started before the first run); or the
+`convrisk serve` of the bin folder SERVE_BIN, for every run. A serve's CPU per run is read from
+/proc before and after. In every round each install runs each output once, in turn, so the
+machine's load drifts over every column alike. Every run of one output must print the same
+bytes (checked by their digest). Printed: a Markdown table of medians, and the load average.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import os
 import shutil
@@ -40,27 +45,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
     parser.add_argument("--rows", type=int, default=100_000, help="rows (default 100,000)")
     parser.add_argument("--output", nargs="+", default=["jsonl", "id"], help="-o formats")
+    parser.add_argument(
+        "--serve",
+        default="first",
+        help="whose serve answers: first (the first BIN's), own (each BIN's), or a bin folder",
+    )
     args = parser.parse_args(argv)
+    bins: list[Path] = args.bins
+    if args.serve == "first":
+        serve_of = {b: bins[0] for b in bins}
+    elif args.serve == "own":
+        serve_of = {b: b for b in bins}
+    else:
+        serve_of = {b: Path(args.serve) for b in bins}
     with tempfile.TemporaryDirectory(prefix="convrisk-remote-all-") as tmp:
         work = Path(tmp)
-        db = work / "serve.db"
-        shutil.copy(fill(args.rows), db)
-        cases = [(b, o) for o in args.output for b in args.bins]
+        source = fill(args.rows)
+        cases = [(b, o) for o in args.output for b in bins]
         runs: dict[tuple[Path, str], list[tuple[float, float, float]]] = {c: [] for c in cases}
         digests: dict[tuple[Path, str], set[str]] = {c: set() for c in cases}
-        with serving([str(args.bins[0] / "convrisk")], db) as url:
-            pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-            serve_pid = max(
-                (p for p in pids if str(db) in _cmdline(p) and "serve" in _cmdline(p)),
-                default=0,
-            )
-            if not serve_pid:
-                raise SystemExit("could not find the serve process")
-            env = {k: v for k, v in os.environ.items() if not k.startswith("CONVRISK_")}
-            env |= {"CONVRISK_BASE_URL": url, "CONVRISK_TOKEN": SERVE_TOKEN, "HOME": tmp}
+        with contextlib.ExitStack() as stack:
+            # Each serve bin folder: its base URL and the pid whose CPU is read.
+            servers: dict[Path, tuple[str, int]] = {}
+            for number, serve_bin in enumerate(dict.fromkeys(serve_of.values())):
+                db = work / f"serve-{number}.db"
+                shutil.copy(source, db)
+                url = stack.enter_context(serving([str(serve_bin / "convrisk")], db))
+                servers[serve_bin] = (url, _serve_pid(db))
             out = work / "out"
             for _ in range(args.rounds):
                 for bin_dir, output in cases:
+                    url, serve_pid = servers[serve_of[bin_dir]]
+                    env = {k: v for k, v in os.environ.items() if not k.startswith("CONVRISK_")}
+                    env |= {"CONVRISK_BASE_URL": url, "CONVRISK_TOKEN": SERVE_TOKEN, "HOME": tmp}
                     before = cpu_seconds(serve_pid)
                     with out.open("wb") as fh:
                         argv_ = [str(bin_dir / "convrisk"), "conv", "list", "--all", "-o", output]
@@ -68,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
                     served = cpu_seconds(serve_pid) - before
                     runs[bin_dir, output].append((done.seconds, done.cpu_seconds, served))
                     digests[bin_dir, output].add(hashlib.sha256(out.read_bytes()).hexdigest())
+    if args.serve != "first":
+        print(f"serve: {args.serve}")
     print("| build | -o | seconds | rows/s | client CPU s | serve CPU s | client/serve |")
     print("|---|---|---|---|---|---|---|")
     for case in cases:
@@ -79,10 +98,19 @@ def main(argv: list[str] | None = None) -> int:
             f"{serve:.3f} | {client / serve:.2f} |"
         )
     for output in args.output:
-        seen = set().union(*(digests[b, output] for b in args.bins))
+        seen = set().union(*(digests[b, output] for b in bins))
         print(f"-o {output}: {'the same bytes' if len(seen) == 1 else 'OUTPUTS DIFFER'}")
     print(f"load average {os.getloadavg()}")
     return 0
+
+
+def _serve_pid(db: Path) -> int:
+    """The pid of the `convrisk serve` process serving `db`."""
+    pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    found = [p for p in pids if str(db) in _cmdline(p) and "serve" in _cmdline(p)]
+    if not found:
+        raise SystemExit(f"could not find the serve process of {db}")
+    return max(found)
 
 
 def _cmdline(pid: int) -> str:

@@ -71,17 +71,17 @@ class LazyGroup(OneSuggestion, TyperGroup):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         builders: dict[str, Callable[[], Command]] = {
-            "serve": _serve_command,
+            "serve": functools.partial(_single_command, "serve", "serve"),
             "conv": functools.partial(_sub_group, "conv", "conv"),
             "risk": functools.partial(_sub_group, "risk", "risk"),
             "config": functools.partial(_sub_group, "config", "config_cmd"),
-            "status": _status_command,
-            "api": _api_command,
-            "history": _history_command,
-            "undo": _undo_command,
+            "status": functools.partial(_single_command, "status", "status"),
+            "api": functools.partial(_single_command, "api", "api_cmd"),
+            "history": functools.partial(_single_command, "history", "history"),
+            "undo": functools.partial(_single_command, "undo", "undo"),
             "sandbox": functools.partial(_sub_group, "sandbox", "sandbox"),
-            "check": _check_command,
-            "ui": _ui_command,
+            "check": functools.partial(_single_command, "check", "check"),
+            "ui": functools.partial(_single_command, "ui", "ui"),
         }
         lazy = LazyCommands(builders)
         for name, registered in self.commands.items():  # none today; kept if any are added
@@ -106,85 +106,14 @@ def _sub_group(name: str, module: str) -> Command:
     )
 
 
-def _serve_command() -> Command:
-    """`serve`, built as `app.command("serve")(serve)` would build it."""
-    from .commands import Command
-    from .serve import serve
+def _single_command(name: str, module: str) -> Command:
+    """The command `name` (the function of that name in `module`), built as
+    `app.command(name)(function)` would build it; its module is imported only now."""
+    from .commands import Command as ConvriskCommand
 
+    callback = getattr(import_module(f"{__package__}.{module}"), name)
     return typer.main.get_command_from_info(
-        CommandInfo(name="serve", callback=serve, cls=Command),
-        pretty_exceptions_short=app.pretty_exceptions_short,
-        rich_markup_mode=app.rich_markup_mode,
-    )
-
-
-def _api_command() -> Command:
-    """`api`, built as `app.command("api")(api)` would build it."""
-    from .api_cmd import api
-    from .commands import Command
-
-    return typer.main.get_command_from_info(
-        CommandInfo(name="api", callback=api, cls=Command),
-        pretty_exceptions_short=app.pretty_exceptions_short,
-        rich_markup_mode=app.rich_markup_mode,
-    )
-
-
-def _status_command() -> Command:
-    """`status`, built as `app.command("status")(status)` would build it."""
-    from .commands import Command
-    from .status import status
-
-    return typer.main.get_command_from_info(
-        CommandInfo(name="status", callback=status, cls=Command),
-        pretty_exceptions_short=app.pretty_exceptions_short,
-        rich_markup_mode=app.rich_markup_mode,
-    )
-
-
-def _history_command() -> Command:
-    """`history`, built as `app.command("history")(history)` would build it."""
-    from .commands import Command
-    from .history import history
-
-    return typer.main.get_command_from_info(
-        CommandInfo(name="history", callback=history, cls=Command),
-        pretty_exceptions_short=app.pretty_exceptions_short,
-        rich_markup_mode=app.rich_markup_mode,
-    )
-
-
-def _undo_command() -> Command:
-    """`undo`, built as `app.command("undo")(undo)` would build it."""
-    from .commands import Command
-    from .undo import undo
-
-    return typer.main.get_command_from_info(
-        CommandInfo(name="undo", callback=undo, cls=Command),
-        pretty_exceptions_short=app.pretty_exceptions_short,
-        rich_markup_mode=app.rich_markup_mode,
-    )
-
-
-def _check_command() -> Command:
-    """`check`, built as `app.command("check")(check)` would build it."""
-    from .check import check
-    from .commands import Command
-
-    return typer.main.get_command_from_info(
-        CommandInfo(name="check", callback=check, cls=Command),
-        pretty_exceptions_short=app.pretty_exceptions_short,
-        rich_markup_mode=app.rich_markup_mode,
-    )
-
-
-def _ui_command() -> Command:
-    """`ui`, built as `app.command("ui")(ui)` would build it (Textual is imported on run)."""
-    from .commands import Command
-    from .ui import ui
-
-    return typer.main.get_command_from_info(
-        CommandInfo(name="ui", callback=ui, cls=Command),
+        CommandInfo(name=name, callback=callback, cls=ConvriskCommand),
         pretty_exceptions_short=app.pretty_exceptions_short,
         rich_markup_mode=app.rich_markup_mode,
     )

@@ -269,7 +269,7 @@ def _proxy(
             if given is not None:
                 raise UsageProblem(f"{name} applies only with --proxy-to URL.", param=name)
         return None
-    from convrisk.api_client.endpoint import shown_url
+    from convrisk.api_client.endpoint import base_url_problem, shown_url
     from convrisk.local_backend.proxy import DEFAULT_TIMEOUT, MAX_TIMEOUT, MODES, Proxy
 
     for given, name in ((load, "--load"), (clock, "--clock")):
@@ -278,9 +278,9 @@ def _proxy(
                 f"{name} does not apply with --proxy-to: the records are the upstream's.",
                 param=name,
             )
-    problem = _upstream_problem(url)
+    problem = base_url_problem(url, "--proxy-to")
     if problem is not None:
-        raise UsageProblem(f"--proxy-to: {problem}", param="--proxy-to")
+        raise UsageProblem(problem, param="--proxy-to")
     mode = "report" if validate is None else validate.strip().lower()
     if mode not in MODES:
         raise UsageProblem(
@@ -293,29 +293,6 @@ def _proxy(
         return Proxy(url.strip(), mode, seconds, cap)
     except ValueError as exc:
         raise UsageProblem(f"--proxy-to: {exc} ({shown_url(url)}).", param="--proxy-to") from None
-
-
-def _upstream_problem(url: str) -> str | None:
-    """Why `url` cannot be an upstream (an http(s) URL with a host, no credentials, no query)."""
-    from urllib.parse import urlsplit
-
-    from convrisk.api_client.endpoint import shown_url
-
-    try:
-        parts = urlsplit(url.strip())
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
-    except ValueError:
-        parts = None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        return (
-            "give an http:// or https:// URL with a host, such as https://api.example.com, "
-            f"not {shown_url(url)!r}."
-        )
-    if parts.username is not None or parts.password is not None:
-        return f"the URL must not carry a user name or password ({shown_url(url)})."
-    if parts.query or parts.fragment:
-        return f"the URL must not carry a query or a fragment ({shown_url(url)})."
-    return None
 
 
 def _seconds(text: str, most: float) -> float:

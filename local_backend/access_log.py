@@ -116,10 +116,19 @@ def _shown(text: str) -> str:
     return printable(text, escape_backslash=True)
 
 
+# The last second formatted (`_now`), as (second, text): a log line is written per request.
+_second: tuple[int, str] = (-1, "")
+
+
 def _now() -> str:
     """UTC time with milliseconds, ISO 8601."""
+    global _second
     now = time.time()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
+    second = int(now)
+    cached = _second  # read once: another thread may set it meanwhile
+    if second != cached[0]:
+        cached = _second = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+    return f"{cached[1]}.{int(now * 1000) % 1000:03d}Z"
 
 
 class UvicornNotices(logging.Handler):

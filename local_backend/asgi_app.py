@@ -1,6 +1,6 @@
 """The ASGI app of `convrisk serve`: `Wire` behind a socket, with injected trouble and the log.
 
-It reads the request, asks `Wire` for the answer and writes it with Starlette's `Response`; it adds
+It reads the request, asks `Wire` for the answer and writes it (two ASGI messages); it adds
 what only a socket has: injected latency and faults, body deadlines, the connection limit (503),
 one log line per request, and a JSON 500 should anything here fail (uvicorn's own is text).
 The backend runs on the event loop (told never to wait for a lock) or, when it would have to wait,
@@ -16,7 +16,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
-from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from convrisk.api_client.errors import InvalidRequestError, ServiceError
@@ -323,13 +322,37 @@ class ServeApp:
     ) -> None:
         """Send the answer; JSON unless it says otherwise, or `as_sent` (an upstream's answer
         in proxy mode: its content type, or none, as the upstream sent it)."""
-        headers = {"cache-control": "no-store"}
-        headers |= dict(answer.headers)
-        if close:
-            headers["connection"] = "close"
-        media_type = None if as_sent else "application/json"
-        response = Response(answer.body, answer.status, headers=headers, media_type=media_type)
-        await response(scope, receive, send)
+        body = answer.body
+        if answer.status == 200 and not (answer.headers or close or as_sent):
+            head = [_NO_STORE, (b"content-length", b"%d" % len(body)), _JSON]
+        else:
+            head = _head(answer, close=close, as_sent=as_sent)
+        await send({"type": "http.response.start", "status": answer.status, "headers": head})
+        await send({"type": "http.response.body", "body": body})
+
+
+_NO_STORE = (b"cache-control", b"no-store")
+_JSON = (b"content-type", b"application/json")
+
+
+def _head(answer: Answer, *, close: bool, as_sent: bool) -> list[tuple[bytes, bytes]]:
+    """An answer's headers in the order sent, as Starlette's `Response` made them: Cache-Control
+    (an answer's own replaces it in place), the answer's, Connection when closing, names lower-
+    cased; then Content-Length and Content-Type unless given (no length for 1xx, 204 and 304;
+    no type `as_sent`)."""
+    given = {"cache-control": "no-store"} | dict(answer.headers)
+    if close:
+        given["connection"] = "close"
+    head = [
+        (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in given.items()
+    ]
+    names = {name for name, _ in head}
+    status = answer.status
+    if b"content-length" not in names and not (status < 200 or status in (204, 304)):
+        head.append((b"content-length", b"%d" % len(answer.body)))
+    if not as_sent and b"content-type" not in names:
+        head.append(_JSON)
+    return head
 
 
 async def _read_body(

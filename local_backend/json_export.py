@@ -51,6 +51,24 @@ class JsonPages:
             ids, texts = _split(rows[:size])
         return {"has_more": len(rows) > size, "data": cast("list[str]", texts), "ids": ids}
 
+    def texts(self, sql: str, args: list[Any]) -> tuple[list[str], bool] | None:
+        """The JSON texts of a page query of (JSON text or NULL) rows, its last argument limit
+        + 1, and whether more rows follow; None where `page` must make it: this SQLite writes
+        JSON otherwise, it fails on a value of the page, or a row is left to Python."""
+        if self._agrees is None:
+            self._agrees = self._db.read(json_agrees)
+        if not self._agrees:
+            return None
+        size = args[-1] - 1
+        try:
+            rows = self._db.read(lambda conn: conn.execute(sql, args).fetchall())
+        except ServiceError:
+            return None
+        texts = [row[0] for row in rows[:size]]
+        if None in texts:
+            return None
+        return cast("list[str]", texts), len(rows) > size
+
     def _fill(
         self, conn: sqlite3.Connection, sql: str, args: list[Any]
     ) -> list[tuple[str, str | None]]:

@@ -59,6 +59,8 @@ Columns = dict[str, Any]
 
 _INT64 = (-(2**63), 2**63 - 1)
 _INPUT_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+# A page as `serve` sends it: `{"has_more":...,"data":[...]}`, compact, non-ASCII kept.
+_PAGE_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,7 @@ class TableResource(Generic[M, C, U, F]):
         self._ids = id_source
         self._select = f"SELECT {', '.join(spec.columns)} FROM {spec.table}"
         self._select_json = f"SELECT id, {spec.json_sql} FROM {spec.table}"
+        self._select_text = f"SELECT {spec.json_sql} FROM {spec.table}"
         self._select_ids = f"SELECT id FROM {spec.table}"
         self._keys = IdempotencyKeys(spec.name, spec.json_columns)
         # The table's column affinities and defaults (see _columns) and the schema version they
@@ -163,6 +166,46 @@ class TableResource(Generic[M, C, U, F]):
             "data": [record_json(record) for record in records],
             "ids": [record["id"] for record in records],
         }
+
+    def list_text(
+        self,
+        filters: F | None = None,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        starting_after: str | None = None,
+        ending_before: str | None = None,
+    ) -> str:
+        """The page `list` returns as the compact JSON text `serve` sends (non-ASCII kept):
+        the rows' JSON texts as SQLite writes them (local_backend.json_export), joined; a page
+        SQLite cannot write whole goes the way of `list_json`, or of `list` and json.dumps."""
+        after, before = starting_after, ending_before
+        sql, args = self.list_sql(
+            filters,
+            limit=limit,
+            starting_after=after,
+            ending_before=before,
+            select=self._select_text,
+        )
+        found = self._json_pages.texts(sql, args)
+        if found is None:
+            sql, args = self.list_sql(
+                filters,
+                limit=limit,
+                starting_after=after,
+                ending_before=before,
+                select=self._select_json,
+            )
+            page = self._json_pages.page(sql, args)
+            if page is None:
+                general = self.list(
+                    filters, limit=limit, starting_after=after, ending_before=before
+                )
+                return _PAGE_ENCODER.encode(general)
+            found = page["data"], page["has_more"]
+        texts, more = found
+        if ending_before is not None:
+            texts.reverse()
+        return f'{{"has_more":{"true" if more else "false"},"data":[{",".join(texts)}]}}'
 
     def list_ids(
         self,

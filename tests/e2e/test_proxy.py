@@ -359,7 +359,7 @@ def test_a_redirect_is_never_followed_and_a_huge_answer_is_cut_short(tmp_path: P
     [
         (["--validate", "enforce"], "--validate applies only with --proxy-to URL."),
         (["--proxy-timeout", "5"], "--proxy-timeout applies only with --proxy-to URL."),
-        (["--proxy-to", "ftp://127.0.0.1/"], "--proxy-to: give an http:// or https:// URL"),
+        (["--proxy-to", "ftp://127.0.0.1/"], "--proxy-to must be an http:// or https:// URL"),
         (["--proxy-to", "http://u:p@127.0.0.1/"], "must not carry a user name or password"),
         (["--proxy-to", "http://127.0.0.1:1", "--validate", "loud"], "report or enforce"),
         (["--proxy-to", "http://127.0.0.1:1", "--proxy-timeout", "0"], "more than 0"),

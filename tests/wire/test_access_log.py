@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from convrisk.local_backend import access_log
 from convrisk.local_backend.access_log import AccessLog
 
 from .conftest import TLS, TOKEN, Served, ServeWith, connect, read_all
@@ -113,3 +114,15 @@ def test_a_forwarded_for_header_does_not_change_the_client_in_the_log(
 ) -> None:
     http.get(CONV, headers={"X-Forwarded-For": "203.0.113.9"})
     assert served.logs[-1].split(" ")[1].startswith("127.0.0.1:")
+
+
+@pytest.mark.parametrize(
+    "moments", [[1.0, 1.5, 1.999, 2.0, 2.0004], [1764072000.123, 1764072000.9995, 1764072061.0]]
+)
+def test_a_log_line_s_time_is_the_moment_in_utc_to_the_millisecond(
+    monkeypatch: pytest.MonkeyPatch, moments: list[float]
+) -> None:
+    for moment in moments:
+        monkeypatch.setattr(time, "time", lambda moment=moment: moment)
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(moment))
+        assert access_log._now() == f"{stamp}.{int(moment * 1000) % 1000:03d}Z"
