@@ -474,7 +474,7 @@ def test_a_late_page_from_above_leaves_the_cursor_on_its_record_and_the_page_bel
         await until(pilot, lambda: conv.table.row_count == 10, "the first page")
         await to_row(app, pilot, ids[75])  # the window: four pages, the first ones dropped
         await until(pilot, lambda: not conv.fetching and conv.has_before, "the window moved")
-        Paged.up_delay = 1.5
+        Paged.up_delay = 3.0  # long enough for the keys below to come first, even on a busy machine
         await pilot.press("ctrl+home")  # asks for the page above the window, slowly
         await until(pilot, lambda: conv.fetching, "the page above asked for")
         await pilot.press("ctrl+end")  # the user went on down meanwhile
