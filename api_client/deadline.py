@@ -13,7 +13,7 @@ import contextlib
 import contextvars
 import ssl
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import httpcore
@@ -23,6 +23,23 @@ import httpx
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "convrisk_attempt_deadline", default=None
 )
+
+
+# Called when the attempt running in this context has sent its request (see `when_sent`).
+_SENT: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+    "convrisk_request_sent", default=None
+)
+
+
+@contextlib.contextmanager
+def when_sent(call: Callable[[], None]) -> Iterator[None]:
+    """Within this block, `call()` is made whenever the deadline transport waits for an answer
+    (its request is written): a thread waiting for that may go on."""
+    token = _SENT.set(call)
+    try:
+        yield
+    finally:
+        _SENT.reset(token)
 
 
 @contextlib.contextmanager
@@ -54,6 +71,9 @@ class _DeadlineNetworkStream(httpcore.NetworkStream):
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         """Read up to max_bytes, waiting no later than the deadline."""
+        sent = _SENT.get()
+        if sent is not None:
+            sent()
         return self._stream.read(max_bytes, _time_left(timeout, httpcore.ReadTimeout))
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
@@ -201,8 +221,13 @@ class DeadlineTransport(httpx.BaseTransport):
             content=request.stream,
             extensions=request.extensions,
         )
+        return self.send(core_request, request)
+
+    def send(self, request: httpcore.Request, sent: httpx.Request | None = None) -> httpx.Response:
+        """Send an httpcore request as it is (`handle_request` without an httpx.Request and its
+        URL to build: the client's own requests); `sent` is the httpx.Request it stands for."""
         with _as_httpx_errors():
-            answer = self._pool.handle_request(core_request)
+            answer = self._pool.handle_request(request)
         if not isinstance(answer.stream, Iterable):
             raise TypeError("httpcore answered with an asynchronous body")
         return httpx.Response(
@@ -210,7 +235,7 @@ class DeadlineTransport(httpx.BaseTransport):
             headers=answer.headers,
             stream=_CoreBody(answer.stream),
             extensions=answer.extensions,
-            request=request,
+            request=sent,
         )
 
     def close(self) -> None:

@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 import httpx
 
+from .deadline import when_sent
 from .defaults import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from .errors import (
     ConvriskError,
@@ -64,6 +65,8 @@ from .records import (
     json_text,
     load_json,
     load_page,
+    quick_id_page,
+    quick_json_page,
 )
 from .resources import CONVERSATIONS, RESOURCES, RISK_PROFILES
 from .session import CREATE_MANY_CONCURRENCY, DEFAULT_MAX_RESPONSE_BYTES, Answer, Session
@@ -133,6 +136,11 @@ def _next_cursor(data: object) -> str | None:
     last = items[-1] if isinstance(items, list) and items else None
     id = last.get("id") if isinstance(last, dict) else None
     return id if isinstance(id, str) and id else None
+
+
+def _last_if_more(has_more: bool, data: Sequence[str]) -> str | None:
+    """The cursor after a checked page of ids, if it says more items exist."""
+    return data[-1] if has_more and data else None
 
 
 def deleted_answer(status: int, content: bytes, id: str, *, gone: bool = False) -> Deleted:
@@ -323,15 +331,24 @@ class HTTPResource(Generic[M, C, U, F]):
 
     def _page(self, query: dict[str, str]) -> Page[M]:
         """One page as the service sends it, checked."""
-        status, data, _ = self._page_answer(query)
-        result: Page[M] = _validate(check_page, data, status, f"a page of {self._noun}s")
+        response = self._page_response(query)
+        data, _ = self._page_body(query, response)
+        what = f"a page of {self._noun}s"
+        result: Page[M] = _validate(check_page, data, response.status_code, what)
         return result
 
-    def _page_answer(
-        self, query: dict[str, str]
-    ) -> tuple[int, Any, builtins.list[str | None] | None]:
-        """The status and decoded body of one page (not yet checked), with its items' texts as
-        sent (`load_page`): the page read ahead for this query, or one asked for now.
+    def _page_body(
+        self, query: dict[str, str], response: Answer
+    ) -> tuple[Any, builtins.list[str | None] | None]:
+        """The decoded body of one page's answer (not yet checked), with its items' texts as
+        sent (`load_page`); reading ahead, the next page is asked for now if it was not yet."""
+        data, texts = _json_body(response, f"a page of {self._noun}s", load_page)
+        self._read_ahead_unless_asked(query, _next_cursor(data))
+        return data, texts
+
+    def _page_response(self, query: dict[str, str]) -> Answer:
+        """The answer to one page's request: the one read ahead for this query, or one asked
+        for now.
 
         Reading ahead, the next page is asked for as soon as its cursor is known: guessed from
         the body's last bytes before it is read, else from the body read (a wrong guess costs
@@ -343,19 +360,25 @@ class HTTPResource(Generic[M, C, U, F]):
             if ahead is not None:
                 ahead[1].drop()  # not the page it guessed: its connection back, then this one
             response = self._t.request("GET", self._path, params=query)
-        forward = self._reading_ahead and "ending_before" not in query
-        if forward:
+        if self._reading_ahead and "ending_before" not in query:
             self._read_ahead_after(query, _guessed_cursor(response.content))
-        data, texts = _json_body(response, f"a page of {self._noun}s", load_page)
-        if forward and self._ahead is None:
-            self._read_ahead_after(query, _next_cursor(data))
-        return response.status_code, data, texts
+        return response
+
+    def _read_ahead_unless_asked(self, query: dict[str, str], cursor: str | None) -> None:
+        """Once a page is read, ask for the one after it if no guess asked for it already."""
+        if self._reading_ahead and self._ahead is None and "ending_before" not in query:
+            self._read_ahead_after(query, cursor)
 
     def _read_ahead_after(self, query: dict[str, str], cursor: str | None) -> None:
         """Ask now, on the read-ahead thread, for the page after `cursor` (None: none)."""
         if cursor is not None:
             after = {**query, "starting_after": cursor}
-            self._ahead = (after, Ahead(lambda: self._t.request("GET", self._path, params=after)))
+
+            def fetch(sent: Callable[[], None]) -> Answer:
+                with when_sent(sent):
+                    return self._t.request("GET", self._path, params=after)
+
+            self._ahead = (after, Ahead(fetch))
 
     def list_json(
         self,
@@ -373,10 +396,13 @@ class HTTPResource(Generic[M, C, U, F]):
                 "data": [json_text(item) for item in items["data"]],
                 "ids": [item["id"] for item in items["data"]],
             }
-        status, data, texts = self._page_answer({**query, **cursors, "limit": str(limit)})
-        what = f"a page of {self._noun}s"
-        result: JsonPage = _validate(lambda page: check_json_page(page, texts), data, status, what)
-        return result
+        asked = {**query, **cursors, "limit": str(limit)}
+        response = self._page_response(asked)
+        quick = quick_json_page(response.content)
+        if quick is None:
+            return self._json_page(asked, response)
+        self._read_ahead_unless_asked(asked, _last_if_more(quick["has_more"], quick["ids"]))
+        return quick
 
     def list_ids(
         self,
@@ -386,9 +412,29 @@ class HTTPResource(Generic[M, C, U, F]):
         starting_after: str | None = None,
     ) -> IdPage:
         """The page `list` returns, as its records' ids (the service sends whole records, each
-        checked as `list_json` checks it, which walks no record it need not)."""
-        page = self.list_json(filters, limit=limit, starting_after=starting_after)
-        return {"has_more": page["has_more"], "data": page["ids"]}
+        checked as `list_json` checks it; the ids read without a record's text when they can
+        be)."""
+        query, cursors, kept = self._list_query(filters, limit, starting_after, None)
+        if kept:
+            page = self.list_json(filters, limit=limit, starting_after=starting_after)
+            return {"has_more": page["has_more"], "data": page["ids"]}
+        asked = {**query, **cursors, "limit": str(limit)}
+        response = self._page_response(asked)
+        quick = quick_id_page(response.content)
+        if quick is None:
+            page = self._json_page(asked, response)
+            return {"has_more": page["has_more"], "data": page["ids"]}
+        self._read_ahead_unless_asked(asked, _last_if_more(quick["has_more"], quick["data"]))
+        return quick
+
+    def _json_page(self, query: dict[str, str], response: Answer) -> JsonPage:
+        """A page's answer read the long way (`load_page`, `check_json_page`): any page a
+        service may send, and the error of a broken one."""
+        data, texts = self._page_body(query, response)
+        what = f"a page of {self._noun}s"
+        status = response.status_code
+        result: JsonPage = _validate(lambda page: check_json_page(page, texts), data, status, what)
+        return result
 
     def create(self, params: C, *, idempotency_key: str | None = None) -> M:
         """Create an object; the same Idempotency-Key is sent on each retry."""

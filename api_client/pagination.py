@@ -103,19 +103,25 @@ class Ahead(Generic[T]):
     waits for it at exit, and a request on it ends by its own timeout.
     """
 
-    def __init__(self, make: Callable[[], T]) -> None:
+    def __init__(self, make: Callable[[Callable[[], None]], T]) -> None:
         import threading
 
         self._make = make
+        self._sent = threading.Event()
         self._done = threading.Event()
         self._result: tuple[bool, Any] = (False, None)
         _worker().put(self._run)
+        # Until the call says its request is sent (`make(sent)` calls `sent()`), or ends: else
+        # this thread, holding the interpreter, would check and print this page before the
+        # worker could even send the next request, and nothing would overlap.
+        self._sent.wait(SENDING_SECONDS)
 
     def _run(self) -> None:
         try:
-            self._result = (True, self._make())
+            self._result = (True, self._make(self._sent.set))
         except BaseException as exc:  # raised again by take(), in the caller's thread
             self._result = (False, exc)
+        self._sent.set()
         self._done.set()
 
     def take(self) -> T:
@@ -133,6 +139,9 @@ class Ahead(Generic[T]):
         in the pool afterwards, for the next request)."""
         self._done.wait()
 
+
+# How long the caller waits at most for a call's request to be sent before it goes on.
+SENDING_SECONDS = 1.0
 
 _jobs: queue.SimpleQueue[Callable[[], None]] | None = None
 

@@ -210,6 +210,92 @@ def _items_as_sent(text: str, at: int) -> tuple[list[Any], list[str | None], int
     raise ValueError("not an array")
 
 
+# The page decoders of the quick reads: each float as printed (records reused as sent), or any
+# finite float (ids only). Both refuse what `load_json` refuses.
+_PRINTED_PAGE = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_printed_float)
+# Spaces, escapes: a record's text that has any of them is not its `json_text`.
+_NOT_COMPACT = (" ", "\n", "\t", "\r", "\\")
+
+
+def quick_json_page(content: bytes) -> JsonPage | None:
+    """`check_json_page(*load_page(content))` in a few passes of C over the whole page, for a
+    page in convrisk's own form: compact UTF-8, records of scalars only (no nested object or
+    array, no bracket in a string), no repeated key, numbers as Python prints them. None for
+    any other page, or one that is broken: read it the long way, which says what is wrong.
+
+    Such a page's records are its text between `[` and `]`, split at `},{` (no `{` is in a
+    string), each byte for byte its `json_text`: nothing is encoded again, nothing walked.
+    """
+    text = _utf8_object(content)
+    if text is None or any(mark in text for mark in _NOT_COMPACT) or _minus_zero(text):
+        return None
+    read = _checked_quickly(text, _PRINTED_PAGE)
+    if read is None:
+        return None
+    page, items = read
+    count = len(items)
+    start, end = text.find("["), text.find("]")
+    # Only the page's `[` and `]` (a search runs faster than a count), only its and the records'
+    # `{`: records of scalars, and no bracket in a string.
+    if text.find("[", start + 1) >= 0 or text.find("]", end + 1) >= 0:
+        return None
+    if text.count("{") != count + 1:
+        return None
+    keys = len(page) + sum(map(len, items))
+    # Each key is a string and a colon; with no backslash every `"` ends or starts a string, so
+    # fewer colons than keys cannot be, and as many means no key is repeated.
+    if text.count(":") != keys and text.count('":') != keys:
+        return None
+    texts = text[start + 1 : end].replace("},{", "}\n{").split("\n") if count else []
+    if len(texts) != count:
+        return None
+    return {"has_more": page["has_more"], "data": texts, "ids": [item["id"] for item in items]}
+
+
+def quick_id_page(content: bytes) -> IdPage | None:
+    """The ids `check_json_page(*load_page(content))` gives, read without a record's text: for
+    a UTF-8 page whose records cannot nest too deep (it holds few brackets). None for any other
+    page, or one that is broken: read it the long way, which says what is wrong."""
+    text = _utf8_object(content.strip(b" \t\n\r"))
+    read = None if text is None else _checked_quickly(text, _STRICT_DECODER)
+    if text is None or read is None:
+        return None
+    page, items = read
+    # A record holds its own `{`; the page its `{` and `[`: the rest may all be in one record.
+    if text.count("{") + text.count("[") - 1 - len(items) > MAX_DETAILS_DEPTH:
+        return None
+    return {"has_more": page["has_more"], "data": [item["id"] for item in items]}
+
+
+def _utf8_object(content: bytes) -> str | None:
+    """A body that is one JSON object in UTF-8 without a BOM, as text; else None."""
+    if content[:1] != b"{" or content[-1:] != b"}" or json.detect_encoding(content) != "utf-8":
+        return None
+    try:
+        return content.decode()
+    except UnicodeDecodeError:
+        return None
+
+
+def _minus_zero(text: str) -> bool:
+    """Whether the text may hold the number -0 (printed as 0)."""
+    return "-" in text and ("-0," in text or "-0}" in text or "-0]" in text)
+
+
+def _checked_quickly(
+    text: str, decoder: json.JSONDecoder
+) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+    """The page and its items, if `text` reads as a page that passes the edge check; else None."""
+    from pydantic_core import ValidationError
+
+    try:
+        page = decoder.decode(text)
+        _edge()[1].validate_python(page)
+    except (ValueError, RecursionError, ValidationError):
+        return None
+    return page, page["data"]
+
+
 def json_text(record: Mapping[str, Any]) -> str:
     """A record's compact JSON text, non-ASCII kept: what `-o jsonl` prints before escaping."""
     return _COMPACT_ENCODER.encode(record)

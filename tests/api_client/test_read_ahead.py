@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from http.server import ThreadingHTTPServer
 
 import httpx
 import pytest
 
 from convrisk.api_client import Client
+from convrisk.api_client.deadline import when_sent
 from convrisk.api_client.errors import APIError
+from convrisk.api_client.http import HTTPBackend
+from convrisk.api_client.pagination import Ahead
+from tests.loopback import JSONService, running, url_of
 
 from .conftest import Remote, conversation
 
@@ -110,3 +115,56 @@ def test_a_page_read_ahead_is_forgotten_once_reading_ahead_is_off(remote: MakeRe
     assert asked.wait(WAIT)
     conversations.read_ahead(False)
     assert [p["ids"] for p in pages] == [["conv_2"]]
+
+
+def test_a_call_read_ahead_is_sent_before_the_caller_goes_on() -> None:
+    # The caller (which holds the interpreter while it checks and prints a page) goes on only
+    # once the call has sent its request, and does not wait for the answer.
+    steps: list[str] = []
+    answer = threading.Event()
+
+    def call(sent: Callable[[], None]) -> str:
+        steps.append("sent")
+        sent()
+        answer.wait(WAIT)
+        return "page"
+
+    ahead = Ahead(call)
+    steps.append("caller goes on")
+    answer.set()
+    assert ahead.take() == "page"
+    assert steps == ["sent", "caller goes on"]
+
+
+class _Withheld(JSONService):
+    """Answers a list only once the test lets it (`server.answer`)."""
+
+    protocol_version = "HTTP/1.1"
+    server: _WithheldServer
+
+    def do_GET(self) -> None:
+        self.server.answer.wait(WAIT)
+        self.send_json(200, {"has_more": False, "data": []})
+
+
+class _WithheldServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Withheld)
+        self.answer = threading.Event()
+
+
+def test_the_transport_says_a_request_is_sent_before_its_answer_comes() -> None:
+    sent = threading.Event()
+    with running(_WithheldServer()) as server, HTTPBackend(url_of(server), "tok") as backend:
+
+        def list_page() -> object:
+            with when_sent(sent.set):
+                return backend.conversations.list_ids(limit=5)
+
+        worker = Ahead(lambda _: list_page())
+        # The answer is held back until the transport has said that the request is sent.
+        assert sent.wait(WAIT)
+        server.answer.set()
+        assert worker.take() == {"has_more": False, "data": []}
