@@ -28,6 +28,7 @@ from bench.common import (
     run,
     serving,
 )
+from bench.serve_create import section as serve_create
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -602,4 +603,5 @@ SECTIONS: dict[str, Callable[[Workspace], str]] = {
     "remote": remote,
     "jq": jq,
     "import": bulk_import,
+    "serve_create": serve_create,
 }

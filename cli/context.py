@@ -64,6 +64,8 @@ class AppContext:
         # The command line as typed (main() sets it), for the journal.
         self.argv: list[str] = []
         self._recorder: Recorder | None = None
+        # Where the journal's warning goes instead of stderr (`convrisk ui`: its status bar).
+        self.warn_to: Callable[[str], None] | None = None
 
     def config_file(self, path: Path | None = None, *, warn: bool = True) -> ConfigFile:
         """The config file (default: the one `env` names), read once per run.
@@ -218,7 +220,7 @@ class AppContext:
                 target=journal_target(settings),
                 argv=["convrisk", *self.argv],
                 secrets=[s for s in (settings.token, self.env.get("CONVRISK_TOKEN")) if s],
-                warn=lambda text: self.printer().warning(text),
+                warn=lambda text: (self.warn_to or self.printer().warning)(text),
             )
         return self._recorder
 

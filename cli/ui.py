@@ -51,7 +51,11 @@ def ui(ctx: typer.Context) -> int:
     threading.Thread(target=prefetch, name="convrisk-ui request", daemon=True).start()
     from .ui_app import Browser
 
-    code = Browser(run, page_size=PAGE, first_page=first_page).run()
+    browser = Browser(run, page_size=PAGE, first_page=first_page)
+    code = browser.run()
+    run.warn_to = None  # the terminal is back: a warning from here on goes to stderr
+    for text in browser.warnings:  # from a write that ended as the screen closed
+        run.printer().warning(text)
     _finish_writes(run)
     if any(thread.daemon and thread.name.startswith("convrisk-ui") for thread in _alive()):
         # A request still waiting for its answer (a service that hangs) must not hold up the

@@ -144,7 +144,9 @@ class EditForm(ModalScreen[dict[str, Any] | None]):
                 changed.get("profile_type"), changed.get("score"), changed.get("details")
             )
         except UsageProblem as exc:
-            self.query_one("#edit-problem", Shown).show(safe(exc.message))
+            problem = self.query_one("#edit-problem", Shown)
+            problem.show(safe(exc.message))
+            problem.scroll_visible(animate=False)  # below the fields on a short terminal
             return
         self.dismiss(dict(changes))
 
@@ -170,7 +172,7 @@ class Browser(App[int]):
         border: solid $primary; background: $surface; }
     Keys, Question, EditForm { align: center middle; }
     #question, #edit { width: 80%; max-width: 70; height: auto; border: solid $primary;
-        background: $surface; }
+        background: $surface; max-height: 100%; overflow-y: auto; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit_ui", "Quit"),
@@ -202,6 +204,10 @@ class Browser(App[int]):
         self.settings = run.settings()
         self.problem = ""
         self.busy = ""
+        # The journal's warning (a write done but not journaled), said with the write's line;
+        # appended on a write's thread.
+        self.warnings: list[str] = []
+        run.warn_to = self.warnings.append
         # Kept, not queried: a query reads the screen on top, which may be a question.
         self.views: dict[str, RecordsView] = {
             r.name: RecordsView(r, page_size)
@@ -321,7 +327,11 @@ class Browser(App[int]):
             if view.generation != generation:
                 self.load(view)  # a refresh or a new filter came meanwhile: its rows instead
                 return
-            view.has_more = False  # `r` tries again
+            # `r` tries again; the other way still loads (the rows below a failed page above).
+            if up:
+                view.has_before = False
+            else:
+                view.has_more = False
             self.say(self.error_line(exc))
             return
         view.fetching = False
@@ -331,22 +341,39 @@ class Browser(App[int]):
         rows, more = page["data"], bool(page.get("has_more"))
         if len(rows) > self.page_size:  # a service that ignored the limit: the rest when asked
             rows, more = (rows[-self.page_size :] if up else rows[: self.page_size]), True
+        if not view.keeps_cursor(rows, up=up):
+            # The cursor went to the other edge meanwhile: this page would push its row out
+            # (and move it onto another record); asked for again when the cursor comes back.
+            self.follow(view, down=up, up=not up)
+            return
+        added = bool(view.unseen(rows))
         if up:
             view.add_page_before(rows, more)
         else:
             view.add_page(rows, more)
         self.show_status()
+        if added:
+            # A page the cursor came near while this one was awaited was not asked for (one load
+            # at a time). Only when rows came: a service repeating its rows is not asked again.
+            self.follow(view)
+
+    def follow(self, view: RecordsView, *, down: bool = True, up: bool = True) -> None:
+        """The page the cursor is near asked for (`down`: below the rows, `up`: above)."""
+        table = view.table
+        if not table.row_count:
+            return
+        row = table.cursor_row  # now, not when an event was sent: rows move
+        if down and row >= table.row_count - NEAR_END:
+            self.load(view)
+        elif up and row < NEAR_END and view.has_before:
+            self.load(view, up=True)
 
     @on(DataTable.RowHighlighted)
     def highlighted(self, event: DataTable.RowHighlighted) -> None:
         for view in self.views.values():
             if view.table is event.data_table:
                 view.show_detail()
-                row = view.table.cursor_row  # now, not when the event was sent: rows move
-                if row >= view.table.row_count - NEAR_END:
-                    self.load(view)
-                elif row < NEAR_END and view.has_before:
-                    self.load(view, up=True)
+                self.follow(view)
 
     def action_refresh(self) -> None:
         view = self.view()
@@ -543,6 +570,8 @@ class Browser(App[int]):
         line = f"{verb.capitalize()} {len(done)} {noun}."
         if failed:
             line += f" {len(failed)} failed: {failed[0]}"
+        while self.warnings:
+            line += f" Warning: {self.warnings.pop(0)}"
         self.say(line, busy="")
 
 

@@ -219,10 +219,31 @@ class RecordsView(Vertical):
         """The cursor for the page above the window, when rows there were dropped."""
         return str(self.rows[0].get("id", "")) if self.has_before and self.rows else None
 
+    def unseen(self, page: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The records of a page not shown yet, each id once (a service may repeat one)."""
+        ids = set(self.records)
+        new = []
+        for record in page:
+            id = str(record.get("id", ""))
+            if id and id not in ids:
+                ids.add(id)
+                new.append(record)
+        return new
+
+    def keeps_cursor(self, page: Sequence[dict[str, Any]], *, up: bool) -> bool:
+        """Whether the page (above the window: `up`) can be added without dropping the row
+        under the cursor: one asked for at one edge may come when the cursor is at the other."""
+        current = self.current_id()
+        extra = len(self.rows) + len(self.unseen(page)) - self.window
+        if current is None or extra <= 0:
+            return True
+        dropped = self.rows[len(self.rows) - extra :] if up else self.rows[:extra]
+        return all(str(r["id"]) != current for r in dropped)
+
     def add_page(self, page: Sequence[dict[str, Any]], has_more: bool) -> None:
         """Rows for the page below the window (an id already shown is not shown twice); the
         rows furthest above the cursor dropped to keep the window."""
-        new = [r for r in page if str(r.get("id", "")) and str(r["id"]) not in self.records]
+        new = self.unseen(page)
         self.seen += len(new)
         if page:
             self.after = str(page[-1].get("id", ""))
@@ -239,7 +260,7 @@ class RecordsView(Vertical):
     def add_page_before(self, page: Sequence[dict[str, Any]], has_more: bool) -> None:
         """Rows for the page above the window (asked for again after being dropped); the rows
         furthest below the cursor dropped to keep the window."""
-        new = [r for r in page if str(r.get("id", "")) and str(r["id"]) not in self.records]
+        new = self.unseen(page)
         self.has_before = has_more and bool(page)
         rows = new + self.rows
         if len(rows) > self.window:

@@ -48,6 +48,8 @@ BODY_SECONDS = 10.0
 BODY_TOTAL_SECONDS = 30.0
 # What a client over the connection limit is told to wait, in seconds.
 BUSY_RETRY_AFTER = 1
+# A create waiting for the group commit: its call, its body, and where its answer goes.
+Pending = tuple[Call, bytes, asyncio.Future[Answer]]
 
 
 class _Unanswered(Exception):
@@ -81,8 +83,10 @@ class ServeApp:
         self.journal = journal if journal is not None else Journal("")
         self.sandbox = Sandbox(wire, self.journal, self.writer, proxy_mode=proxy is not None)
         # Creates waiting for the next group commit (see _create), and whether one is due.
-        self._creates: list[tuple[Call, bytes, asyncio.Future[Answer]]] = []
-        self._commit_task: asyncio.Task[None] | None = None
+        self._creates: list[Pending] = []
+        self._commit_due = False
+        # Batches on the writer thread (a reference to each task, so that it is not collected).
+        self._waiting: set[asyncio.Task[None]] = set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """One request (lifespan and other scope types are not used)."""
@@ -268,47 +272,70 @@ class ServeApp:
     async def _create(self, call: Call, body: bytes) -> Answer:
         """A create, committed with the others that reach this point in the same turn of the
         event loop (group commit): the requests read in one turn all get here before the
-        commit task runs, so concurrent clients share a transaction, and a lone request waits
+        commit runs, so concurrent clients share a transaction, and a lone request waits
         only one turn. Each answer is the one that create alone would get (Wire.finish_creates).
+
+        Over a single open connection no other request can arrive in this turn (the next one
+        on it is read after this answer): the create is its own batch, committed at once.
         """
+        if not self._commit_due and len(self.connections.open) == 1:
+            calls = [(call, body)]
+            try:
+                with never_wait():
+                    (alone,) = self.wire.finish_creates(calls)
+            except WouldWait:
+                loop = asyncio.get_running_loop()
+                (alone,) = await loop.run_in_executor(self.writer, self.wire.finish_creates, calls)
+            return alone
         loop = asyncio.get_running_loop()
         answer: asyncio.Future[Answer] = loop.create_future()
         self._creates.append((call, body, answer))
-        if self._commit_task is None:
-            self._commit_task = loop.create_task(self._commit())
+        if not self._commit_due:
+            # A plain callback, not a task: the commit runs on the loop and rarely has to wait.
+            self._commit_due = True
+            loop.call_soon(self._commit)
         return await answer
 
-    async def _commit(self) -> None:
+    def _commit(self) -> None:
         """Run the creates gathered so far, a batch per resource, and hand each its answer; a
-        request given up meanwhile (its task cancelled) is left out."""
-        gathered, self._creates, self._commit_task = self._creates, [], None
-        by_route: dict[str, list[tuple[Call, bytes, asyncio.Future[Answer]]]] = {}
+        request given up meanwhile (its task cancelled) is left out. A batch that would wait
+        for another process's lock goes to the writer thread (_commit_waiting)."""
+        gathered, self._creates, self._commit_due = self._creates, [], False
+        by_route: dict[str, list[Pending]] = {}
         for call, body, future in gathered:
             if not future.done():
                 by_route.setdefault(call.route.name, []).append((call, body, future))
         for batch in by_route.values():
             calls = [(call, body) for call, body, _ in batch]
             try:
-                try:
-                    with never_wait():
-                        answers = self.wire.finish_creates(calls)
-                except WouldWait:
-                    loop = asyncio.get_running_loop()
-                    answers = await loop.run_in_executor(
-                        self.writer, self.wire.finish_creates, calls
-                    )
+                with never_wait():
+                    answers = self.wire.finish_creates(calls)
+            except WouldWait:
+                task = asyncio.get_running_loop().create_task(self._commit_waiting(batch))
+                self._waiting.add(task)
+                task.add_done_callback(self._waiting.discard)
+                continue
             except Exception as exc:
-                for _, _, future in batch:
-                    if not future.done():
-                        future.set_exception(exc)
+                _fail(batch, exc)
                 continue
             except BaseException:
-                for _, _, future in batch:
-                    future.cancel()
+                _cancel(batch)
                 raise
-            for (_, _, future), result in zip(batch, answers, strict=True):
-                if not future.done():
-                    future.set_result(result)
+            _answer(batch, answers)
+
+    async def _commit_waiting(self, batch: list[Pending]) -> None:
+        """A batch run on the writer thread, where waiting for the lock stalls nobody."""
+        calls = [(call, body) for call, body, _ in batch]
+        loop = asyncio.get_running_loop()
+        try:
+            answers = await loop.run_in_executor(self.writer, self.wire.finish_creates, calls)
+        except Exception as exc:
+            _fail(batch, exc)
+            return
+        except BaseException:
+            _cancel(batch)
+            raise
+        _answer(batch, answers)
 
     @staticmethod
     async def _send(
@@ -355,6 +382,23 @@ def _head(answer: Answer, *, close: bool, as_sent: bool) -> list[tuple[bytes, by
     return head
 
 
+def _answer(batch: list[Pending], answers: list[Answer]) -> None:
+    for (_, _, future), result in zip(batch, answers, strict=True):
+        if not future.done():
+            future.set_result(result)
+
+
+def _fail(batch: list[Pending], exc: Exception) -> None:
+    for _, _, future in batch:
+        if not future.done():
+            future.set_exception(exc)
+
+
+def _cancel(batch: list[Pending]) -> None:
+    for _, _, future in batch:
+        future.cancel()
+
+
 async def _read_body(
     receive: Receive,
     limit: int = MAX_BODY_BYTES,
@@ -367,7 +411,9 @@ async def _read_body(
     while True:
         left = deadline - time.monotonic()
         try:
-            message: Message = await asyncio.wait_for(receive(), min(BODY_SECONDS, left))
+            # asyncio.timeout, not wait_for: no task of its own around each receive().
+            async with asyncio.timeout(min(BODY_SECONDS, left)):
+                message: Message = await receive()
         except TimeoutError:
             if left <= BODY_SECONDS:
                 why = f"did not arrive whole within {BODY_TOTAL_SECONDS:g} seconds"

@@ -115,6 +115,8 @@ class TableResource(Generic[M, C, U, F]):
         # were read at: read again when the schema changes (a table altered by hand meanwhile).
         self._column_info: dict[str, tuple[str, object]] | None = None
         self._column_info_version: int | None = None
+        # The last id issued here and its number (see _id_number).
+        self._last_issued: tuple[str, int] | None = None
         self._json_pages = JsonPages(
             db, lambda conn, object_id: record_json(self._fetch(conn, object_id))
         )
@@ -609,16 +611,27 @@ class TableResource(Generic[M, C, U, F]):
             f" (SELECT max(id) FROM {spec.table})",
             (spec.name,),
         ).fetchone()
-        numbers = [ids.parse(spec.prefix, value) for value in (watermark, largest) if value]
+        numbers = [self._id_number(value) for value in (watermark, largest) if value]
         last = max((number for number in numbers if number is not None), default=None)
         prefix, encode = spec.prefix, ids.encode
-        issued = [prefix + encode(number) for number in self._ids.next_numbers(millis, last)]
+        fresh = self._ids.next_numbers(millis, last)
+        issued = [prefix + encode(number) for number in fresh]
+        if fresh:
+            self._last_issued = (issued[-1], fresh[-1])
         conn.execute(
             "INSERT INTO id_watermarks (resource, last_id) VALUES (?, ?)"
             " ON CONFLICT (resource) DO UPDATE SET last_id = excluded.last_id",
             (spec.name, issued[-1]),
         )
         return issued
+
+    def _id_number(self, object_id: str) -> int | None:
+        """The number of an id of this table (None: not of its form); the last one issued here,
+        which the watermark and the largest id usually are, without decoding it again."""
+        last = self._last_issued
+        if last is not None and last[0] == object_id:
+            return last[1]
+        return ids.parse(self._spec.prefix, object_id)
 
 
 def _object_cut(spec: ResourceSpec[Any]) -> tuple[str, str] | None:

@@ -466,18 +466,28 @@ def test_writes_from_the_ui_are_journaled(
     assert pinned["before"]["is_pinned"] is False and pinned["after"]["is_pinned"] is True
 
 
+def rendered(app: Browser) -> str:
+    """The characters on the screen, line by line (from Textual's screenshot)."""
+    import html
+    import re
+
+    lines = re.findall(r"<text [^>]*>(.*?)</text>", app.export_screenshot())
+    return "\n".join(html.unescape(line).replace("\xa0", " ") for line in lines)
+
+
 @pytest.mark.parametrize("size", [(40, 12), (80, 24)])
 def test_a_small_terminal_still_shows_ids_and_the_status(
     invoke: Invoke, conversations: Callable[[int], list[str]], size: tuple[int, int]
 ) -> None:
-    ids = conversations(1)
+    (id,) = conversations(1)
 
     async def script(app: Browser, pilot: Pilot[int]) -> None:
         await until(pilot, lambda: len(ids_shown(app)) == 1, "the row")
+        await until(pilot, lambda: id in rendered(app), "the id whole on the screen")
+        assert "profile default" in rendered(app)  # the status bar
         await pilot.press("q")
 
     browse(script, size=size)
-    assert ids
 
 
 def test_keys_typed_in_the_filter_are_text_and_escape_closes_it(
@@ -611,3 +621,49 @@ def test_marked_rows_one_deleted_meanwhile_the_others_are_done_and_the_gone_row_
 
     browse(script)
     assert {r["id"] for r in conv_list(invoke, "--muted")} == {ids[0], ids[2]}
+
+
+def test_a_journal_that_cannot_be_written_is_said_in_the_status_bar(
+    invoke: Invoke, conversations: Callable[[int], list[str]], home: Path
+) -> None:
+    conversations(1)
+    (home / "a-file").write_text("")
+    journal = str(home / "a-file" / "journal.jsonl")  # under a file: cannot be made
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: len(ids_shown(app)) == 1, "the row")
+        await pilot.press("m")
+        await until(pilot, lambda: "Muted 1 conversation." in status(app), "muted")
+        assert "The journal was not written" in status(app)
+        assert "`undo` will not know them" in status(app)
+        await pilot.press("q")
+
+    browse(script, env={"CONVRISK_JOURNAL": journal})
+    assert len(conv_list(invoke, "--muted")) == 1
+
+
+def test_on_a_40x12_terminal_the_edit_form_fits_and_its_problem_line_is_seen(
+    invoke: Invoke, backend: Any
+) -> None:
+    backend.risk_profiles.create(
+        {"customer_id": "cus_1", "profile_type": "fraud", "score": 5, "details": {"a": 1}}
+    )
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await pilot.press("t")
+        await until(pilot, lambda: len(ids_shown(app, "risk_profiles")) == 1, "the profile")
+        await pilot.press("e")
+        await until(pilot, lambda: bool(app.screen.query("#score")), "the form")
+        await pilot.pause(0.1)
+        form = app.screen.query_one("#edit").region
+        assert app.screen.region.contains_region(form), form  # its title not above the top
+        app.screen.query_one("#score", Input).value = "high"
+        app.screen.query_one("#score", Input).focus()
+        await pilot.press("enter")
+        problem = app.screen.query_one("#edit-problem", Shown)
+        await until(pilot, lambda: "score" in problem.shown_text.plain.lower(), "the refusal")
+        await pilot.pause(0.2)
+        assert form.contains_region(problem.region), (problem.region, form)
+        await pilot.press("escape", "q")
+
+    browse(script, size=(40, 12))

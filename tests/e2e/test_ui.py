@@ -7,7 +7,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -16,6 +16,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 
 from convrisk.cli.ui_app import Browser
+from convrisk.cli.ui_rows import Shown
 from tests.cli.test_ui_browser import browse, ids_shown, scroll_far_and_back, status, until
 from tests.loopback import JSONService, on_loopback, running, url_of
 
@@ -36,10 +37,30 @@ def test_ui_on_a_terminal_shows_a_conversation_id_and_q_quits_with_0(
     assert any("profile default" in line for line in on_the_screen(term, "profile default"))
     assert any(id in line for line in shown)
     term.send(b"q")
+    assert_terminal_as_it_was(term)
     assert term.finish() == 0
-    # The terminal as it was: the alternate screen left, the cursor shown again.
+
+
+def assert_terminal_as_it_was(term: Terminal) -> None:
+    """Once the ui has quit: the terminal's modes as a new one's (echo, line editing, no raw
+    mode), the alternate screen left, the cursor shown, mouse reports and bracketed paste off."""
+    import pty
+    import termios
+
+    term.read_until(b"\x00never")  # to the end: the ui has exited
+    main, child = pty.openpty()
+    try:
+        fresh = termios.tcgetattr(child)
+    finally:
+        os.close(main)
+        os.close(child)
+    assert termios.tcgetattr(term.main_fd) == fresh
     tail = term.output[term.output.rindex(b"\x1b[?1049l") :]
-    assert b"\x1b[?1049h" not in tail
+    assert b"\x1b[?1049h" not in tail and b"\x1b[?25h" in tail
+    for mode in (b"1000", b"1003", b"1006", b"2004"):  # each set mode was reset after
+        assert term.output.rindex(b"\x1b[?" + mode + b"l") > term.output.rindex(
+            b"\x1b[?" + mode + b"h"
+        ), mode
 
 
 def test_ui_on_a_40x12_terminal_shows_the_id_whole(env: dict[str, str], store: Any) -> None:
@@ -47,6 +68,7 @@ def test_ui_on_a_40x12_terminal_shows_the_id_whole(env: dict[str, str], store: A
     term = Terminal(env, ["ui"], columns=40, lines=12)
     on_the_screen(term, id)
     term.send(b"\x03")  # Ctrl-C quits as q does
+    assert_terminal_as_it_was(term)
     assert term.finish() == 0
 
 
@@ -56,9 +78,29 @@ def on_the_screen(term: Terminal, text: str) -> list[str]:
     term.read_until(text.encode())
     while not any(text in line for line in term.text()):
         assert time.monotonic() < deadline, "\n".join(term.text())
-        time.sleep(0.05)
-        term.read_until(b"\x1b")
+        read_more(term)
     return term.text()
+
+
+def read_more(term: Terminal, seconds: float = 0.1) -> None:
+    """What the ui writes within `seconds` (read_until returns at once for a marker already
+    written, so it cannot wait for the screen to change)."""
+    import select
+
+    ready, _, _ = select.select([term.main_fd], [], [], seconds)
+    if ready:
+        try:
+            term.output += os.read(term.main_fd, 65536)
+        except OSError:  # the ui has exited
+            time.sleep(seconds)
+
+
+def off_the_screen(term: Terminal, text: str) -> None:
+    """Wait (at most 60 s) until `text` is on none of the screen's lines."""
+    deadline = time.monotonic() + 60
+    while any(text in line for line in term.text()):
+        assert time.monotonic() < deadline, "\n".join(term.text())
+        read_more(term)
 
 
 def test_ui_with_stdout_piped_exits_2_with_one_line(env: dict[str, str]) -> None:
@@ -370,3 +412,292 @@ def test_ui_with_as_curl_exits_2_with_one_line_before_the_screen(env: dict[str, 
     assert b"\x1b[?1049h" not in term.output  # the screen was never taken
     said = " ".join(term.text())
     assert said.startswith("Error: --as-curl sends nothing") and "convrisk ui" in said
+
+
+class Paged(JSONService):
+    """IDS paged newest first by limit, starting_after and ending_before; a page above a cursor
+    (ending_before) answered after `up_delay` seconds, or with `up_status` (a 500) instead."""
+
+    ids: ClassVar[list[str]] = [f"conv_01HV{i:022d}" for i in range(200, 0, -1)]
+    up_delay = 0.0
+    up_status = 200
+    up_answered = 0  # pages above a cursor answered
+
+    def do_GET(self) -> None:
+        from urllib.parse import parse_qs, urlsplit
+
+        query = {k: v[0] for k, v in parse_qs(urlsplit(self.path).query).items()}
+        size = int(query.get("limit", "10"))
+        if "ending_before" in query:
+            time.sleep(self.up_delay)
+            Paged.up_answered += 1
+            if self.up_status != 200:
+                self.send_json(self.up_status, {"error": {"type": "api_error", "message": "up"}})
+                return
+            end = self.ids.index(query["ending_before"])
+            start = max(0, end - size)
+            rows, more = self.ids[start:end], start > 0
+        else:
+            after = query.get("starting_after")
+            start = self.ids.index(after) + 1 if after else 0
+            rows, more = self.ids[start : start + size], start + size < len(self.ids)
+        page = {"object": "list", "data": [conversation(id) for id in rows], "has_more": more}
+        self.send_json(200, page)
+
+
+@pytest.fixture
+def paged() -> Iterator[str]:
+    Paged.up_delay, Paged.up_status, Paged.up_answered = 0.0, 200, 0
+    with running(on_loopback(Paged)) as server:
+        yield url_of(server)
+
+
+async def to_row(app: Browser, pilot: Pilot[int], id: str) -> None:
+    """The cursor moved down to `id` (pages loading on the way), at most 60 key presses."""
+    view = app.view()
+    for _ in range(60):
+        if view.current_id() == id:
+            return
+        shown = ids_shown(app)
+        await pilot.press("pagedown" if id not in shown else "down")
+        await pilot.pause(0.05)
+    raise AssertionError(f"never reached {id}: {ids_shown(app)}")
+
+
+def test_a_late_page_from_above_leaves_the_cursor_on_its_record_and_the_page_below_comes(
+    paged: str,
+) -> None:
+    ids = Paged.ids
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        conv = app.view()
+        await until(pilot, lambda: conv.table.row_count == 10, "the first page")
+        await to_row(app, pilot, ids[75])  # the window: four pages, the first ones dropped
+        await until(pilot, lambda: not conv.fetching and conv.has_before, "the window moved")
+        Paged.up_delay = 3.0  # long enough for the keys below to come first, even on a busy machine
+        await pilot.press("ctrl+home")  # asks for the page above the window, slowly
+        await until(pilot, lambda: conv.fetching, "the page above asked for")
+        await pilot.press("ctrl+end")  # the user went on down meanwhile
+        last = ids_shown(app)[-1]
+        await until(pilot, lambda: conv.current_id() == last, "the cursor on the last row")
+        answered = Paged.up_answered
+        await until(pilot, lambda: Paged.up_answered > answered, "the late page")
+        await pilot.pause(0.3)
+        # The late page may not push the cursor's rows out: the cursor stays on its record,
+        # and the page below it (not asked for while the other was awaited) comes without a key.
+        assert conv.current_id() == last
+        after = ids[ids.index(last) + 1]
+        await until(pilot, lambda: after in ids_shown(app), "the page below the cursor")
+        assert conv.current_id() == last
+        assert f"id: {last}" in app.view().query_one(".detail-text", Shown).shown_text.plain
+        shown = ids_shown(app)
+        start = ids.index(shown[0])
+        assert shown == ids[start : start + len(shown)] and len(shown) <= 40
+        await pilot.press("q")
+
+    assert browse(script, env=remote_env(paged), page_size=10).return_code == 0
+
+
+def test_a_page_above_that_fails_still_lets_the_rows_below_load(paged: str) -> None:
+    ids = Paged.ids
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        conv = app.view()
+        await until(pilot, lambda: conv.table.row_count == 10, "the first page")
+        await to_row(app, pilot, ids[120])
+        for _ in range(10):  # back up until the window has left the rows of ids[120]
+            await pilot.press("ctrl+home")
+            await pilot.pause(0.2)
+            if ids[120] not in ids_shown(app):
+                break
+        assert ids[120] not in ids_shown(app) and conv.has_before
+        Paged.up_status = 500
+        await pilot.press("ctrl+home")
+        await until(pilot, lambda: "(HTTP 500)" in status(app), "the failure said")
+        await to_row(app, pilot, ids[-1])  # every row below still comes
+        await pilot.press("q")
+
+    assert browse(script, env=remote_env(paged), page_size=10).return_code == 0
+
+
+class Repeats(JSONService):
+    """A page that holds the same conversation twice."""
+
+    def do_GET(self) -> None:
+        one = conversation("conv_01HV0000000000000000000REP")
+        two = conversation("conv_01HV0000000000000000000TWO")
+        self.send_json(200, {"object": "list", "data": [one, two, one], "has_more": False})
+
+
+def test_a_page_that_repeats_a_record_shows_it_once_and_does_not_crash() -> None:
+    with running(on_loopback(Repeats)) as server:
+
+        async def script(app: Browser, pilot: Pilot[int]) -> None:
+            await until(pilot, lambda: len(ids_shown(app)) == 2, "the rows")
+            await pilot.pause(0.3)
+            assert ids_shown(app) == [
+                "conv_01HV0000000000000000000REP",
+                "conv_01HV0000000000000000000TWO",
+            ]
+            await pilot.press("q")
+
+        assert browse(script, env=remote_env(url_of(server))).return_code == 0
+
+
+# Each piece of hostile text with a marker of its own, found in the output only if sent raw.
+HOSTILE = "\x1b]0;PWNED\x07\x1b[31mRED BEL\x07X \u009b2JC1 \u202eRTL \u0085NEL"
+RAW = (b"\x1b]0;PWNED", b"\x1b[31mRED", b"BEL\x07", b"\xc2\x9b", b"\xe2\x80\xae", b"\xc2\x85")
+
+
+class Hostile(JSONService):
+    """Records with hostile text in every text field (and an id), errors with it too."""
+
+    def do_GET(self) -> None:
+        from urllib.parse import urlsplit
+
+        path = urlsplit(self.path).path
+        evil = {
+            **conversation("conv_E" + HOSTILE),
+            "contact_id": "ct" + HOSTILE,
+            "group_id": "g" + HOSTILE,
+            "pinned_message_id": "pm" + HOSTILE,
+            "last_active_at": "la" + HOSTILE,
+        }
+        profile = {
+            "id": "rp_1",
+            "customer_id": "cus" + HOSTILE,
+            "profile_type": "pt" + HOSTILE,
+            "score": 5,
+            "details": {"k" + HOSTILE: "v" + HOSTILE},
+            "created_at": "t" + HOSTILE,
+            "updated_at": 1714560000,
+        }
+        pages = {
+            "/v1/conversations": [conversation("conv_01HV00000000000000000FIRST"), evil],
+            "/v1/risk-profiles": [profile],
+        }
+        if path in pages:
+            self.send_json(200, {"object": "list", "data": pages[path], "has_more": False})
+        else:
+            error = {"type": "invalid_request_error", "message": "gone" + HOSTILE}
+            self.send_json(404, {"error": error})
+
+
+def test_hostile_text_in_every_field_never_reaches_the_terminal_raw(env: dict[str, str]) -> None:
+    with running(on_loopback(Hostile)) as server:
+        term = Terminal({**env, **remote_env(url_of(server))}, ["ui"], columns=120, lines=40)
+        on_the_screen(term, "conv_01HV00000000000000000FIRST")
+        term.send(b"\x1b[B")  # the hostile record: its row and its detail
+        on_the_screen(term, "pinned_message_id")
+        term.send(b"m")  # its id cannot be sent: the error names it
+        on_the_screen(term, "is not a conversation id")
+        term.send(b"t")
+        on_the_screen(term, "rp_1")
+        term.send(b"e")  # the edit form
+        on_the_screen(term, "Enter saves")
+        term.send(b"\x1b")
+        off_the_screen(term, "Enter saves")  # (keys typed at once after Escape are Alt+keys)
+        term.send(b"/")
+        on_the_screen(term, "--customer-id --profile-type")  # the filter, focused
+        term.send(b"rp_404\r")  # the service's error message
+        on_the_screen(term, "HTTP 404")
+        term.send(b"q")
+        assert term.finish() == 0
+    for raw in RAW:
+        assert raw not in term.output, raw
+    assert "\\x1b]0;PWNED\\x07" in "".join(term.text())  # shown, escaped
+
+
+def says(app: Browser, text: str) -> Callable[[], bool]:
+    """Whether the status bar says `text`."""
+    return lambda: text in status(app)
+
+
+def test_ui_against_serve_the_keys_undo_switch_tabs_refuse_read_only_and_ctrl_c_quits(
+    tmp_path: Path,
+) -> None:
+    with serving(tmp_path) as served:
+        from convrisk.local_backend.store import LocalBackend
+
+        seeded = LocalBackend(served.db_path)
+        try:
+            id = seeded.conversations.create({"contact_id": "c_0"})["id"]
+            seeded.risk_profiles.create(
+                {"customer_id": "cus_1", "profile_type": "moderate", "score": 5, "details": {}}
+            )
+        finally:
+            seeded.close()
+        env = remote_env(served.url, served.token)
+
+        async def twice(app: Browser, pilot: Pilot[int]) -> None:
+            await until(pilot, lambda: ids_shown(app) == [id], "the row")
+            for key, done, undone in (
+                ("m", "Muted", "Unmuted"),
+                ("p", "Pinned", "Unpinned"),
+                ("a", "Archived", "Unarchived"),
+            ):
+                await pilot.press(key)
+                await until(pilot, says(app, f"{done} 1 conversation."), done)
+                await pilot.press(key)
+                await until(pilot, says(app, f"{undone} 1 conversation."), undone)
+            await pilot.press("question_mark")
+            await until(pilot, lambda: bool(app.screen.query("#keys")), "the keys")
+            await pilot.press("x")
+            await until(pilot, lambda: not app.screen.query("#keys"), "the keys closed")
+            await pilot.press("t")
+            await until(pilot, lambda: len(ids_shown(app, "risk_profiles")) == 1, "the profile")
+            assert app.tabs.active == "risk_profiles"
+            await pilot.press("t")
+            assert app.tabs.active == "conversations"
+            await pilot.press("ctrl+c")
+
+        assert browse(twice, env=env).return_code == 0
+
+        async def read_only(app: Browser, pilot: Pilot[int]) -> None:
+            await until(pilot, lambda: ids_shown(app) == [id], "the row")
+            for key in ("m", "d"):
+                app.say("")
+                await pilot.press(key)
+                await until(pilot, lambda: "is read-only" in status(app), f"{key} refused")
+            await pilot.press("t")
+            await until(pilot, lambda: len(ids_shown(app, "risk_profiles")) == 1, "the profile")
+            app.say("")
+            await pilot.press("e")
+            await until(pilot, lambda: "is read-only" in status(app), "e refused")
+            await pilot.press("q")
+
+        assert browse(read_only, env={**env, "CONVRISK_READ_ONLY": "1"}).return_code == 0
+        check = LocalBackend(served.db_path)
+        try:
+            (record,) = check.conversations.list(limit=10)["data"]
+            (profile,) = check.risk_profiles.list(limit=10)["data"]
+        finally:
+            check.close()
+    assert not record["is_muted"] and not record["is_pinned"] and record["archived_at"] is None
+    assert profile["score"] == 5
+
+
+class SamePage(JSONService):
+    """The same ten conversations for every page asked, each saying there are more."""
+
+    asked = 0
+
+    def do_GET(self) -> None:
+        SamePage.asked += 1
+        rows = [conversation(f"conv_01HV{i:022d}") for i in range(10)]
+        self.send_json(200, {"object": "list", "data": rows, "has_more": True})
+
+
+def test_a_service_repeating_its_page_is_not_asked_again_and_again() -> None:
+    SamePage.asked = 0
+    with running(on_loopback(SamePage)) as server:
+
+        async def script(app: Browser, pilot: Pilot[int]) -> None:
+            await until(pilot, lambda: len(ids_shown(app)) == 10, "the page")
+            await pilot.press("ctrl+end")  # near the end: the next page is asked for
+            await until(pilot, lambda: SamePage.asked >= 2, "the next page asked for")
+            await pilot.pause(1.0)
+            assert SamePage.asked <= 3 and len(ids_shown(app)) == 10
+            await pilot.press("q")
+
+        assert browse(script, env=remote_env(url_of(server)), page_size=10).return_code == 0
