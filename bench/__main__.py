@@ -53,6 +53,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tiny", action="store_true", help="tiny sizes: proves the code runs")
     parser.add_argument("--write", action="store_true", help="write docs/performance.md")
     parser.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="a git revision (main's build, say) measured in the same rounds where builds are "
+        "compared: cold start, remote --all, -o id, import, serve's creates",
+    )
+    parser.add_argument(
         "--only",
         default="",
         help="comma-separated sections to run: " + ",".join(sections.SECTIONS),
@@ -66,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.perf_counter()
     parts: list[str] = []
-    with common.Workspace(tiny=args.tiny) as ws:
+    with common.Workspace(tiny=args.tiny, baseline=args.baseline) as ws:
         for name in chosen:
             print(f"== {name}", file=sys.stderr, flush=True)
             text = sections.SECTIONS[name](ws)
@@ -79,8 +85,16 @@ def main(argv: list[str] | None = None) -> int:
     if write:
         header = (
             "# Performance\n\n"
-            f"Measured on {dt.date.today().isoformat()} on {_machine()}, by `python -m bench` "
-            f"(took {took:.0f} s). Reproduce: install the project (`pip install -e '.[test]'`), "
+            f"Measured on {dt.date.today().isoformat()} on {_machine()}, by `python -m bench"
+            + (f" --baseline {args.baseline}" if args.baseline else "")
+            + f"` (took {took:.0f} s). "
+            + (
+                f"The build of {args.baseline} (`--baseline`) was measured in the same rounds "
+                "where the sections compare builds. "
+                if args.baseline
+                else ""
+            )
+            + "Reproduce: install the project (`pip install -e '.[test]'`), "
             "then `python -m bench` from the repository root; it installs the checkout as users "
             "do (not editable) into a venv of its own, measures, and rewrites this page. "
             "`python -m bench --only cold_start,export` runs some sections; `--tiny` runs "

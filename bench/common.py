@@ -179,8 +179,10 @@ class Workspace:
     Sections record each figure that has a target with `target()`; the report lists them.
     """
 
-    def __init__(self, *, tiny: bool) -> None:
+    def __init__(self, *, tiny: bool, baseline: str | None = None) -> None:
         self.tiny = tiny
+        # A git revision whose build the sections that compare builds measure in the same rounds.
+        self.baseline_ref = baseline
         self.targets: list[Target] = []
         self._tmp = tempfile.TemporaryDirectory(prefix="convrisk-bench-")
         self.dir = Path(self._tmp.name)
@@ -211,33 +213,37 @@ class Workspace:
         the running interpreter (a path line in a .pth file: the same versions, no download).
         """
         venv = self.dir / "venv"
-        bin_dir = venv / "bin"
-        if (bin_dir / "convrisk").exists():
-            return bin_dir
-        src = self.dir / "src"
-        for name in ("cli", "api_client", "local_backend", "convrisk"):
-            shutil.copytree(
-                ROOT / name, src / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__")
-            )
-        for name in ("pyproject.toml", "README.md"):
-            shutil.copy(ROOT / name, src / name)
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-        python = bin_dir / "python"
-        purelib = subprocess.run(
-            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        deps = sysconfig.get_path("purelib")
-        Path(purelib, "_convrisk_bench_deps.pth").write_text(deps + "\n")
-        pip = [sys.executable, "-m", "pip", "--python", str(python)]
-        subprocess.run(
-            [*pip, "install", "-q", "--no-deps", str(src)],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
-        return bin_dir
+        if not (venv / "bin" / "convrisk").exists():
+            src = self.dir / "src"
+            for name in ("cli", "api_client", "local_backend", "convrisk"):
+                shutil.copytree(
+                    ROOT / name,
+                    src / name,
+                    symlinks=True,
+                    ignore=shutil.ignore_patterns("__pycache__"),
+                )
+            for name in ("pyproject.toml", "README.md"):
+                shutil.copy(ROOT / name, src / name)
+            _install(src, venv)
+        return venv / "bin"
+
+    def baseline(self) -> Path | None:
+        """The bin folder of a regular install of the `--baseline` revision (made once, as
+        `installed()` is, from `git archive` of it), or None without one."""
+        if self.baseline_ref is None:
+            return None
+        venv = self.dir / "baseline-venv"
+        if not (venv / "bin" / "convrisk").exists():
+            src = self.dir / "baseline-src"
+            src.mkdir()
+            archive = subprocess.run(
+                ["git", "-C", str(ROOT), "archive", self.baseline_ref],
+                capture_output=True,
+                check=True,
+            ).stdout
+            subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
+            _install(src, venv)
+        return venv / "bin"
 
     def env(self, **extra: str) -> dict[str, str]:
         """An environment for the CLI with HOME and XDG folders inside the workspace."""
@@ -263,6 +269,35 @@ class Workspace:
         from bench.page_cost import fill
 
         return fill(n, self.cache)
+
+
+def _install(src: Path, venv: Path) -> None:
+    """A venv at `venv` with the project tree `src` installed as users install it, its
+    dependencies the running interpreter's (a path line in a .pth file: no download)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(purelib, "_convrisk_bench_deps.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "-q",
+            "--no-deps",
+            str(src),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 @contextlib.contextmanager

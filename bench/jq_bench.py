@@ -28,17 +28,23 @@ if __package__ in (None, ""):
 from bench.common import CONVRISK, Run, Workspace, peak_rss_kib, run
 
 TARGET = 2.0
+BASELINE = "baseline"
 
 
-def commands(rows: int) -> dict[str, list[str]]:
-    """The commands compared, by name (the first is the reference)."""
-    base = [CONVRISK, "conv", "list", "--all"]
-    return {
+def commands(convrisk: str = CONVRISK, baseline: str | None = None) -> dict[str, list[str]]:
+    """The commands compared, by name (the first is the reference); with a `baseline`
+    convrisk, its `-o id` and `-o jsonl` too."""
+    base = [convrisk, "conv", "list", "--all"]
+    named = {
         "-o id": [*base, "-o", "id"],
         "-o jsonl --jq .id": [*base, "-o", "jsonl", "--jq", ".id"],
         "-o jsonl": [*base, "-o", "jsonl"],
         "--jq length": [*base, "--jq", "length"],  # the whole document: every record kept
     }
+    if baseline is not None:
+        named[f"-o id ({BASELINE})"] = [baseline, *named["-o id"][1:]]
+        named[f"-o jsonl ({BASELINE})"] = [baseline, *named["-o jsonl"][1:]]
+    return named
 
 
 @dataclass
@@ -62,9 +68,8 @@ class Figure:
         return statistics.median(self.cpu)
 
 
-def check_same_output(rows: int, env: dict[str, str]) -> None:
+def check_same_output(rows: int, env: dict[str, str], argv: dict[str, list[str]]) -> None:
     """`--jq .id` prints exactly what `-o id` prints, and `--jq length` the row count."""
-    argv = commands(rows)
 
     def out(name: str) -> bytes:
         return subprocess.run(
@@ -78,11 +83,15 @@ def check_same_output(rows: int, env: dict[str, str]) -> None:
         raise RuntimeError("--jq length did not print the row count")
 
 
-def measure(db: Path, env: dict[str, str], rows: int, runs: int) -> list[Figure]:
-    """Every command `runs` times, interleaved; the figures in the order of `commands`."""
+def measure(
+    db: Path, env: dict[str, str], rows: int, runs: int, argv: dict[str, list[str]] | None = None
+) -> list[Figure]:
+    """Every command (`commands()` by default) `runs` times, interleaved; the figures in their
+    order."""
     env = {**env, "CONVRISK_DB": str(db)}
-    check_same_output(rows, env)
-    figures = [Figure(name, argv, [], []) for name, argv in commands(rows).items()]
+    argv = argv or commands()
+    check_same_output(rows, env, argv)
+    figures = [Figure(name, args, [], []) for name, args in argv.items()]
     for _ in range(runs):
         for figure in figures:
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -111,22 +120,52 @@ def report(figures: list[Figure], rows: int, runs: int) -> str:
     ratio = figures[1].seconds / ref
     cpu_ratio = figures[1].cpu_seconds / ref_cpu
     verdict = "met" if ratio <= TARGET else "**missed**"
+    id_ratio = ref / figures[2].seconds
     return (
         f"{rows:,} conversations, median of {runs} interleaved run(s) each.\n\n"
         + "\n".join(lines)
         + f"\n\n`-o jsonl --jq .id` takes {ratio:.2f}x the time of `-o id` "
-        f"(target <= {TARGET:.0f}x: {verdict}; {cpu_ratio:.2f}x its CPU time).\n"
+        f"(target <= {TARGET:.0f}x: {verdict}; {cpu_ratio:.2f}x its CPU time). `-o id` takes "
+        f"{id_ratio:.2f}x the time of `-o jsonl` (target: no slower, <= 1x: "
+        f"{'met' if id_ratio <= 1 else '**missed**'}).\n"
+    )
+
+
+def targets(ws: Workspace, figures: list[Figure], rows: int) -> None:
+    """Record the section's targets: `--jq .id` against `-o id`, `-o id` against `-o jsonl`."""
+    ratio = figures[1].seconds / figures[0].seconds
+    ws.target(
+        f"`conv list --all -o jsonl --jq .id` against `-o id`, {rows:,} rows (section 6)",
+        f"<= {TARGET:g}x",
+        f"{ratio:.2f}x",
+        ratio <= TARGET,
+    )
+    id_ratio = figures[0].seconds / figures[2].seconds
+    ws.target(
+        f"`conv list --all -o id` against `-o jsonl`, {rows:,} rows (section 6)",
+        "<= 1x",
+        f"{id_ratio:.2f}x",
+        id_ratio <= 1,
     )
 
 
 def section(ws: Workspace) -> str:
     """The `jq` section of `python -m bench`."""
     rows, runs = (1000, 1) if ws.tiny else (100_000, 5)
-    figures = measure(ws.db(rows), ws.env(), rows, runs)
+    base_bin = ws.baseline()
+    argv = commands(
+        str(ws.installed() / "convrisk"),
+        None if base_bin is None else str(base_bin / "convrisk"),
+    )
+    figures = measure(ws.db(rows), ws.env(), rows, runs, argv)
+    targets(ws, figures, rows)
     return (
-        "## 6. `--jq`\n\nbench/jq_bench.py: each command is the installed console script, "
-        "started the same way (a child under GNU time, stdout to /dev/null), interleaved run by "
-        "run. CPU is user + system time of the process.\n\n" + report(figures, rows, runs)
+        "## 6. `--jq` and `-o id`\n\nbench/jq_bench.py: each command is a regular install's "
+        "console script, started the same way (a child, stdout to /dev/null, nothing around it), "
+        "interleaved run by run"
+        + (f"; {BASELINE} is the build of {ws.baseline_ref}" if base_bin is not None else "")
+        + ". CPU is user + system time of the process.\n\n"
+        + report(figures, rows, runs)
     )
 
 

@@ -24,6 +24,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -36,6 +37,78 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds a process has used so far (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Figures:
+    """The runs of one build and one `-o`: (wall s, client CPU s, serve CPU s) each, and the
+    digests of what they printed."""
+
+    runs: list[tuple[float, float, float]] = field(default_factory=list)
+    digests: set[str] = field(default_factory=set)
+
+    @property
+    def seconds(self) -> float:
+        """Median wall seconds."""
+        return statistics.median(r[0] for r in self.runs)
+
+    @property
+    def client_cpu(self) -> float:
+        """Median CPU seconds of the client."""
+        return statistics.median(r[1] for r in self.runs)
+
+    @property
+    def serve_cpu(self) -> float:
+        """Median CPU seconds serve spent answering it."""
+        return statistics.median(r[2] for r in self.runs)
+
+
+def measure(
+    bins: list[Path],
+    source: Path,
+    work: Path,
+    *,
+    rounds: int,
+    outputs: list[str],
+    serve: str = "first",
+) -> dict[tuple[Path, str], Figures]:
+    """Every (build, `-o`) `rounds` times, interleaved, against the serve `serve` names (see
+    the module's doc) on copies of the database `source`."""
+    if serve == "first":
+        serve_of = {b: bins[0] for b in bins}
+    elif serve == "own":
+        serve_of = {b: b for b in bins}
+    else:
+        serve_of = {b: Path(serve) for b in bins}
+    cases = [(b, o) for o in outputs for b in bins]
+    figures = {c: Figures() for c in cases}
+    with contextlib.ExitStack() as stack:
+        # Each serve bin folder: its base URL and the pid whose CPU is read.
+        servers: dict[Path, tuple[str, int]] = {}
+        for number, serve_bin in enumerate(dict.fromkeys(serve_of.values())):
+            db = work / f"serve-{number}.db"
+            shutil.copy(source, db)
+            url = stack.enter_context(serving([str(serve_bin / "convrisk")], db))
+            servers[serve_bin] = (url, _serve_pid(db))
+        out = work / "out"
+        for _ in range(rounds):
+            for bin_dir, output in cases:
+                url, serve_pid = servers[serve_of[bin_dir]]
+                env = {k: v for k, v in os.environ.items() if not k.startswith("CONVRISK_")}
+                env |= {"CONVRISK_BASE_URL": url, "CONVRISK_TOKEN": SERVE_TOKEN, "HOME": str(work)}
+                before = cpu_seconds(serve_pid)
+                with out.open("wb") as fh:
+                    argv_ = [str(bin_dir / "convrisk"), "conv", "list", "--all", "-o", output]
+                    done = run(argv_, env=env, stdout=fh.fileno())
+                served = cpu_seconds(serve_pid) - before
+                figures[bin_dir, output].runs.append((done.seconds, done.cpu_seconds, served))
+                figures[bin_dir, output].digests.add(hashlib.sha256(out.read_bytes()).hexdigest())
+    return figures
+
+
+def same_bytes(figures: dict[tuple[Path, str], Figures], output: str) -> bool:
+    """Whether every run of `-o output`, of every build, printed the same bytes."""
+    return len(set().union(*(f.digests for (_, o), f in figures.items() if o == output))) == 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,55 +124,28 @@ def main(argv: list[str] | None = None) -> int:
         help="whose serve answers: first (the first BIN's), own (each BIN's), or a bin folder",
     )
     args = parser.parse_args(argv)
-    bins: list[Path] = args.bins
-    if args.serve == "first":
-        serve_of = {b: bins[0] for b in bins}
-    elif args.serve == "own":
-        serve_of = {b: b for b in bins}
-    else:
-        serve_of = {b: Path(args.serve) for b in bins}
     with tempfile.TemporaryDirectory(prefix="convrisk-remote-all-") as tmp:
-        work = Path(tmp)
-        source = fill(args.rows)
-        cases = [(b, o) for o in args.output for b in bins]
-        runs: dict[tuple[Path, str], list[tuple[float, float, float]]] = {c: [] for c in cases}
-        digests: dict[tuple[Path, str], set[str]] = {c: set() for c in cases}
-        with contextlib.ExitStack() as stack:
-            # Each serve bin folder: its base URL and the pid whose CPU is read.
-            servers: dict[Path, tuple[str, int]] = {}
-            for number, serve_bin in enumerate(dict.fromkeys(serve_of.values())):
-                db = work / f"serve-{number}.db"
-                shutil.copy(source, db)
-                url = stack.enter_context(serving([str(serve_bin / "convrisk")], db))
-                servers[serve_bin] = (url, _serve_pid(db))
-            out = work / "out"
-            for _ in range(args.rounds):
-                for bin_dir, output in cases:
-                    url, serve_pid = servers[serve_of[bin_dir]]
-                    env = {k: v for k, v in os.environ.items() if not k.startswith("CONVRISK_")}
-                    env |= {"CONVRISK_BASE_URL": url, "CONVRISK_TOKEN": SERVE_TOKEN, "HOME": tmp}
-                    before = cpu_seconds(serve_pid)
-                    with out.open("wb") as fh:
-                        argv_ = [str(bin_dir / "convrisk"), "conv", "list", "--all", "-o", output]
-                        done = run(argv_, env=env, stdout=fh.fileno())
-                    served = cpu_seconds(serve_pid) - before
-                    runs[bin_dir, output].append((done.seconds, done.cpu_seconds, served))
-                    digests[bin_dir, output].add(hashlib.sha256(out.read_bytes()).hexdigest())
+        figures = measure(
+            args.bins,
+            fill(args.rows),
+            Path(tmp),
+            rounds=args.rounds,
+            outputs=args.output,
+            serve=args.serve,
+        )
     if args.serve != "first":
         print(f"serve: {args.serve}")
     print("| build | -o | seconds | rows/s | client CPU s | serve CPU s | client/serve |")
     print("|---|---|---|---|---|---|---|")
-    for case in cases:
-        wall = statistics.median(r[0] for r in runs[case])
-        client = statistics.median(r[1] for r in runs[case])
-        serve = statistics.median(r[2] for r in runs[case])
+    for (bin_dir, output), f in figures.items():
         print(
-            f"| {case[0]} | {case[1]} | {wall:.3f} | {args.rows / wall:,.0f} | {client:.3f} | "
-            f"{serve:.3f} | {client / serve:.2f} |"
+            f"| {bin_dir} | {output} | {f.seconds:.3f} | {args.rows / f.seconds:,.0f} | "
+            f"{f.client_cpu:.3f} | {f.serve_cpu:.3f} | {f.client_cpu / f.serve_cpu:.2f} |"
         )
     for output in args.output:
-        seen = set().union(*(digests[b, output] for b in bins))
-        print(f"-o {output}: {'the same bytes' if len(seen) == 1 else 'OUTPUTS DIFFER'}")
+        print(
+            f"-o {output}: {'the same bytes' if same_bytes(figures, output) else 'OUTPUTS DIFFER'}"
+        )
     print(f"load average {os.getloadavg()}")
     return 0
 

@@ -285,8 +285,14 @@ def section(ws: Workspace) -> str:
     convrisk = str(ws.installed() / "convrisk")
     workdir = ws.dir / "serve-create"
     workdir.mkdir(exist_ok=True)
+    base_bin = ws.baseline()
     figures, load = measure(
-        convrisk, workdir, seconds=seconds, rounds=rounds, use_wrk=have("wrk") and not ws.tiny
+        convrisk,
+        workdir,
+        seconds=seconds,
+        rounds=rounds,
+        use_wrk=have("wrk") and not ws.tiny,
+        baseline=None if base_bin is None else str(base_bin / "convrisk"),
     )
     measured = ratio(figures)
     ws.target(
@@ -295,7 +301,7 @@ def section(ws: Workspace) -> str:
         f"{measured:.2f}x",
         measured >= TARGET,
     )
-    return "## `serve` creates at one connection\n\nbench/serve_create.py: " + report(
+    return "## 9. `serve` creates at one connection\n\nbench/serve_create.py: " + report(
         figures, seconds, rounds, load
     )
 
