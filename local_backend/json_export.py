@@ -47,7 +47,7 @@ class JsonPages:
             return None
         ids, texts = _split(rows[:size])
         if None in texts:
-            rows = self._db.snapshot(lambda conn: self._fill(conn, sql, args))
+            rows = self._db.snapshot(lambda conn: self._fill(conn, sql, args, size))
             ids, texts = _split(rows[:size])
         return {"has_more": len(rows) > size, "data": cast("list[str]", texts), "ids": ids}
 
@@ -70,11 +70,13 @@ class JsonPages:
         return cast("list[str]", texts), len(rows) > size
 
     def _fill(
-        self, conn: sqlite3.Connection, sql: str, args: list[Any]
+        self, conn: sqlite3.Connection, sql: str, args: list[Any], size: int
     ) -> list[tuple[str, str | None]]:
-        """The JSON page again, the rows SQLite left to Python made from their records."""
+        """The JSON page again, the rows SQLite left to Python made from their records: only
+        the page's first `size` rows (the row after them only tells that more follow, and is
+        not read as a record: one that cannot be is no error of this page)."""
         rows: list[tuple[str, str | None]] = conn.execute(sql, args).fetchall()
-        for index, (object_id, text) in enumerate(rows):
+        for index, (object_id, text) in enumerate(rows[:size]):
             if text is None:
                 rows[index] = (object_id, self._record_text(conn, object_id))
         return rows

@@ -290,3 +290,36 @@ def test_details_no_json_object_can_carry_fail_both_paths_alike(
             messages.append(caught.value.message)
         assert messages[0] == messages[1]
         assert bad in messages[0]
+
+
+def test_a_page_lists_though_the_row_just_after_it_cannot_be_read(tmp_path: Path) -> None:
+    """A page asks for one row more than its limit only to tell whether more follow: that row
+    is not on the page, so a row no record can be made of (a file repaired by hand) fails the
+    page it is on, not the one before it, on the export path (`-o jsonl`, serve's list) as on
+    the general one, also when a row of the page is one that Python writes (spaced details)."""
+    path = tmp_path / "bad.db"
+    body: RiskProfileCreateParams = {
+        "customer_id": "c",
+        "profile_type": "t",
+        "score": 1,
+        "details": {},
+    }
+    with LocalBackend(path) as store:
+        bad = store.risk_profiles.create(body)["id"]
+        store.risk_profiles.create(body)
+        spaced = store.risk_profiles.create(body)["id"]
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE risk_profiles SET details = '[1]' WHERE id = ?", (bad,))
+        conn.execute("UPDATE risk_profiles SET details = '{\"a\": 1}' WHERE id = ?", (spaced,))
+    conn.close()
+    with LocalBackend(path) as store:
+        resource = store.risk_profiles
+        general = resource.list(limit=2)
+        assert general["has_more"] and bad not in [record["id"] for record in general["data"]]
+        records = [json_text(record) for record in general["data"]]
+        assert resource.list_json(limit=2)["data"] == records
+        assert resource.list_text(limit=2) == json_text({"has_more": True, "data": general["data"]})
+        with pytest.raises(ServiceError) as caught:
+            resource.list_json(limit=3)
+        assert bad in caught.value.message
