@@ -7,7 +7,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -17,7 +17,14 @@ from textual.widgets import Input
 
 from convrisk.cli.ui_app import Browser
 from convrisk.cli.ui_rows import Shown
-from tests.cli.test_ui_browser import browse, ids_shown, scroll_far_and_back, status, until
+from tests.cli.test_ui_browser import (
+    browse,
+    ids_shown,
+    says,
+    scroll_far_and_back,
+    status,
+    until,
+)
 from tests.loopback import JSONService, on_loopback, running, url_of
 
 from .both_backends import serving
@@ -608,11 +615,6 @@ def test_hostile_text_in_every_field_never_reaches_the_terminal_raw(env: dict[st
     for raw in RAW:
         assert raw not in term.output, raw
     assert "\\x1b]0;PWNED\\x07" in "".join(term.text())  # shown, escaped
-
-
-def says(app: Browser, text: str) -> Callable[[], bool]:
-    """Whether the status bar says `text`."""
-    return lambda: text in status(app)
 
 
 def test_ui_against_serve_the_keys_undo_switch_tabs_refuse_read_only_and_ctrl_c_quits(
