@@ -18,6 +18,7 @@ from textual.widgets import Input
 from convrisk.cli.ui_app import Browser
 from convrisk.cli.ui_rows import Shown
 from tests.cli.test_ui_browser import (
+    answered,
     browse,
     ids_shown,
     says,
@@ -33,6 +34,16 @@ from .screen import Terminal
 
 # How long the hanging service holds a request at most (the test releases it sooner).
 HANG_SECONDS = 60
+
+
+@pytest.fixture(autouse=True)
+def own_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ui run in this process (`browse`) journals and reads its config in the test's own
+    folders, never in the HOME of the user running the tests."""
+    for name in [n for n in os.environ if n.startswith("CONVRISK_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "own" / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "own" / "state"))
 
 
 def test_ui_on_a_terminal_shows_a_conversation_id_and_q_quits_with_0(
@@ -164,8 +175,11 @@ def test_ui_against_serve_every_key_and_action(tmp_path: Path) -> None:
             await filtered(app, pilot, "")
             await until(pilot, lambda: len(ids_shown(app)) == 3, "every row again")
             await pilot.press("d")
-            await until(pilot, lambda: bool(app.screen.query("#answer")), "the question")
-            await pilot.press("y", "enter")
+            assert await answered(app, pilot, None) == "Delete 1 record for good? (y/N)"
+            await until(pilot, says(app, "Not deleted."), "Escape: not deleted")
+            assert len(ids_shown(app)) == 3
+            await pilot.press("d")
+            assert await answered(app, pilot, "y") == "Delete 1 record for good? (y/N)"
             await until(pilot, lambda: "Deleted 1 conversation." in status(app), "deleted")
             await pilot.press("r")
             await until(pilot, lambda: len(ids_shown(app)) == 2, "two rows after refresh")
@@ -179,13 +193,34 @@ def test_ui_against_serve_every_key_and_action(tmp_path: Path) -> None:
             await until(pilot, lambda: "Edited 1 risk profile." in status(app), "edited")
             await pilot.press("q")
 
-        assert browse(script, env=remote_env(served.url, served.token)).return_code == 0
+        journal = tmp_path / "ui-journal.jsonl"
+        env = {**remote_env(served.url, served.token), "CONVRISK_JOURNAL": str(journal)}
+        assert browse(script, env=env).return_code == 0
         check = LocalBackend(served.db_path)
         try:
             left = {r["id"]: r for r in check.conversations.list(limit=10)["data"]}
             (profile,) = check.risk_profiles.list(limit=10)["data"]
         finally:
             check.close()
+        history = run(
+            {"HOME": str(tmp_path), "LANG": "C.UTF-8", **env}, "history", "--all", "-o", "json"
+        )
+    assert history.returncode == 0, history.stderr
+    entries = json.loads(history.stdout)[::-1]  # oldest first
+    assert all(e["argv"] == ["convrisk", "ui"] and e["backend"] == "remote" for e in entries)
+    assert all(e["target"] == served.url and e["outcome"]["status"] == "ok" for e in entries)
+    written = [(e["operation"], e["id"], e["after"]) for e in entries]
+    assert [(operation, id) for operation, id, _ in written] == [
+        ("update", ids[2]),
+        ("update", ids[1]),
+        ("update", ids[1]),
+        ("update", ids[1]),
+        ("delete", ids[2]),
+        ("update", profile["id"]),
+    ]
+    assert written[0][2]["is_muted"] and written[1][2]["is_muted"]
+    assert written[2][2]["is_pinned"] and written[3][2]["archived_at"] is not None
+    assert written[4][2] is None and written[5][2]["score"] == 70
     # ids[2] (the newest) and ids[1] muted; ids[1], under the cursor, pinned and archived; then,
     # the filter cleared, the cursor back on the first row: ids[2] deleted
     assert set(left) == {ids[0], ids[1]}
@@ -193,6 +228,48 @@ def test_ui_against_serve_every_key_and_action(tmp_path: Path) -> None:
     kept = left[ids[1]]
     assert kept["is_muted"] and kept["is_pinned"] and kept["archived_at"] is not None
     assert profile["score"] == 70
+
+
+def test_ui_against_serve_a_protected_profile_mutes_only_once_the_count_is_typed_back(
+    tmp_path: Path,
+) -> None:
+    with serving(tmp_path) as served:
+        from convrisk.local_backend.store import LocalBackend
+
+        seeded = LocalBackend(served.db_path)
+        try:
+            ids = [seeded.conversations.create({"contact_id": f"c_{i}"})["id"] for i in range(2)]
+        finally:
+            seeded.close()
+        question = "Protected profile 'default': update conversations: 2 records. "
+        question += "Type the number of records (2) to update conversations:"
+
+        def muted() -> set[str]:
+            check = LocalBackend(served.db_path)
+            try:
+                page = check.conversations.list({"muted": True}, limit=10)["data"]
+            finally:
+                check.close()
+            return {str(r["id"]) for r in page}
+
+        async def script(app: Browser, pilot: Pilot[int]) -> None:
+            await until(pilot, lambda: len(ids_shown(app)) == 2, "two rows")
+            assert "[protected]" in status(app)
+            await pilot.press("space", "down", "space", "m")
+            assert await answered(app, pilot, "1") == question
+            await until(pilot, says(app, "Aborted (the answer was not 2): nothing was sent."), "1")
+            await pilot.press("m")
+            assert await answered(app, pilot, None) == question
+            await until(pilot, says(app, "Aborted (no answer): nothing was sent."), "Escape")
+            assert muted() == set()
+            await pilot.press("m")
+            assert await answered(app, pilot, "2") == question
+            await until(pilot, says(app, "Muted 2 conversations."), "muted")
+            await pilot.press("q")
+
+        env = {**remote_env(served.url, served.token), "CONVRISK_PROTECTED": "1"}
+        assert browse(script, env=env).return_code == 0
+        assert muted() == set(ids)
 
 
 class Failing(JSONService):
@@ -281,7 +358,10 @@ def test_ui_against_serve_holds_a_window_of_pages_and_pages_back_up(tmp_path: Pa
         assert browse(script, env=env, page_size=10).return_code == 0
 
 
-def test_a_service_answering_500_is_a_status_line_and_q_still_quits(tmp_path: Path) -> None:
+@pytest.mark.parametrize("key", ["q", "ctrl+c"])
+def test_a_service_answering_500_is_a_status_line_and_q_or_ctrl_c_still_quits(
+    tmp_path: Path, key: str
+) -> None:
     with running(on_loopback(Failing)) as server:
         message = cli_error(remote_env(url_of(server)), tmp_path)
         assert "(HTTP 500)" in message
@@ -291,7 +371,9 @@ def test_a_service_answering_500_is_a_status_line_and_q_still_quits(tmp_path: Pa
             assert "Traceback" not in status(app)
             await pilot.press("r")
             await until(pilot, lambda: "(HTTP 500)" in status(app), "the error again")
-            await pilot.press("q")
+            started = time.monotonic()
+            await pilot.press(key)
+            assert time.monotonic() - started < 5
 
         assert browse(script, env=remote_env(url_of(server))).return_code == 0
 
@@ -324,28 +406,47 @@ def test_r_during_a_load_shows_the_refreshed_rows_only() -> None:
         browse(script, env=remote_env(url_of(server)))
 
 
-def test_a_service_that_hangs_leaves_the_screen_responsive_and_q_quits(hanging: str) -> None:
+@pytest.mark.parametrize("key", ["q", "ctrl+c"])
+def test_a_service_that_hangs_leaves_the_screen_responsive_and_q_or_ctrl_c_quits(
+    hanging: str, key: str
+) -> None:
     async def script(app: Browser, pilot: Pilot[int]) -> None:
         await until(pilot, lambda: "Loading conversations" in status(app), "the wait shown")
         await pilot.press("question_mark")  # the screen still answers keys
         await until(pilot, lambda: bool(app.screen.query("#keys")), "the keys")
         await pilot.press("escape")
         started = time.monotonic()
-        await pilot.press("q")
+        await pilot.press(key)
         assert time.monotonic() - started < 5
 
     assert browse(script, env=remote_env(hanging)).return_code == 0
 
 
-def test_the_installed_ui_quits_on_q_while_a_request_hangs(
-    env: dict[str, str], hanging: str
+@pytest.mark.parametrize("key", [b"q", b"\x03"], ids=["q", "ctrl-c"])
+def test_the_installed_ui_quits_on_q_or_ctrl_c_while_a_request_hangs_and_restores_the_terminal(
+    env: dict[str, str], hanging: str, key: bytes
 ) -> None:
     term = Terminal({**env, **remote_env(hanging)}, ["ui"], columns=100, lines=30)
     term.read_until(b"Loading")
     started = time.monotonic()
-    term.send(b"q")
+    term.send(key)
+    assert_terminal_as_it_was(term)
     assert term.finish() == 0
     assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("key", [b"q", b"\x03"], ids=["q", "ctrl-c"])
+def test_the_installed_ui_against_a_service_answering_500_quits_on_q_or_ctrl_c(
+    env: dict[str, str], key: bytes
+) -> None:
+    with running(on_loopback(Failing)) as server:
+        term = Terminal({**env, **remote_env(url_of(server))}, ["ui"], columns=100, lines=30)
+        on_the_screen(term, "(HTTP 500)")
+        started = time.monotonic()
+        term.send(key)
+        assert_terminal_as_it_was(term)
+        assert term.finish() == 0
+        assert time.monotonic() - started < 10
 
 
 class SlowWrites(JSONService):
