@@ -514,6 +514,77 @@ def test_a_service_that_ignores_the_limit_still_fills_the_table_a_page_at_a_time
         browse(script, env=remote_env(url_of(server)))
 
 
+class FiftyMegabytes(JSONService):
+    """Every list answered with one page of 50 MiB of conversations, whatever the limit (under
+    the default cap of 256 MiB); its last megabyte held back until the test lets go."""
+
+    body = b""
+    asked = 0
+    release = threading.Event()
+
+    @classmethod
+    def page(cls) -> bytes:
+        """The page (made once): as many conversations as 50 MiB holds."""
+        if not cls.body:
+            one = json.dumps(conversation("conv_01HV" + "0" * 22))
+            count = (50 << 20) // (len(one) + 2) + 1
+            rows = ", ".join(one.replace("0" * 22, f"{i:022d}") for i in range(count))
+            cls.body = f'{{"object": "list", "has_more": false, "data": [{rows}]}}'.encode()
+        return cls.body
+
+    def do_GET(self) -> None:
+        FiftyMegabytes.asked += 1
+        body = self.page()
+        held = len(body) - (1 << 20)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        try:
+            self.wfile.write(body[:held])
+            self.release.wait(HANG_SECONDS)
+            self.wfile.write(body[held:])
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+
+def test_a_50_mb_page_leaves_the_screen_responsive_and_shows_one_page_of_rows() -> None:
+    body = FiftyMegabytes.page()
+    assert len(body) >= 50 << 20
+    FiftyMegabytes.asked = 0
+    FiftyMegabytes.release.clear()
+    first = [f"conv_01HV{i:022d}" for i in range(50)]
+
+    async def keys_open_within(app: Browser, pilot: Pilot[int], seconds: float) -> None:
+        started = time.monotonic()
+        await pilot.press("question_mark")
+        await until(pilot, lambda: bool(app.screen.query("#keys")), "the keys")
+        assert time.monotonic() - started < seconds
+        await pilot.press("escape")
+        await until(pilot, lambda: not app.screen.query("#keys"), "the keys closed")
+
+    with running(on_loopback(FiftyMegabytes)) as server:
+
+        async def script(app: Browser, pilot: Pilot[int]) -> None:
+            await until(pilot, lambda: FiftyMegabytes.asked == 1, "the page asked for")
+            await until(pilot, says(app, "Loading conversations"), "the wait shown")
+            await keys_open_within(app, pilot, 5)  # 49 MiB read, the rest awaited
+            FiftyMegabytes.release.set()
+            await keys_open_within(app, pilot, 5)  # while the page is read and parsed
+            await until(pilot, lambda: len(ids_shown(app)) == 50, "the first rows")
+            await until(pilot, lambda: not app.view().fetching, "the load done")
+            assert ids_shown(app) == first and "Loading" not in status(app)
+            assert FiftyMegabytes.asked == 1  # one page, the cursor far from its end
+            started = time.monotonic()
+            await pilot.press("q")
+            assert time.monotonic() - started < 5
+
+        try:
+            assert browse(script, env=remote_env(url_of(server))).return_code == 0
+        finally:
+            FiftyMegabytes.release.set()
+
+
 def test_ui_with_as_curl_exits_2_with_one_line_before_the_screen(env: dict[str, str]) -> None:
     term = Terminal(env, ["--as-curl", "ui"], columns=100, lines=30)
     assert term.finish() == 2
