@@ -877,3 +877,21 @@ def test_a_service_repeating_its_page_is_not_asked_again_and_again() -> None:
             await pilot.press("q")
 
         assert browse(script, env=remote_env(url_of(server)), page_size=10).return_code == 0
+
+
+def test_a_service_repeating_its_page_is_not_asked_again_as_the_cursor_moves_near_the_end() -> None:
+    SamePage.asked = 0
+    with running(on_loopback(SamePage)) as server:
+
+        async def script(app: Browser, pilot: Pilot[int]) -> None:
+            await until(pilot, lambda: SamePage.asked >= 2, "the page after the first")
+            await until(pilot, lambda: not app.view().fetching, "its answer")
+            asked = SamePage.asked
+            for _ in range(5):
+                await pilot.press("ctrl+end", "up", "ctrl+home")
+                await pilot.pause(0.1)
+            assert not app.view().fetching and SamePage.asked == asked <= 3
+            assert len(ids_shown(app)) == 10
+            await pilot.press("q")
+
+        assert browse(script, env=remote_env(url_of(server)), page_size=10).return_code == 0
