@@ -245,9 +245,12 @@ class RecordsView(Vertical):
         rows furthest above the cursor dropped to keep the window."""
         new = self.unseen(page)
         self.seen += len(new)
+        # A page ending on the cursor it was asked after (a service repeating its page) would be
+        # answered the same way again: nothing more is asked for below it.
+        moved = bool(page) and str(page[-1].get("id", "")) != self.after
         if page:
             self.after = str(page[-1].get("id", ""))
-        self.has_more = has_more and bool(page)
+        self.has_more = has_more and moved
         rows = self.rows + new
         if len(rows) > self.window:
             rows = rows[len(rows) - self.window :]

@@ -61,6 +61,11 @@ def status(app: Browser) -> str:
     return app.status_bar.shown_text.plain
 
 
+def says(app: Browser, text: str) -> Check:
+    """Whether the status bar says `text`."""
+    return lambda: text in status(app)
+
+
 def detail(app: Browser) -> str:
     return app.view().query_one(".detail-text", Shown).shown_text.plain
 
@@ -667,3 +672,229 @@ def test_on_a_40x12_terminal_the_edit_form_fits_and_its_problem_line_is_seen(
         await pilot.press("escape", "q")
 
     browse(script, size=(40, 12))
+
+
+async def answered(app: Browser, pilot: Pilot[int], text: str | None) -> str:
+    """The question on screen answered (`text` typed, then Enter; None: Escape) and closed: its
+    text."""
+    await until(pilot, lambda: bool(app.screen.query("#answer")), "the question")
+    question = app.screen.query_one("#question-text", Shown).shown_text.plain
+    if text is None:
+        await pilot.press("escape")
+    else:
+        app.screen.query_one("#answer", Input).value = text
+        await pilot.press("enter")
+    await until(pilot, lambda: not app.screen.query("#answer"), "the question closed")
+    return question
+
+
+def ui_writes(invoke: Invoke) -> list[dict[str, Any]]:
+    """The journal's entries of writes made by the ui."""
+    entries: list[dict[str, Any]] = invoke("history", "-o", "jsonl").ok().jsonl()
+    return [e for e in entries if e["argv"] == ["convrisk", "ui"]]
+
+
+def risk_list(invoke: Invoke) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = invoke("risk", "list", "-o", "jsonl").ok().jsonl()
+    return records
+
+
+def test_on_a_protected_profile_d_deletes_only_once_the_count_is_typed_back(
+    invoke: Invoke, conversations: Callable[[int], list[str]]
+) -> None:
+    ids = conversations(2)
+    question = "Protected profile 'default': delete conversations: 2 records. "
+    question += "Type the number of records (2) to delete conversations:"
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: len(ids_shown(app)) == 2, "two rows")
+        assert "profile default [protected]" in status(app)
+        await pilot.press("space", "down", "space", "d")
+        assert await answered(app, pilot, "3") == question
+        await until(pilot, lambda: "the answer was not 2" in status(app), "refused")
+        assert "Aborted (the answer was not 2): nothing was sent." in status(app)
+        assert {r["id"] for r in conv_list(invoke)} == set(ids)
+        await pilot.press("d")
+        assert await answered(app, pilot, None) == question
+        await until(pilot, lambda: "Aborted (no answer): nothing was sent." in status(app), "Esc")
+        assert {r["id"] for r in conv_list(invoke)} == set(ids) and ids_shown(app) == ids
+        await pilot.press("d")
+        assert await answered(app, pilot, "2") == question
+        await until(pilot, lambda: "Deleted 2 conversations." in status(app), "deleted")
+        assert ids_shown(app) == [] and "[protected]" in status(app)
+        await pilot.press("q")
+
+    assert browse(script, env={"CONVRISK_PROTECTED": "1"}).return_code == 0
+    assert conv_list(invoke) == []
+
+
+def test_on_a_protected_profile_e_saves_only_once_the_count_is_typed_back(
+    invoke: Invoke,
+) -> None:
+    invoke(
+        "risk", "create", "--customer-id", "cus_1", "--profile-type", "moderate", "--score", "5"
+    ).ok()
+    question = "Protected profile 'default': update risk profiles: 1 record. "
+    question += "Type the number of records (1) to update risk profiles:"
+
+    async def edited(app: Browser, pilot: Pilot[int], score: str) -> None:
+        await pilot.press("e")
+        await until(pilot, lambda: bool(app.screen.query("#score")), "the form")
+        app.screen.query_one("#score", Input).value = score
+        app.screen.query_one("#score", Input).focus()
+        await pilot.press("enter")
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await pilot.press("t")
+        await until(pilot, lambda: len(ids_shown(app, "risk_profiles")) == 1, "the profile")
+        assert "[protected]" in status(app)
+        await edited(app, pilot, "80")
+        assert await answered(app, pilot, "2") == question
+        await until(pilot, lambda: "the answer was not 1" in status(app), "refused")
+        assert "Aborted (the answer was not 1): nothing was sent." in status(app)
+        assert risk_list(invoke)[0]["score"] == 5
+        await edited(app, pilot, "80")
+        assert await answered(app, pilot, None) == question
+        await until(pilot, lambda: "Aborted (no answer): nothing was sent." in status(app), "Esc")
+        assert risk_list(invoke)[0]["score"] == 5
+        await edited(app, pilot, "80")
+        assert await answered(app, pilot, "1") == question
+        await until(pilot, lambda: "Edited 1 risk profile." in status(app), "edited")
+        assert "[protected]" in status(app)
+        await pilot.press("q")
+
+    assert browse(script, env={"CONVRISK_PROTECTED": "1"}).return_code == 0
+    (record,) = risk_list(invoke)
+    assert record["score"] == 80
+    (entry,) = ui_writes(invoke)
+    assert entry["operation"] == "update" and entry["after"]["score"] == 80
+
+
+def test_escape_on_the_delete_question_keeps_the_rows_and_says_not_deleted(
+    invoke: Invoke, conversations: Callable[[int], list[str]]
+) -> None:
+    ids = conversations(2)
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: len(ids_shown(app)) == 2, "two rows")
+        await pilot.press("d")
+        question = await answered(app, pilot, None)
+        assert question == "Delete 1 record for good? (y/N)"
+        await until(pilot, lambda: "Not deleted." in status(app), "not deleted")
+        assert ids_shown(app) == ids
+        await pilot.press("q")
+
+    browse(script)
+    assert [r["id"] for r in conv_list(invoke)] == ids
+    assert ui_writes(invoke) == []
+
+
+def test_escape_on_the_edit_form_sends_nothing_and_leaves_the_profile_as_it_was(
+    invoke: Invoke,
+) -> None:
+    invoke(
+        "risk", "create", "--customer-id", "cus_1", "--profile-type", "moderate", "--score", "5"
+    ).ok()
+    (before,) = risk_list(invoke)
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await pilot.press("t")
+        await until(pilot, lambda: len(ids_shown(app, "risk_profiles")) == 1, "the profile")
+        await pilot.press("e")
+        await until(pilot, lambda: bool(app.screen.query("#score")), "the form")
+        app.screen.query_one("#score", Input).value = "99"
+        app.screen.query_one("#profile_type", Input).value = "aggressive"
+        await pilot.press("escape")
+        await until(pilot, lambda: not app.screen.query("#score"), "the form closed")
+        await pilot.pause(0.2)  # a write would have started by now
+        assert "Edited" not in status(app) and "Writing" not in status(app)
+        assert "score: 5" in detail(app)
+        await pilot.press("q")
+
+    browse(script)
+    assert risk_list(invoke) == [before]
+    assert ui_writes(invoke) == []
+
+
+def test_space_twice_unmarks_the_row_and_the_action_goes_to_the_cursor_row(
+    invoke: Invoke, conversations: Callable[[int], list[str]]
+) -> None:
+    ids = conversations(2)
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: len(ids_shown(app)) == 2, "two rows")
+        conv = view(app)
+        await pilot.press("space")
+        assert list(conv.marked) == [ids[0]] and conv.table.get_row(ids[0])[0].plain == "*"
+        await pilot.press("space")
+        assert not conv.marked and conv.table.get_row(ids[0])[0].plain == " "
+        await pilot.press("down", "m")
+        await until(pilot, lambda: "Muted 1 conversation." in status(app), "muted")
+        await pilot.press("q")
+
+    browse(script)
+    assert [r["id"] for r in conv_list(invoke, "--muted")] == [ids[1]]
+
+
+def test_mute_pin_archive_on_risk_profiles_and_edit_on_conversations_are_refused_with_a_line(
+    invoke: Invoke, conversations: Callable[[int], list[str]]
+) -> None:
+    conversations(1)
+    invoke(
+        "risk", "create", "--customer-id", "cus_1", "--profile-type", "moderate", "--score", "5"
+    ).ok()
+    (profile_before,) = risk_list(invoke)
+    (conversation_before,) = conv_list(invoke)
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await until(pilot, lambda: len(ids_shown(app)) == 1, "the row")
+        await pilot.press("e")
+        await until(pilot, lambda: "Edit is for risk profiles." in status(app), "e refused")
+        assert not app.screen.query("#score")  # no form
+        await pilot.press("t")
+        await until(pilot, lambda: len(ids_shown(app, "risk_profiles")) == 1, "the profile")
+        for key, line in (
+            ("m", "Muted is for conversations."),
+            ("p", "Pinned is for conversations."),
+            ("a", "Archived is for conversations."),
+        ):
+            await pilot.press(key)
+            await until(pilot, says(app, line), f"{key} refused")
+        await pilot.press("q")
+
+    browse(script)
+    assert risk_list(invoke) == [profile_before] and conv_list(invoke) == [conversation_before]
+    assert ui_writes(invoke) == []
+
+
+def test_slash_on_risk_profiles_filters_by_type_a_bare_customer_id_and_an_id_alone(
+    invoke: Invoke,
+) -> None:
+    for customer, kind in (("cus_a", "moderate"), ("cus_b", "aggressive"), ("cus_c", "moderate")):
+        invoke(
+            "risk", "create", "--customer-id", customer, "--profile-type", kind, "--score", "5"
+        ).ok()
+    by_customer = {r["customer_id"]: r["id"] for r in risk_list(invoke)}
+
+    def shown(app: Browser) -> set[str]:
+        return set(ids_shown(app, "risk_profiles"))
+
+    async def filtered(app: Browser, pilot: Pilot[int], text: str, ids: set[str]) -> None:
+        await pilot.press("slash")
+        app.view().query_one(Input).value = text
+        await pilot.press("enter")
+        await until(pilot, lambda: shown(app) == ids, f"{text!r}: {ids}")
+
+    async def script(app: Browser, pilot: Pilot[int]) -> None:
+        await pilot.press("t")
+        await until(pilot, lambda: len(shown(app)) == 3, "three profiles")
+        moderate = {by_customer["cus_a"], by_customer["cus_c"]}
+        await filtered(app, pilot, "--profile-type moderate", moderate)
+        await filtered(app, pilot, "cus_b", {by_customer["cus_b"]})
+        await filtered(app, pilot, "--profile-type moderate cus_c", {by_customer["cus_c"]})
+        await filtered(app, pilot, by_customer["cus_a"], {by_customer["cus_a"]})
+        assert "customer_id: cus_a" in detail(app)
+        await filtered(app, pilot, "", set(by_customer.values()))
+        await pilot.press("q")
+
+    browse(script)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.ui_screens import Shot, fill_fixed, screen_env, screenshot, shots
+from bench.ui_screens import DOC_SHOTS, DOCS, Shot, fill_fixed, screen_env, screenshot, shots
 
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots" / "ui"
 SHOTS = [*shots((80, 24)), *shots((120, 40))]
@@ -61,3 +61,41 @@ def test_each_screen_looks_as_its_snapshot(
             "CONVRISK_UPDATE_SNAPSHOTS=1 .venv/bin/pytest tests/cli/test_ui_snapshots.py"
         )
         raise AssertionError(f"{shot.name}: the same text as {kept}, other colours (new: {new})")
+
+
+def comparable() -> None:
+    """Skip unless the kept snapshots were drawn with the Textual installed."""
+    if MADE_WITH.read_text().strip() != INSTALLED:
+        pytest.skip(
+            f"snapshots drawn with Textual {MADE_WITH.read_text().strip()}, not {INSTALLED}"
+        )
+
+
+DOCS_KEPT = sorted(path.name for path in DOCS.glob("*.svg") if (SNAPSHOTS / path.name).exists())
+DOCS_ONLY = [shot for shot in DOC_SHOTS if not (SNAPSHOTS / f"{shot.name}.svg").exists()]
+
+
+def test_every_docs_screenshot_is_a_screen_the_tests_draw() -> None:
+    assert DOCS_KEPT and DOCS_ONLY  # the lists below are not empty by mistake
+    assert {path.name for path in DOCS.glob("*.svg")} == {f"{s.name}.svg" for s in DOC_SHOTS}
+
+
+@pytest.mark.parametrize("name", DOCS_KEPT)
+def test_each_docs_screenshot_shows_the_text_of_its_snapshot(name: str) -> None:
+    comparable()
+    docs, kept = (DOCS / name).read_text(), (SNAPSHOTS / name).read_text()
+    assert screen_text(docs) == screen_text(kept), (
+        f"docs/ui/{name} is out of date: .venv/bin/python bench/ui_screens.py draws it again"
+    )
+
+
+@pytest.mark.parametrize("shot", DOCS_ONLY, ids=[shot.name for shot in DOCS_ONLY])
+def test_each_docs_screenshot_without_a_snapshot_shows_the_screen_as_drawn_now(
+    shot: Shot, fixed_env: dict[str, str]
+) -> None:
+    comparable()
+    docs = (DOCS / f"{shot.name}.svg").read_text()
+    assert screen_text(docs) == screen_text(screenshot(shot, fixed_env)), (
+        f"docs/ui/{shot.name}.svg is out of date: .venv/bin/python bench/ui_screens.py draws it "
+        "again"
+    )

@@ -7,7 +7,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -17,7 +17,15 @@ from textual.widgets import Input
 
 from convrisk.cli.ui_app import Browser
 from convrisk.cli.ui_rows import Shown
-from tests.cli.test_ui_browser import browse, ids_shown, scroll_far_and_back, status, until
+from tests.cli.test_ui_browser import (
+    answered,
+    browse,
+    ids_shown,
+    says,
+    scroll_far_and_back,
+    status,
+    until,
+)
 from tests.loopback import JSONService, on_loopback, running, url_of
 
 from .both_backends import serving
@@ -26,6 +34,16 @@ from .screen import Terminal
 
 # How long the hanging service holds a request at most (the test releases it sooner).
 HANG_SECONDS = 60
+
+
+@pytest.fixture(autouse=True)
+def own_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ui run in this process (`browse`) journals and reads its config in the test's own
+    folders, never in the HOME of the user running the tests."""
+    for name in [n for n in os.environ if n.startswith("CONVRISK_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "own" / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "own" / "state"))
 
 
 def test_ui_on_a_terminal_shows_a_conversation_id_and_q_quits_with_0(
@@ -157,8 +175,11 @@ def test_ui_against_serve_every_key_and_action(tmp_path: Path) -> None:
             await filtered(app, pilot, "")
             await until(pilot, lambda: len(ids_shown(app)) == 3, "every row again")
             await pilot.press("d")
-            await until(pilot, lambda: bool(app.screen.query("#answer")), "the question")
-            await pilot.press("y", "enter")
+            assert await answered(app, pilot, None) == "Delete 1 record for good? (y/N)"
+            await until(pilot, says(app, "Not deleted."), "Escape: not deleted")
+            assert len(ids_shown(app)) == 3
+            await pilot.press("d")
+            assert await answered(app, pilot, "y") == "Delete 1 record for good? (y/N)"
             await until(pilot, lambda: "Deleted 1 conversation." in status(app), "deleted")
             await pilot.press("r")
             await until(pilot, lambda: len(ids_shown(app)) == 2, "two rows after refresh")
@@ -172,13 +193,34 @@ def test_ui_against_serve_every_key_and_action(tmp_path: Path) -> None:
             await until(pilot, lambda: "Edited 1 risk profile." in status(app), "edited")
             await pilot.press("q")
 
-        assert browse(script, env=remote_env(served.url, served.token)).return_code == 0
+        journal = tmp_path / "ui-journal.jsonl"
+        env = {**remote_env(served.url, served.token), "CONVRISK_JOURNAL": str(journal)}
+        assert browse(script, env=env).return_code == 0
         check = LocalBackend(served.db_path)
         try:
             left = {r["id"]: r for r in check.conversations.list(limit=10)["data"]}
             (profile,) = check.risk_profiles.list(limit=10)["data"]
         finally:
             check.close()
+        history = run(
+            {"HOME": str(tmp_path), "LANG": "C.UTF-8", **env}, "history", "--all", "-o", "json"
+        )
+    assert history.returncode == 0, history.stderr
+    entries = json.loads(history.stdout)[::-1]  # oldest first
+    assert all(e["argv"] == ["convrisk", "ui"] and e["backend"] == "remote" for e in entries)
+    assert all(e["target"] == served.url and e["outcome"]["status"] == "ok" for e in entries)
+    written = [(e["operation"], e["id"], e["after"]) for e in entries]
+    assert [(operation, id) for operation, id, _ in written] == [
+        ("update", ids[2]),
+        ("update", ids[1]),
+        ("update", ids[1]),
+        ("update", ids[1]),
+        ("delete", ids[2]),
+        ("update", profile["id"]),
+    ]
+    assert written[0][2]["is_muted"] and written[1][2]["is_muted"]
+    assert written[2][2]["is_pinned"] and written[3][2]["archived_at"] is not None
+    assert written[4][2] is None and written[5][2]["score"] == 70
     # ids[2] (the newest) and ids[1] muted; ids[1], under the cursor, pinned and archived; then,
     # the filter cleared, the cursor back on the first row: ids[2] deleted
     assert set(left) == {ids[0], ids[1]}
@@ -186,6 +228,48 @@ def test_ui_against_serve_every_key_and_action(tmp_path: Path) -> None:
     kept = left[ids[1]]
     assert kept["is_muted"] and kept["is_pinned"] and kept["archived_at"] is not None
     assert profile["score"] == 70
+
+
+def test_ui_against_serve_a_protected_profile_mutes_only_once_the_count_is_typed_back(
+    tmp_path: Path,
+) -> None:
+    with serving(tmp_path) as served:
+        from convrisk.local_backend.store import LocalBackend
+
+        seeded = LocalBackend(served.db_path)
+        try:
+            ids = [seeded.conversations.create({"contact_id": f"c_{i}"})["id"] for i in range(2)]
+        finally:
+            seeded.close()
+        question = "Protected profile 'default': update conversations: 2 records. "
+        question += "Type the number of records (2) to update conversations:"
+
+        def muted() -> set[str]:
+            check = LocalBackend(served.db_path)
+            try:
+                page = check.conversations.list({"muted": True}, limit=10)["data"]
+            finally:
+                check.close()
+            return {str(r["id"]) for r in page}
+
+        async def script(app: Browser, pilot: Pilot[int]) -> None:
+            await until(pilot, lambda: len(ids_shown(app)) == 2, "two rows")
+            assert "[protected]" in status(app)
+            await pilot.press("space", "down", "space", "m")
+            assert await answered(app, pilot, "1") == question
+            await until(pilot, says(app, "Aborted (the answer was not 2): nothing was sent."), "1")
+            await pilot.press("m")
+            assert await answered(app, pilot, None) == question
+            await until(pilot, says(app, "Aborted (no answer): nothing was sent."), "Escape")
+            assert muted() == set()
+            await pilot.press("m")
+            assert await answered(app, pilot, "2") == question
+            await until(pilot, says(app, "Muted 2 conversations."), "muted")
+            await pilot.press("q")
+
+        env = {**remote_env(served.url, served.token), "CONVRISK_PROTECTED": "1"}
+        assert browse(script, env=env).return_code == 0
+        assert muted() == set(ids)
 
 
 class Failing(JSONService):
@@ -274,7 +358,10 @@ def test_ui_against_serve_holds_a_window_of_pages_and_pages_back_up(tmp_path: Pa
         assert browse(script, env=env, page_size=10).return_code == 0
 
 
-def test_a_service_answering_500_is_a_status_line_and_q_still_quits(tmp_path: Path) -> None:
+@pytest.mark.parametrize("key", ["q", "ctrl+c"])
+def test_a_service_answering_500_is_a_status_line_and_q_or_ctrl_c_still_quits(
+    tmp_path: Path, key: str
+) -> None:
     with running(on_loopback(Failing)) as server:
         message = cli_error(remote_env(url_of(server)), tmp_path)
         assert "(HTTP 500)" in message
@@ -284,7 +371,9 @@ def test_a_service_answering_500_is_a_status_line_and_q_still_quits(tmp_path: Pa
             assert "Traceback" not in status(app)
             await pilot.press("r")
             await until(pilot, lambda: "(HTTP 500)" in status(app), "the error again")
-            await pilot.press("q")
+            started = time.monotonic()
+            await pilot.press(key)
+            assert time.monotonic() - started < 5
 
         assert browse(script, env=remote_env(url_of(server))).return_code == 0
 
@@ -317,28 +406,47 @@ def test_r_during_a_load_shows_the_refreshed_rows_only() -> None:
         browse(script, env=remote_env(url_of(server)))
 
 
-def test_a_service_that_hangs_leaves_the_screen_responsive_and_q_quits(hanging: str) -> None:
+@pytest.mark.parametrize("key", ["q", "ctrl+c"])
+def test_a_service_that_hangs_leaves_the_screen_responsive_and_q_or_ctrl_c_quits(
+    hanging: str, key: str
+) -> None:
     async def script(app: Browser, pilot: Pilot[int]) -> None:
         await until(pilot, lambda: "Loading conversations" in status(app), "the wait shown")
         await pilot.press("question_mark")  # the screen still answers keys
         await until(pilot, lambda: bool(app.screen.query("#keys")), "the keys")
         await pilot.press("escape")
         started = time.monotonic()
-        await pilot.press("q")
+        await pilot.press(key)
         assert time.monotonic() - started < 5
 
     assert browse(script, env=remote_env(hanging)).return_code == 0
 
 
-def test_the_installed_ui_quits_on_q_while_a_request_hangs(
-    env: dict[str, str], hanging: str
+@pytest.mark.parametrize("key", [b"q", b"\x03"], ids=["q", "ctrl-c"])
+def test_the_installed_ui_quits_on_q_or_ctrl_c_while_a_request_hangs_and_restores_the_terminal(
+    env: dict[str, str], hanging: str, key: bytes
 ) -> None:
     term = Terminal({**env, **remote_env(hanging)}, ["ui"], columns=100, lines=30)
     term.read_until(b"Loading")
     started = time.monotonic()
-    term.send(b"q")
+    term.send(key)
+    assert_terminal_as_it_was(term)
     assert term.finish() == 0
     assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("key", [b"q", b"\x03"], ids=["q", "ctrl-c"])
+def test_the_installed_ui_against_a_service_answering_500_quits_on_q_or_ctrl_c(
+    env: dict[str, str], key: bytes
+) -> None:
+    with running(on_loopback(Failing)) as server:
+        term = Terminal({**env, **remote_env(url_of(server))}, ["ui"], columns=100, lines=30)
+        on_the_screen(term, "(HTTP 500)")
+        started = time.monotonic()
+        term.send(key)
+        assert_terminal_as_it_was(term)
+        assert term.finish() == 0
+        assert time.monotonic() - started < 10
 
 
 class SlowWrites(JSONService):
@@ -404,6 +512,77 @@ def test_a_service_that_ignores_the_limit_still_fills_the_table_a_page_at_a_time
             await pilot.press("q")
 
         browse(script, env=remote_env(url_of(server)))
+
+
+class FiftyMegabytes(JSONService):
+    """Every list answered with one page of 50 MiB of conversations, whatever the limit (under
+    the default cap of 256 MiB); its last megabyte held back until the test lets go."""
+
+    body = b""
+    asked = 0
+    release = threading.Event()
+
+    @classmethod
+    def page(cls) -> bytes:
+        """The page (made once): as many conversations as 50 MiB holds."""
+        if not cls.body:
+            one = json.dumps(conversation("conv_01HV" + "0" * 22))
+            count = (50 << 20) // (len(one) + 2) + 1
+            rows = ", ".join(one.replace("0" * 22, f"{i:022d}") for i in range(count))
+            cls.body = f'{{"object": "list", "has_more": false, "data": [{rows}]}}'.encode()
+        return cls.body
+
+    def do_GET(self) -> None:
+        FiftyMegabytes.asked += 1
+        body = self.page()
+        held = len(body) - (1 << 20)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        try:
+            self.wfile.write(body[:held])
+            self.release.wait(HANG_SECONDS)
+            self.wfile.write(body[held:])
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+
+def test_a_50_mb_page_leaves_the_screen_responsive_and_shows_one_page_of_rows() -> None:
+    body = FiftyMegabytes.page()
+    assert len(body) >= 50 << 20
+    FiftyMegabytes.asked = 0
+    FiftyMegabytes.release.clear()
+    first = [f"conv_01HV{i:022d}" for i in range(50)]
+
+    async def keys_open_within(app: Browser, pilot: Pilot[int], seconds: float) -> None:
+        started = time.monotonic()
+        await pilot.press("question_mark")
+        await until(pilot, lambda: bool(app.screen.query("#keys")), "the keys")
+        assert time.monotonic() - started < seconds
+        await pilot.press("escape")
+        await until(pilot, lambda: not app.screen.query("#keys"), "the keys closed")
+
+    with running(on_loopback(FiftyMegabytes)) as server:
+
+        async def script(app: Browser, pilot: Pilot[int]) -> None:
+            await until(pilot, lambda: FiftyMegabytes.asked == 1, "the page asked for")
+            await until(pilot, says(app, "Loading conversations"), "the wait shown")
+            await keys_open_within(app, pilot, 5)  # 49 MiB read, the rest awaited
+            FiftyMegabytes.release.set()
+            await keys_open_within(app, pilot, 5)  # while the page is read and parsed
+            await until(pilot, lambda: len(ids_shown(app)) == 50, "the first rows")
+            await until(pilot, lambda: not app.view().fetching, "the load done")
+            assert ids_shown(app) == first and "Loading" not in status(app)
+            assert FiftyMegabytes.asked == 1  # one page, the cursor far from its end
+            started = time.monotonic()
+            await pilot.press("q")
+            assert time.monotonic() - started < 5
+
+        try:
+            assert browse(script, env=remote_env(url_of(server))).return_code == 0
+        finally:
+            FiftyMegabytes.release.set()
 
 
 def test_ui_with_as_curl_exits_2_with_one_line_before_the_screen(env: dict[str, str]) -> None:
@@ -610,11 +789,6 @@ def test_hostile_text_in_every_field_never_reaches_the_terminal_raw(env: dict[st
     assert "\\x1b]0;PWNED\\x07" in "".join(term.text())  # shown, escaped
 
 
-def says(app: Browser, text: str) -> Callable[[], bool]:
-    """Whether the status bar says `text`."""
-    return lambda: text in status(app)
-
-
 def test_ui_against_serve_the_keys_undo_switch_tabs_refuse_read_only_and_ctrl_c_quits(
     tmp_path: Path,
 ) -> None:
@@ -700,6 +874,24 @@ def test_a_service_repeating_its_page_is_not_asked_again_and_again() -> None:
             await until(pilot, lambda: SamePage.asked >= 2, "the next page asked for")
             await pilot.pause(1.0)
             assert SamePage.asked <= 3 and len(ids_shown(app)) == 10
+            await pilot.press("q")
+
+        assert browse(script, env=remote_env(url_of(server)), page_size=10).return_code == 0
+
+
+def test_a_service_repeating_its_page_is_not_asked_again_as_the_cursor_moves_near_the_end() -> None:
+    SamePage.asked = 0
+    with running(on_loopback(SamePage)) as server:
+
+        async def script(app: Browser, pilot: Pilot[int]) -> None:
+            await until(pilot, lambda: SamePage.asked >= 2, "the page after the first")
+            await until(pilot, lambda: not app.view().fetching, "its answer")
+            asked = SamePage.asked
+            for _ in range(5):
+                await pilot.press("ctrl+end", "up", "ctrl+home")
+                await pilot.pause(0.1)
+            assert not app.view().fetching and SamePage.asked == asked <= 3
+            assert len(ids_shown(app)) == 10
             await pilot.press("q")
 
         assert browse(script, env=remote_env(url_of(server)), page_size=10).return_code == 0
