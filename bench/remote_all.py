@@ -24,6 +24,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import SERVE_TOKEN, run, serving
 from bench.page_cost import fill
+
+FLOOR = Path(__file__).resolve().parent / "remote_floor.py"
 
 
 def cpu_seconds(pid: int) -> float:
@@ -71,9 +74,11 @@ def measure(
     rounds: int,
     outputs: list[str],
     serve: str = "first",
-) -> dict[tuple[Path, str], Figures]:
+    floors: Sequence[str] = (),
+) -> tuple[dict[tuple[Path, str], Figures], dict[str, Figures]]:
     """Every (build, `-o`) `rounds` times, interleaved, against the serve `serve` names (see
-    the module's doc) on copies of the database `source`."""
+    the module's doc) on copies of the database `source`; in the same rounds, each client of
+    bench/remote_floor.py in `floors` walking the first build's serve (its own figures)."""
     if serve == "first":
         serve_of = {b: bins[0] for b in bins}
     elif serve == "own":
@@ -82,6 +87,7 @@ def measure(
         serve_of = {b: Path(serve) for b in bins}
     cases = [(b, o) for o in outputs for b in bins]
     figures = {c: Figures() for c in cases}
+    floor_figures = {name: Figures() for name in floors}
     with contextlib.ExitStack() as stack:
         # Each serve bin folder: its base URL and the pid whose CPU is read.
         servers: dict[Path, tuple[str, int]] = {}
@@ -103,7 +109,14 @@ def measure(
                 served = cpu_seconds(serve_pid) - before
                 figures[bin_dir, output].runs.append((done.seconds, done.cpu_seconds, served))
                 figures[bin_dir, output].digests.add(hashlib.sha256(out.read_bytes()).hexdigest())
-    return figures
+            url, serve_pid = servers[serve_of[bins[0]]]
+            for name in floors:
+                before = cpu_seconds(serve_pid)
+                floor = [str(bins[0] / "python"), str(FLOOR), name, url, SERVE_TOKEN]
+                done = run(floor, env={"HOME": str(work), "PATH": os.environ.get("PATH", "")})
+                served = cpu_seconds(serve_pid) - before
+                floor_figures[name].runs.append((done.seconds, done.cpu_seconds, served))
+    return figures, floor_figures
 
 
 def same_bytes(figures: dict[tuple[Path, str], Figures], output: str) -> bool:
@@ -123,15 +136,23 @@ def main(argv: list[str] | None = None) -> int:
         default="first",
         help="whose serve answers: first (the first BIN's), own (each BIN's), or a bin folder",
     )
+    parser.add_argument(
+        "--floor",
+        nargs="*",
+        default=[],
+        choices=["httpcore", "http.client"],
+        help="HTTP clients alone walking the same pages (bench/remote_floor.py), for scale",
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="convrisk-remote-all-") as tmp:
-        figures = measure(
+        figures, floor_figures = measure(
             args.bins,
             fill(args.rows),
             Path(tmp),
             rounds=args.rounds,
             outputs=args.output,
             serve=args.serve,
+            floors=args.floor,
         )
     if args.serve != "first":
         print(f"serve: {args.serve}")
@@ -141,6 +162,12 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"| {bin_dir} | {output} | {f.seconds:.3f} | {args.rows / f.seconds:,.0f} | "
             f"{f.client_cpu:.3f} | {f.serve_cpu:.3f} | {f.client_cpu / f.serve_cpu:.2f} |"
+        )
+    for name, f in floor_figures.items():
+        print(
+            f"| {name} alone (bench/remote_floor.py) | - | {f.seconds:.3f} | "
+            f"{args.rows / f.seconds:,.0f} | {f.client_cpu:.3f} | {f.serve_cpu:.3f} | "
+            f"{f.client_cpu / f.serve_cpu:.2f} |"
         )
     for output in args.output:
         print(

@@ -624,8 +624,9 @@ def _remote_throughput(ws: Workspace) -> str:
     work = ws.dir / "remote-all"
     work.mkdir()
     load_before = os.getloadavg()[0]
-    figures = remote_all.measure(
-        bins, ws.db(n), work, rounds=rounds, outputs=["jsonl", "id"], serve="own"
+    floors = ["httpcore", "http.client"]
+    figures, floor_figures = remote_all.measure(
+        bins, ws.db(n), work, rounds=rounds, outputs=["jsonl", "id"], serve="own", floors=floors
     )
     load_after = os.getloadavg()[0]
     for output in ("jsonl", "id"):
@@ -642,6 +643,18 @@ def _remote_throughput(ws: Workspace) -> str:
             f"{_over(f.client_cpu, f.serve_cpu):.2f}",
         ]
         for (bin_dir, output), f in figures.items()
+    ]
+    rows += [
+        [
+            f"{name} alone",
+            "nothing",
+            f"{f.seconds:.3f}",
+            f"{n / f.seconds:,.0f}",
+            f"{f.client_cpu:.3f}",
+            f"{f.serve_cpu:.3f}",
+            f"{_over(f.client_cpu, f.serve_cpu):.2f}",
+        ]
+        for name, f in floor_figures.items()
     ]
     mine = figures[bins[0], "jsonl"]
     rate, cpu_ratio = n / mine.seconds, _over(mine.client_cpu, mine.serve_cpu)
@@ -662,7 +675,11 @@ def _remote_throughput(ws: Workspace) -> str:
         f"At {n:,} rows, each build's client against its own `convrisk serve` on loopback (on "
         f"copies of one database), {rounds} interleaved rounds, medians; every run of one `-o` "
         "printed the same bytes. CPU is the client's own (wait4) and serve's while it answered "
-        f"(/proc). Load average {load_before:.2f} before, {load_after:.2f} after.\n\n"
+        "(/proc). For scale, in the same rounds against this build's serve: an HTTP client "
+        "alone walking the same pages, one at a time, with no check and no output (a whole "
+        "process of bench/remote_floor.py: `httpcore`, the layer convrisk's list GETs go "
+        "through, and the standard library's `http.client`). "
+        f"Load average {load_before:.2f} before, {load_after:.2f} after.\n\n"
         + _table(
             ["build", "output", "seconds", "rows/s", "client CPU s", "serve CPU s", "client/serve"],
             rows,
