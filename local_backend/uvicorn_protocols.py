@@ -376,10 +376,13 @@ def _foreign_method(data: bytes) -> bool:
 def _foreign_starts(data: bytes) -> list[int]:
     """Where request lines with another method may start in `data` past its first line: the
     places a pipelined request could begin (checked when the parser gets there)."""
-    if b" HTTP/" not in data:
+    last = data.rfind(b" HTTP/")
+    if last < 0:
         return []
+    # A request line ends in its last " HTTP/": none is searched for past the last one (in the
+    # usual piece, one request, that is its first line; its headers are never scanned).
     return [
         match.start()
-        for match in _REQUEST_LINE.finditer(data, 1)
+        for match in _REQUEST_LINE.finditer(data, 1, last + 6)
         if match.group(1) not in _FAST_METHODS
     ]
