@@ -36,15 +36,10 @@ class JsonPages:
         A row whose JSON SQLite cannot be sure to write as Python would (see `json_object_sql`)
         is read again as a record in the same snapshot.
         """
-        if self._agrees is None:
-            self._agrees = self._db.read(json_agrees)
-        if not self._agrees:
+        rows = self._rows(sql, args)
+        if rows is None:
             return None
         size = args[-1] - 1
-        try:
-            rows = self._db.read(lambda conn: conn.execute(sql, args).fetchall())
-        except ServiceError:
-            return None
         ids, texts = _split(rows[:size])
         if None in texts:
             rows = self._db.snapshot(lambda conn: self._fill(conn, sql, args, size))
@@ -55,19 +50,27 @@ class JsonPages:
         """The JSON texts of a page query of (JSON text or NULL) rows, its last argument limit
         + 1, and whether more rows follow; None where `page` must make it: this SQLite writes
         JSON otherwise, it fails on a value of the page, or a row is left to Python."""
-        if self._agrees is None:
-            self._agrees = self._db.read(json_agrees)
-        if not self._agrees:
+        rows = self._rows(sql, args)
+        if rows is None:
             return None
         size = args[-1] - 1
-        try:
-            rows = self._db.read(lambda conn: conn.execute(sql, args).fetchall())
-        except ServiceError:
-            return None
         texts = [row[0] for row in rows[:size]]
         if None in texts:
             return None
         return cast("list[str]", texts), len(rows) > size
+
+    def _rows(self, sql: str, args: list[Any]) -> list[Any] | None:
+        """The rows of a page query, or None where this SQLite writes JSON otherwise or fails
+        on a value of the page."""
+        if self._agrees is None:
+            self._agrees = self._db.read(json_agrees)
+        if not self._agrees:
+            return None
+        try:
+            rows: list[Any] = self._db.read(lambda conn: conn.execute(sql, args).fetchall())
+        except ServiceError:
+            return None
+        return rows
 
     def _fill(
         self, conn: sqlite3.Connection, sql: str, args: list[Any], size: int
