@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .defaults import DEFAULT_PAGE_SIZE
 from .errors import ConvriskError, InvalidRequestError
@@ -248,13 +248,19 @@ class ResourceClient(Generic[M, C, U, F]):
         """The object with this id."""
         return self._backend.retrieve(id)
 
-    def update(self, id: str, params: U) -> M:
-        """Change the supplied attributes."""
-        return self._backend.update(id, params)
+    def update(self, id: str, params: U, *, expect: Mapping[str, Any] | None = None) -> M:
+        """Change the supplied attributes; with `expect`, only if the record holds those values
+        when it is written (else `errors.ChangedSince`, nothing written)."""
+        if expect is None:
+            return self._backend.update(id, params)
+        return self._backend.change(id, params, expect=expect).after
 
-    def delete(self, id: str) -> Deleted:
-        """Remove the object for good."""
-        return self._backend.delete(id)
+    def delete(self, id: str, *, expect: Mapping[str, Any] | None = None) -> Deleted:
+        """Remove the object for good; with `expect`, only if the record holds those values
+        when it is removed (else `errors.ChangedSince`, nothing removed)."""
+        if expect is None:
+            return self._backend.delete(id)
+        return self._backend.remove(id, expect=expect).answer
 
 
 ConversationsClient = ResourceClient[

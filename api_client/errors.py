@@ -28,6 +28,20 @@ class NotSent(ConvriskError):
         super().__init__(message)
 
 
+class ChangedSince(ConvriskError):
+    """A conditional write (`expect=`) found the record not as expected: nothing was written.
+
+    `fields` names the expected fields that differ; `current` is the record as it was read
+    (locally inside the write's own transaction, remotely right before the write).
+    """
+
+    def __init__(self, id: str, fields: list[str], current: dict[str, Any]) -> None:
+        super().__init__(f"{id} changed since ({', '.join(fields)}): nothing was written.")
+        self.id = id
+        self.fields = fields
+        self.current = current
+
+
 class APIError(ConvriskError):
     """The service answered with an error, or a request was refused before it was sent.
 

@@ -18,6 +18,7 @@ import httpx
 from .deadline import when_sent
 from .defaults import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from .errors import (
+    ChangedSince,
     ConvriskError,
     InvalidRequestError,
     NotFoundError,
@@ -49,6 +50,7 @@ from .protocol import ConversationsBackend, RiskProfilesBackend
 from .raw import RawAnswer
 from .records import (
     REPLAYED_HEADER,
+    Change,
     Conversation,
     Created,
     Deleted,
@@ -57,11 +59,13 @@ from .records import (
     NotANumber,
     Page,
     Record,
+    Removal,
     RiskProfile,
     ShapeError,
     check_json_page,
     check_page,
     check_record,
+    differs,
     json_text,
     load_json,
     load_page,
@@ -557,6 +561,31 @@ class HTTPResource(Generic[M, C, U, F]):
         """Remove the object; the answer says so (`deleted_answer`), or ServiceError."""
         response = self._t.request("DELETE", self._item_path(id), gone_is_done=True)
         return deleted_answer(response.status_code, response.content, id, gone=response.gone)
+
+    def change(self, id: str, params: U, *, expect: Mapping[str, Any] | None = None) -> Change[M]:
+        """Update, the record read right before (see ResourceBackend.change)."""
+        checked = self._check_update(params)
+        before = self._read_before(id, expect)
+        return Change(before, self._one(self._t.request("PUT", self._item_path(id), body=checked)))
+
+    def remove(self, id: str, *, expect: Mapping[str, Any] | None = None) -> Removal[M]:
+        """Delete, the record read right before (see ResourceBackend.remove)."""
+        before = self._read_before(id, expect)
+        return Removal(before, self.delete(id))
+
+    def _read_before(self, id: str, expect: Mapping[str, Any] | None) -> M | None:
+        """The record right before a write to it, compared with `expect` (ChangedSince). With
+        nothing expected, a read that fails is None and the write goes on to say why, unless
+        every request would fail alike (the token refused, the service unreachable)."""
+        try:
+            current = self.retrieve(id)
+        except ConvriskError as exc:
+            if expect is not None or stops_every_request(exc):
+                raise
+            return None
+        if expect is not None and (fields := differs(current, expect)):
+            raise ChangedSince(id, fields, dict(current))
+        return current
 
 
 class HTTPBackend:

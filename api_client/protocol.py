@@ -7,8 +7,8 @@ backends.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .errors import ConvriskError
 from .params import (
@@ -21,6 +21,7 @@ from .params import (
     RiskProfileUpdateParams,
 )
 from .records import (
+    Change,
     Conversation,
     Created,
     Deleted,
@@ -28,6 +29,7 @@ from .records import (
     JsonPage,
     Page,
     Record,
+    Removal,
     RiskProfile,
 )
 
@@ -130,6 +132,19 @@ class ResourceBackend(Protocol[M, C_contra, U_contra, F_contra]):
 
     def delete(self, id: str) -> Deleted:
         """Remove the object for good; NotFoundError if there is none."""
+        ...
+
+    def change(
+        self, id: str, params: U_contra, *, expect: Mapping[str, Any] | None = None
+    ) -> Change[M]:
+        """Update, with the record as it was just before. With `expect`, the record must hold
+        those values when it is written (`errors.ChangedSince` if not, nothing written): locally
+        the read, the comparison and the write are one transaction; remotely the record is read
+        right before the write (a window of one round trip)."""
+        ...
+
+    def remove(self, id: str, *, expect: Mapping[str, Any] | None = None) -> Removal[M]:
+        """Delete, with the record as it was just before; `expect` as for `change`."""
         ...
 
 

@@ -87,6 +87,27 @@ class Created(NamedTuple, Generic[R]):
     text: str | None = None
 
 
+class Change(NamedTuple, Generic[R]):
+    """An update's record before it (the state the write was computed from; None when a
+    remote service could not be asked for it) and after it."""
+
+    before: R | None
+    after: R
+
+
+class Removal(NamedTuple, Generic[R]):
+    """A delete's record as it was just before (None as for Change), and the answer."""
+
+    before: R | None
+    answer: Deleted
+
+
+def differs(current: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str]:
+    """The names of `expected` whose values `current` does not hold (a field missing from a
+    record is null)."""
+    return [name for name, value in expected.items() if current.get(name) != value]
+
+
 class NotANumber(ValueError):
     """JSON text holds NaN, Infinity or a number too large for a float: no JSON output can."""
 

@@ -58,6 +58,13 @@ class Entry(TypedDict):
     # the old id the new record stands for.
     undoes: NotRequired[str | None]
     stands_for: NotRequired[str | None]
+    # Written by `undo` on the first write of a reverse of several (a delete reversed by a
+    # create, then an update): "started". The unit is undone once its last write is journaled
+    # (without `unit`); until then `undo` run again finishes it on the record this one made.
+    unit: NotRequired[str]
+    # An update's: the fields the command set (undo reverses these only). Older entries lack
+    # it: undo then reverses every settable field that `before` and `after` disagree on.
+    set: NotRequired[list[str]]
     # True when the record before or after held a secret (the token), journaled as `***`:
     # undo cannot put such a record back as it was.
     redacted: NotRequired[bool]

@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 from convrisk.api_client.errors import (
     APIError,
+    ChangedSince,
     ConvriskError,
     InvalidRequestError,
     NotSent,
-    stops_every_request,
 )
 from convrisk.api_client.params import DEFAULT_LIMIT
-from convrisk.api_client.records import Created, Record
+from convrisk.api_client.records import Change, Created, Record, Removal
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -451,40 +451,41 @@ class JournaledResource(Generic[M, C, U, F]):
 
     def update(self, id: str, params: U) -> M:
         """Change an object; journaled with the object as it was just before."""
-        before = self._before(id)
-        try:
-            after = self._inner.update(id, params)
-        except BaseException as exc:
-            self._failed("update", id, before, exc, None)
-            raise
-        self._journal.write([self._entry("update", OK, id, before, after, None)])
-        return after
+        return self.change(id, params).after
 
     def delete(self, id: str) -> Deleted:
         """Remove an object; journaled with the object as it was just before."""
-        before = self._before(id)
+        return self.remove(id).answer
+
+    def change(self, id: str, params: U, *, expect: Mapping[str, Any] | None = None) -> Change[M]:
+        """Update, journaled with the fields the command set and the record the write was
+        computed from (locally read in its own transaction). A record not as `expect` says
+        (ChangedSince) was not written: no entry."""
+        set_fields = list(cast("Mapping[str, Any]", params))
         try:
-            answer = self._inner.delete(id)
-        except BaseException as exc:
-            self._failed("delete", id, before, exc, None)
+            change = self._inner.change(id, params, expect=expect)
+        except ChangedSince:
             raise
-        self._journal.write([self._entry("delete", OK, id, before, None, None)])
-        return answer
+        except BaseException as exc:
+            self._failed("update", id, None, exc, None, set=set_fields)
+            raise
+        entry = self._entry("update", OK, id, change.before, change.after, None, set=set_fields)
+        self._journal.write([entry])
+        return change
+
+    def remove(self, id: str, *, expect: Mapping[str, Any] | None = None) -> Removal[M]:
+        """Delete, journaled with the record as it was just before (see `change`)."""
+        try:
+            removal = self._inner.remove(id, expect=expect)
+        except ChangedSince:
+            raise
+        except BaseException as exc:
+            self._failed("delete", id, None, exc, None)
+            raise
+        self._journal.write([self._entry("delete", OK, id, removal.before, None, None)])
+        return removal
 
     # -- entries --------------------------------------------------------------------------------
-
-    def _before(self, id: str) -> M | None:
-        """The object as it is now, or None when it cannot be read (the write then says why).
-
-        An error every request would meet (the token refused, the service unreachable) is
-        raised at once: the write is not sent to meet it again.
-        """
-        try:
-            return self._inner.retrieve(id)
-        except ConvriskError as exc:
-            if stops_every_request(exc):
-                raise
-            return None
 
     def _created(self, made: Created[M], key: str | None) -> Entry | str:
         outcome = REPLAYED if made.replayed else OK
@@ -497,9 +498,11 @@ class JournaledResource(Generic[M, C, U, F]):
         before: Mapping[str, Any] | None,
         error: BaseException,
         key: str | None,
+        **more: Any,
     ) -> None:
         if isinstance(error, Exception | KeyboardInterrupt) and attempted(error):
-            self._journal.write([self._entry(operation, failed(error), id, before, None, key)])
+            entry = self._entry(operation, failed(error), id, before, None, key, **more)
+            self._journal.write([entry])
 
     def _entry(
         self,
@@ -509,6 +512,7 @@ class JournaledResource(Generic[M, C, U, F]):
         before: Mapping[str, Any] | None,
         after: Mapping[str, Any] | None,
         key: str | None,
+        **more: Any,
     ) -> Entry:
         return self._journal.entry(
             operation,
@@ -518,6 +522,7 @@ class JournaledResource(Generic[M, C, U, F]):
             before=before,
             after=after,
             idempotency_key=key,
+            **more,
         )
 
 

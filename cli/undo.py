@@ -25,9 +25,9 @@ from .errors import Failures, UsageProblem
 from .guard import check_write, refuse_read_only
 from .journal import journal_off, journal_path
 from .kinds import UNDONE
-from .undo_choice import choose, counted, light_of, place_of, reversible
+from .undo_choice import choose, light_of, place_of, reversible
 from .undo_plan import Planner
-from .undo_writes import execute, print_requests, row
+from .undo_writes import Undoer, preview, print_requests
 
 # `--last N` takes at most this many commands (a bound, far above any use by hand).
 MAX_LAST = 10_000
@@ -107,22 +107,19 @@ def undo(
     )
     if not dry_run:
         check_write(run, count=to_touch, what="undo journal entries", max_affected=cap, yes=yes)
-    plan = Planner(run, printer, chosen, force=force).make()
+    plan = Planner(printer, chosen).make()
     first: BaseException | None = plan.refused[0] if plan.refused else None
     failed = len(plan.refused)
-    if run.as_curl:
-        if not dry_run:  # a dry run's requests are its reads, printed as the plan made them
-            print_requests(run, printer, plan.steps)
-    elif dry_run:
-        with printer.records(UNDONE, many=True) as sink:
-            sink.write([row(step, "planned") for step in plan.steps])
-        printer.notice(
-            f"Dry run: {counted(len(plan.steps), 'write', 'writes')} planned, "
-            f"{failed:,} refused. Nothing was written."
-        )
+    if run.as_curl and not dry_run:
+        print_requests(run, printer, plan.steps)
     else:
-        error = execute(run, printer, plan.steps)
-        first = first or error
+        undoer = Undoer(run, printer, force=force)
+        if dry_run:
+            undoer = preview(run, printer, plan.steps, force=force)
+        else:
+            undoer.execute(plan.steps)
+        failed += undoer.refused
+        first = first or undoer.first
     if first is not None:
         raise Failures(first, failed)
 

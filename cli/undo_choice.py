@@ -73,16 +73,19 @@ class Light:
     status: str
     undoes: str | None
     resource: str | None
+    unit: str | None  # "started": the first write of a reverse of several, not yet finished
 
 
 @dataclass
 class Chosen:
     """The entries to undo, newest first; for each already undone, the entry that undid it;
-    the entries named one by one (an already undone one is refused rather than skipped)."""
+    the entries named one by one (an already undone one is refused rather than skipped); for
+    each whose reverse of several writes was cut short, the record its first write made."""
 
     entries: list[Entry]
     undone_by: dict[str, str]
     named: set[str]
+    started: dict[str, str] = field(default_factory=dict)
 
 
 def reversible(light: Light) -> bool:
@@ -99,6 +102,7 @@ def light_of(entry: Entry) -> Light:
     """What the choice and the plan read of an entry, its optional keys checked."""
     undoes = entry.get("undoes")
     resource = entry.get("resource")
+    unit = entry.get("unit")
     return Light(
         entry["entry"],
         entry["run"],
@@ -107,6 +111,7 @@ def light_of(entry: Entry) -> Light:
         str(entry["outcome"].get("status")),
         undoes if isinstance(undoes, str) else None,
         resource if isinstance(resource, str) else None,
+        unit if isinstance(unit, str) else None,
     )
 
 
@@ -174,6 +179,7 @@ class Choice:
         self.order: list[Run] = []  # the runs in the order met: newest last entry first
         self.read = 0
         self.undone_by: dict[str, str] = {}
+        self.started: dict[str, str] = {}
         self.picked: list[Run] = []
         self._checked = 0  # runs[:_checked] are complete and judged (--last)
 
@@ -183,7 +189,12 @@ class Choice:
         position = self.read
         self.read += 1
         if light.undoes is not None and light.status in ("ok", "replayed"):
-            self.undone_by.setdefault(light.undoes, light.entry)
+            made = entry.get("id")
+            if light.unit != "started":
+                self.undone_by.setdefault(light.undoes, light.entry)
+            elif isinstance(made, str):
+                # Newest first: the record the latest try of the unit made.
+                self.started.setdefault(light.undoes, made)
         if self.last is None:
             if light.entry in self.wanted_entries:
                 self.found[light.entry] = (position, entry)
@@ -267,7 +278,7 @@ def choose(
         picked = _picked(choice, here, printer)
         # An `api` command picked is refused (exit 1), as if named: it is what was asked for.
         api = {e for run in choice.picked if not run.reversible for e in run.api}
-        return Chosen(picked, choice.undone_by, api)
+        return Chosen(picked, choice.undone_by, api, choice.started)
     unknown = [i for i in ids if i not in choice.found and i not in choice.runs]
     if unknown:
         raise UsageProblem(
@@ -286,7 +297,7 @@ def choose(
             f"current {here.describe()}: undo acts only on the service an entry was written to. "
             "Choose it with --profile (and --base-url or --db)."
         )
-    return Chosen(chosen, choice.undone_by, choice.wanted_entries)
+    return Chosen(chosen, choice.undone_by, choice.wanted_entries, choice.started)
 
 
 def _picked(choice: Choice, here: Place, printer: Printer) -> list[Entry]:

@@ -1,9 +1,10 @@
-"""The plan of `convrisk undo`: the write that puts back each chosen entry's record, decided
-from the journal and the record's current state (every record retrieved, nothing written)."""
+"""The plan of `convrisk undo`: the write that puts back each chosen entry's record, decided from
+the journal alone (nothing read from the service, nothing written), and the verdict on each
+write given its record's state as read at the moment of the write (`judge`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -12,10 +13,8 @@ from .journal import Entry
 from .undo_choice import Chosen, Refused, counted, light_of, reversible
 
 if TYPE_CHECKING:
-    from convrisk.api_client.client import ResourceClient
     from convrisk.api_client.resources import Resource
 
-    from .context import AppContext
     from .output import Printer
 
 
@@ -33,6 +32,12 @@ class Step:
     body: dict[str, Any] = field(default_factory=dict)
     # A create: the settable fields the create does not take, set by an update after it.
     then: dict[str, Any] = field(default_factory=dict)
+    # What the record must hold when it is written: a delete's and an update's record as the
+    # entry left it (on the fields the entry changed); a create's, the record deleted (to tell
+    # whether an old id that exists again is as it was).
+    expect: dict[str, Any] = field(default_factory=dict)
+    # A create whose unit was cut short after the create: the record it made, to finish.
+    made: str | None = None
 
 
 @dataclass
@@ -43,65 +48,79 @@ class Plan:
     refused: list[Refused] = field(default_factory=list)
 
 
-def compared(resource: Resource) -> tuple[str, ...]:
-    """The fields that say whether a record changed: those a client sets (not the times the
-    service moves on its own: created_at, updated_at, last_active_at, last_opened_at)."""
-    return tuple(f.name for f in resource.writable())
+def settable_of(resource: Resource, record: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of `record` a client sets (not the times the service moves on its own:
+    created_at, updated_at, last_active_at, last_opened_at)."""
+    return {f.name: record.get(f.name) for f in resource.writable()}
 
 
-def differs(
-    current: Mapping[str, Any], expected: Mapping[str, Any], names: Sequence[str]
-) -> list[str]:
-    """The fields among `names` where the two records differ (a field neither has is equal)."""
-    return [
-        n for n in names if (n in current or n in expected) and current.get(n) != expected.get(n)
-    ]
+@dataclass(frozen=True)
+class Verdict:
+    """What to do with a step, given its record as it is: write it, or not, and why.
+
+    `kind`: "write" (go on), "done" (nothing to do: a note), "refused" (cannot: exit 1),
+    "changed" (changed since the entry: left alone, or put back with --force).
+    """
+
+    kind: Literal["write", "done", "refused", "changed"]
+    message: str = ""
+    fields: tuple[str, ...] = ()
+
+
+WRITE = Verdict("write")
+
+
+def judge(step: Step, current: Mapping[str, Any] | None) -> Verdict:
+    """The verdict on `step` when its record is `current` (None: there is no such record; for
+    a create, the old id's record)."""
+    from convrisk.api_client.records import differs
+
+    id = step.id
+    if step.operation == "delete":
+        if current is None:
+            return Verdict("done", f"{id} is gone already: nothing to undo.")
+        fields = differs(current, step.expect)
+        return Verdict("changed", "it was created", tuple(fields)) if fields else WRITE
+    if step.operation == "update":
+        if current is None:
+            return Verdict("refused", f"{id} was deleted since the update: nothing to put back.")
+        fields = differs(current, step.expect)
+        if fields and not differs(current, step.body):
+            return Verdict("done", f"{id} is as it was before the update already: nothing to undo.")
+        return Verdict("changed", "the update", tuple(fields)) if fields else WRITE
+    if current is None:
+        return WRITE
+    fields = differs(current, step.expect)
+    if not fields:
+        return Verdict("done", f"{id} exists again as it was: nothing to undo.")
+    return Verdict("changed", "the delete (it exists again)", tuple(fields))
+
+
+def changed_message(step: Step, verdict: Verdict, *, force: bool) -> str:
+    """The line that says a record changed since its entry: left alone, or put back (--force)."""
+    shown = ", ".join(verdict.fields)
+    if force:
+        return f"{step.id} changed since {verdict.message} ({shown}): --force, put back anyway."
+    return (
+        f"{step.id} changed since {verdict.message} ({shown}): left alone. --force puts it back "
+        "anyway."
+    )
 
 
 class Planner:
-    """Decides each entry's write from the journal and the records' current state."""
+    """Decides each entry's write from the journal alone."""
 
-    def __init__(self, run: AppContext, printer: Printer, chosen: Chosen, *, force: bool) -> None:
-        self.run = run
+    def __init__(self, printer: Printer, chosen: Chosen) -> None:
         self.printer = printer
         self.chosen = chosen
-        self.force = force
         self.plan = Plan()
-        # The state each record will be in once the steps planned so far are done (None: gone).
-        self.state: dict[tuple[str, str], dict[str, Any] | None] = {}
         # Entries of a whole command (a run id, --last) that need nothing, by reason.
         self.skipped: dict[str, int] = {}
-
-    def target(self, resource: str) -> ResourceClient[Any, Any, Any, Any]:
-        """The Client's resource of this name."""
-        target: ResourceClient[Any, Any, Any, Any] = getattr(self.run.client(), resource)
-        return target
-
-    def current(
-        self, resource: str, id: str, assumed: Mapping[str, Any] | None
-    ) -> dict[str, Any] | None:
-        """The record as it is (or will be after the planned steps); None when it is gone.
-
-        Under --as-curl the read is printed, not sent: the record is taken to be `assumed`,
-        as its entry left it.
-        """
-        from convrisk.api_client.errors import NotFoundError
-
-        key = (resource, id)
-        if key not in self.state:
-            try:
-                self.state[key] = dict(self.target(resource).retrieve(id))
-            except NotFoundError:
-                self.state[key] = None
-            except self.run.captured():
-                self.state[key] = None if assumed is None else dict(assumed)
-        return self.state[key]
 
     def refuse(self, entry: Entry, message: str) -> None:
         """Leave an entry alone and say why (exit 1 at the end)."""
         refusal = Refused(f"{entry['entry']}: {message}")
-        info = describe(refusal, remote=self.printer.remote)
-        self.printer.error(info)
+        self.printer.error(describe(refusal, remote=self.printer.remote))
         self.plan.refused.append(refusal)
 
     def note(self, entry: Entry, message: str) -> None:
@@ -168,40 +187,22 @@ class Planner:
             return
         before, after = entry.get("before"), entry.get("after")
         if light.operation == "create":
-            self.undo_create(entry, resource, id, after)
+            if not isinstance(after, dict):
+                self.refuse(entry, "the entry lacks the record it created: cannot undo it.")
+                return
+            step = Step(name, resource.name, "delete", id, expect=settable_of(resource, after))
+            self.plan.steps.append(step)
         elif light.operation == "update":
             self.undo_update(entry, resource, id, before, after)
+        elif not isinstance(before, dict):
+            self.refuse(entry, "the entry lacks the record it deleted: cannot undo it.")
         else:
-            self.undo_delete(entry, resource, id, before)
-
-    def changed(self, entry: Entry, id: str, fields: Sequence[str], since: str) -> bool:
-        """Whether to leave a changed record alone (refused, said why), or go on (--force)."""
-        shown = ", ".join(fields)
-        if self.force:
-            self.note(entry, f"{id} changed since {since} ({shown}): --force, put back anyway.")
-            return False
-        self.refuse(
-            entry,
-            f"{id} changed since {since} ({shown}): left alone. --force puts it back anyway.",
-        )
-        return True
-
-    def undo_create(
-        self, entry: Entry, resource: Resource, id: str, after: dict[str, Any] | None
-    ) -> None:
-        """A create is undone by a delete, when the record is still as created."""
-        if not isinstance(after, dict):
-            self.refuse(entry, "the entry lacks the record it created: cannot undo it.")
-            return
-        current = self.current(resource.name, id, after)
-        if current is None:
-            self.note(entry, f"{id} is gone already: nothing to undo.")
-            return
-        fields = differs(current, after, compared(resource))
-        if fields and self.changed(entry, id, fields, "it was created"):
-            return
-        self.plan.steps.append(Step(entry["entry"], resource.name, "delete", id))
-        self.state[(resource.name, id)] = None
+            body, then = recreation(resource, before)
+            made = self.chosen.started.get(name)
+            expect = settable_of(resource, before)
+            self.plan.steps.append(
+                Step(name, resource.name, "create", id, body, then, expect, made=made)
+            )
 
     def undo_update(
         self,
@@ -211,54 +212,20 @@ class Planner:
         before: dict[str, Any] | None,
         after: dict[str, Any] | None,
     ) -> None:
-        """An update is undone by an update of the fields it changed, back to their values
-        before it, when the record is still as the update left it."""
+        """An update is undone by an update of the fields its command set, back to their values
+        before it, when the record still holds the values the update left in them."""
         if not isinstance(before, dict) or not isinstance(after, dict):
             self.refuse(entry, "the entry lacks the record before or after it: cannot undo it.")
             return
         settable = [f.name for f in resource.updatable()]
-        back = {n: before[n] for n in settable if n in before and before.get(n) != after.get(n)}
+        given = entry.get("set")
+        names = [n for n in given if n in settable] if isinstance(given, list) else settable
+        back = {n: before.get(n) for n in names if n in before and before.get(n) != after.get(n)}
         if not back:
             self.note(entry, f"the update of {id} changed nothing a client sets: nothing to undo.")
             return
-        current = self.current(resource.name, id, after)
-        if current is None:
-            self.refuse(entry, f"{id} was deleted since the update: nothing to put back.")
-            return
-        names = compared(resource)
-        fields = differs(current, after, names)
-        if fields and not differs(current, before, names):
-            self.note(entry, f"{id} is as it was before the update already: nothing to undo.")
-            return
-        if fields and self.changed(entry, id, fields, "the update"):
-            return
-        self.plan.steps.append(Step(entry["entry"], resource.name, "update", id, back))
-        self.state[(resource.name, id)] = {**current, **back}
-
-    def undo_delete(
-        self, entry: Entry, resource: Resource, id: str, before: dict[str, Any] | None
-    ) -> None:
-        """A delete is undone by a create of the old fields (a new id), when the record is
-        still gone; a record with the old id that exists again is updated back (--force)."""
-        if not isinstance(before, dict):
-            self.refuse(entry, "the entry lacks the record it deleted: cannot undo it.")
-            return
-        current = self.current(resource.name, id, None)
-        if current is not None:
-            names = compared(resource)
-            fields = differs(current, before, names)
-            if not fields:
-                self.note(entry, f"{id} exists again as it was: nothing to undo.")
-                return
-            if self.changed(entry, id, fields, "the delete (it exists again)"):
-                return
-            back = {f.name: before[f.name] for f in resource.updatable() if f.name in fields}
-            self.plan.steps.append(Step(entry["entry"], resource.name, "update", id, back))
-            self.state[(resource.name, id)] = {**current, **back}
-            return
-        body, then = recreation(resource, before)
-        self.plan.steps.append(Step(entry["entry"], resource.name, "create", id, body, then))
-        self.state[(resource.name, id)] = dict(before)
+        expect = {n: after.get(n) for n in back}
+        self.plan.steps.append(Step(entry["entry"], resource.name, "update", id, back, {}, expect))
 
 
 def recreation(

@@ -1,20 +1,24 @@
-"""The writes of `convrisk undo`: each step of the plan run (or printed, --as-curl), journaled
-as undoing its entry."""
+"""The writes of `convrisk undo`: each step of the plan checked against its record at the moment
+it is written (locally in the write's own transaction, remotely by a read right before it), then
+written and journaled as undoing its entry; or previewed (--dry-run), or printed (--as-curl)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from .errors import describe, stops_the_loop
 from .kinds import UNDONE
 from .undo_choice import Refused, counted
+from .undo_plan import Verdict, changed_message, judge
 
 if TYPE_CHECKING:
     from convrisk.api_client.client import ResourceClient
 
     from .context import AppContext
     from .output import Printer
+    from .sinks import Sink
     from .undo_plan import Step
 
 
@@ -38,62 +42,216 @@ def row(step: Step, status: str, *, id: str | None = None) -> dict[str, Any]:
     }
 
 
-def execute(run: AppContext, printer: Printer, steps: Sequence[Step]) -> BaseException | None:
-    """Run the steps in order, each write journaled as undoing its entry; print each result.
+class Undoer:
+    """Runs the steps in order, each compared with its record as it is written."""
 
-    A failure is reported with its entry and the rest go on (a refused token or an unreachable
-    service stops them); the first failure is returned.
-    """
-    from convrisk.api_client.errors import ConvriskError
+    def __init__(self, run: AppContext, printer: Printer, *, force: bool) -> None:
+        self.run = run
+        self.printer = printer
+        self.force = force
+        # A record made anew stands for the deleted one: later steps on the old id go to it.
+        self.renamed: dict[tuple[str, str], str] = {}
+        self.first: BaseException | None = None
+        self.refused = 0
 
-    renamed: dict[tuple[str, str], str] = {}
-    lost: set[tuple[str, str]] = set()
-    first: BaseException | None = None
-    with printer.records(UNDONE, many=True) as sink:
-        for step in steps:
-            key = (step.resource, step.id)
-            if key in lost:
-                refusal = Refused(f"{step.entry}: not undone: putting back {step.id} failed above.")
-                printer.error(describe(refusal, remote=printer.remote))
-                first = first or refusal
-                continue
+    def target(self, resource: str) -> ResourceClient[Any, Any, Any, Any]:
+        """The Client's resource of this name."""
+        target: ResourceClient[Any, Any, Any, Any] = getattr(self.run.client(), resource)
+        return target
+
+    def refuse(self, step: Step, message: str) -> None:
+        """Leave a step's record alone and say why (exit 1 at the end)."""
+        refusal = Refused(f"{step.entry}: {message}")
+        self.printer.error(describe(refusal, remote=self.printer.remote))
+        self.first = self.first or refusal
+        self.refused += 1
+
+    def note(self, step: Step, message: str) -> None:
+        """Say on stderr why a step needs nothing done."""
+        self.printer.notice(f"{step.entry}: {message}")
+
+    def settle(self, step: Step, verdict: Verdict) -> bool:
+        """Report a verdict that is not a plain write; whether to write all the same (--force)."""
+        if verdict.kind == "done":
+            self.note(step, verdict.message)
+        elif verdict.kind == "refused":
+            self.refuse(step, verdict.message)
+        elif verdict.kind == "changed":
+            if self.force:
+                self.note(step, changed_message(step, verdict, force=True))
+                return True
+            self.refuse(step, changed_message(step, verdict, force=False))
+        return verdict.kind == "write"
+
+    def execute(self, steps: Sequence[Step]) -> BaseException | None:
+        """Run the steps in order, each journaled as undoing its entry; print each result.
+
+        A failure is reported with its entry and the rest go on (a refused token or an
+        unreachable service stops them); the first failure or refusal is returned.
+        """
+        from convrisk.api_client.errors import ConvriskError
+
+        lost: set[tuple[str, str]] = set()
+        with self.printer.records(UNDONE, many=True) as sink:
+            for step in steps:
+                key = (step.resource, step.id)
+                if key in lost:
+                    self.refuse(step, f"not undone: putting back {step.id} failed above.")
+                    continue
+                try:
+                    self.step(step, sink)
+                except ConvriskError as exc:
+                    info = describe(
+                        exc, remote=self.printer.remote, id=step.entry, settings=self.run.settings
+                    )
+                    self.printer.error(info)
+                    self.first = self.first or exc
+                    if step.operation == "create":
+                        lost.add(key)
+                    if stops_the_loop(exc):
+                        break
+        return self.first
+
+    def step(self, step: Step, sink: Sink) -> None:
+        """One step: checked and written, or left alone with a line saying why."""
+        from convrisk.api_client.errors import ChangedSince, NotFoundError
+
+        key = (step.resource, step.id)
+        id = self.renamed.get(key, step.id)
+        target = self.target(step.resource)
+        if step.operation == "create":
+            if step.made is not None:
+                try:
+                    self.renamed[key] = self.finish(step, target, step.made)
+                except NotFoundError:
+                    self.refuse(
+                        step,
+                        f"{step.made}, made anew for {step.id} by an undo cut short, was deleted "
+                        "since: left alone.",
+                    )
+                    return
+                sink.write([row(step, "undone", id=step.made)])
+                return
             try:
-                id = write(run, step, renamed.get(key, step.id))
-            except ConvriskError as exc:
-                printer.error(
-                    describe(exc, remote=printer.remote, id=step.entry, settings=run.settings)
-                )
-                first = first or exc
-                if step.operation == "create":
-                    lost.add(key)
-                if stops_the_loop(exc):
-                    break
-                continue
-            renamed[key] = id
-            sink.write([row(step, "undone", id=id)])
-    return first
+                current: Mapping[str, Any] | None = target.retrieve(step.id)
+            except NotFoundError:
+                current = None
+            verdict = judge(step, current)
+            if verdict.kind == "write":
+                self.renamed[key] = made = self.recreate(step, target)
+                sink.write([row(step, "undone", id=made)])
+                return
+            if not self.settle(step, verdict):
+                return
+            step = put_in_place(step, verdict)
+        stands_for = step.id if id != step.id else None
+        with self.run.journal_note(undoes=step.entry, stands_for=stands_for):
+            try:
+                self.write(step, target, id, expect=step.expect or None)
+            except NotFoundError:
+                self.settle(step, judge(step, None))
+                return
+            except ChangedSince as changed:
+                if not self.settle(step, judge(step, changed.current)):
+                    return
+                self.write(step, target, id, expect=None)
+        sink.write([row(step, "undone", id=id)])
 
-
-def write(run: AppContext, step: Step, id: str) -> str:
-    """One step's write to the record `id` (a recreated record's new id once made), journaled
-    as undoing its entry; the id of the record it wrote."""
-    target: ResourceClient[Any, Any, Any, Any] = getattr(run.client(), step.resource)
-    # A record made anew stands for the deleted one, and so do later writes to it.
-    stands_for = step.id if step.operation == "create" or id != step.id else None
-    with run.journal_note(undoes=step.entry, stands_for=stands_for):
+    @staticmethod
+    def write(
+        step: Step,
+        target: ResourceClient[Any, Any, Any, Any],
+        id: str,
+        *,
+        expect: Mapping[str, Any] | None,
+    ) -> None:
+        """A delete's or an update's write, with `expect` compared as it is written."""
         if step.operation == "delete":
-            target.delete(id)
-        elif step.operation == "update":
-            target.update(id, step.body)
+            target.delete(id, expect=expect)
         else:
-            id = recreate(target, step)
-    return id
+            target.update(id, step.body, expect=expect)
+
+    def recreate(self, step: Step, target: ResourceClient[Any, Any, Any, Any]) -> str:
+        """A deleted record made anew with its old fields, as one unit: the create (journaled as
+        the unit started) and the update of the fields a create does not take (journaled as
+        undoing the entry); the new record's id."""
+        unit = {"unit": "started"} if step.then else {}
+        with self.run.journal_note(undoes=step.entry, stands_for=step.id, **unit):
+            # The Idempotency-Key is the entry's: a create cut short before its answer was
+            # journaled is replayed by the next run, not made twice.
+            made = target.create(step.body, idempotency_key=f"undo-{step.entry}")
+        new_id: str = made["id"]
+        return self.finish(step, target, new_id) if step.then else new_id
+
+    def finish(self, step: Step, target: ResourceClient[Any, Any, Any, Any], id: str) -> str:
+        """The last write of a recreate's unit: the fields a create does not take."""
+        with self.run.journal_note(undoes=step.entry, stands_for=step.id):
+            target.update(id, step.then)
+        return id
+
+
+def put_in_place(step: Step, verdict: Verdict) -> Step:
+    """--force on a deleted record whose id exists again, changed: an update of its changed
+    settable fields back to the values deleted, in place of the create."""
+    from dataclasses import replace
+
+    from convrisk.api_client.resources import RESOURCES
+
+    settable = {f.name for f in RESOURCES[step.resource].updatable()}  # type: ignore[index]
+    back = {n: step.expect.get(n) for n in verdict.fields if n in settable}
+    return replace(step, operation="update", body=back, then={}, expect={})
+
+
+def preview(run: AppContext, printer: Printer, steps: Sequence[Step], *, force: bool) -> Undoer:
+    """--dry-run: each step judged against its record as it is now (or as the steps before it
+    would leave it), printed as planned; nothing written. Under --as-curl the reads are printed
+    and each record taken to be as its entry left it. What was refused is in the Undoer."""
+    from convrisk.api_client.errors import NotFoundError
+
+    undoer = Undoer(run, printer, force=force)
+    captured = run.captured()
+    state: dict[tuple[str, str], dict[str, Any] | None] = {}
+    planned = []
+    for step in steps:
+        key = (step.resource, step.id)
+        if key not in state:
+            try:
+                state[key] = dict(undoer.target(step.resource).retrieve(step.id))
+            except NotFoundError:
+                state[key] = None
+            except captured:
+                state[key] = None if step.operation == "create" else dict(step.expect)
+        current = state[key]
+        if step.made is not None:
+            planned.append(step)
+            continue
+        verdict = judge(step, current)
+        if verdict.kind != "write":
+            if not undoer.settle(step, verdict):
+                continue
+            if step.operation == "create":
+                step = put_in_place(step, verdict)
+        planned.append(step)
+        if step.operation == "delete":
+            state[key] = None
+        elif step.operation == "update" or current is not None:
+            state[key] = {**(current or {}), **step.body}
+        else:
+            state[key] = {**step.expect}
+    with printer.records(UNDONE, many=True) as sink:
+        sink.write([row(step, "planned") for step in planned])
+    printer.notice(
+        f"Dry run: {counted(len(planned), 'write', 'writes')} planned, "
+        f"{undoer.refused:,} refused. Nothing was written."
+    )
+    return undoer
 
 
 def print_requests(run: AppContext, printer: Printer, steps: Sequence[Step]) -> None:
-    """--as-curl: each step's write printed as a curl command line, not sent. A write to a
-    record made anew (the update after its create, an older entry's write) goes to the id the
-    create answers: it is not printed, and a hint says so."""
+    """--as-curl: each step's read (the check made right before its write) and its write,
+    printed as curl command lines, not sent. A write to a record made anew (the update after
+    its create, an older entry's write) goes to the id the create answers: it is not printed,
+    and a hint says so."""
     captured = run.captured()
     made: set[tuple[str, str]] = set()
     later = updates = 0
@@ -102,8 +260,14 @@ def print_requests(run: AppContext, printer: Printer, steps: Sequence[Step]) -> 
         if key in made:
             later += 1
             continue
+        target: ResourceClient[Any, Any, Any, Any] = getattr(run.client(), step.resource)
+        with suppress(captured):
+            target.retrieve(step.id)
         try:
-            write(run, step, step.id)
+            if step.operation == "create":
+                target.create(step.body, idempotency_key=f"undo-{step.entry}")
+            else:
+                Undoer.write(step, target, step.id, expect=None)
         except captured:
             if step.operation == "create":
                 made.add(key)
@@ -113,25 +277,11 @@ def print_requests(run: AppContext, printer: Printer, steps: Sequence[Step]) -> 
         untold.append(counted(later, "write to a record made anew", "writes to records made anew"))
     if updates:
         untold.append(
-            f"the update of the fields a create does not take, where the answer differs from "
-            f"them ({counted(updates, 'record', 'records')})"
+            f"the update of the fields a create does not take "
+            f"({counted(updates, 'record', 'records')})"
         )
     if untold:
         printer.hint(
             f"--as-curl: not printed, as they go to the id a create would answer: "
             f"{' and '.join(untold)}."
         )
-
-
-def recreate(target: ResourceClient[Any, Any, Any, Any], step: Step) -> str:
-    """Create a deleted record anew with its old fields; its new id.
-
-    The Idempotency-Key is the entry's, so that undo run again after an interruption replays
-    the create instead of making a second record.
-    """
-    made = target.create(step.body, idempotency_key=f"undo-{step.entry}")
-    new_id: str = made["id"]
-    changes = {n: v for n, v in step.then.items() if made.get(n) != v}
-    if changes:
-        target.update(new_id, changes)
-    return new_id

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
 from convrisk.api_client.errors import (
+    ChangedSince,
     ConvriskError,
     NotFoundError,
     ServiceError,
@@ -29,12 +30,15 @@ from convrisk.api_client.params import (
     check_paging,
 )
 from convrisk.api_client.records import (
+    Change,
     Created,
     Deleted,
     IdPage,
     JsonPage,
     Page,
     Record,
+    Removal,
+    differs,
 )
 from convrisk.api_client.records import json_text as record_json
 
@@ -546,6 +550,49 @@ class TableResource(Generic[M, C, U, F]):
             return self._fetch(conn, object_id)
 
         return self._db.write(work)
+
+    def change(self, id: str, params: U, *, expect: Mapping[str, Any] | None = None) -> Change[M]:
+        """Update, with the record before it read in the write's own transaction; with
+        `expect`, compared there too (ChangedSince, nothing written)."""
+        spec = self._spec
+        values = spec.update_values(params)  # the body first, as `update`
+        object_id = self._check_id(id)
+
+        def work(conn: sqlite3.Connection) -> Change[M]:
+            before = self._fetch(conn, object_id)
+            self._compare(object_id, before, expect)
+            if not values:
+                return Change(before, before)
+            changes = dict(values)
+            if spec.has_updated_at:
+                changes["updated_at"] = int((self._stamps or self._clock)())
+            assignments = ", ".join(f"{name} = ?" for name in changes)
+            conn.execute(
+                f"UPDATE {spec.table} SET {assignments} WHERE id = ?",
+                (*changes.values(), object_id),
+            )
+            return Change(before, self._fetch(conn, object_id))
+
+        return self._db.write(work)
+
+    def remove(self, id: str, *, expect: Mapping[str, Any] | None = None) -> Removal[M]:
+        """Delete, with the record as it was read in the delete's own transaction; with
+        `expect`, compared there too (ChangedSince, nothing removed)."""
+        object_id = self._check_id(id)
+
+        def work(conn: sqlite3.Connection) -> Removal[M]:
+            before = self._fetch(conn, object_id)
+            self._compare(object_id, before, expect)
+            conn.execute(f"DELETE FROM {self._spec.table} WHERE id = ?", (object_id,))
+            return Removal(before, Deleted(id=object_id, deleted=True))
+
+        return self._db.write(work)
+
+    @staticmethod
+    def _compare(object_id: str, current: M, expect: Mapping[str, Any] | None) -> None:
+        """Raise ChangedSince when `current` does not hold the values `expect` names."""
+        if expect is not None and (fields := differs(current, expect)):
+            raise ChangedSince(object_id, fields, dict(current))
 
     def delete(self, id: str) -> Deleted:
         """Remove the object for good; NotFoundError if there is none."""

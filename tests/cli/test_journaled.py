@@ -63,15 +63,15 @@ def test_an_interrupted_write_is_journaled_as_possibly_done(
 ) -> None:
     conv = backend.conversations.create({"contact_id": "c"})
 
-    def interrupted(*args: object) -> None:
+    def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
     inner: Any = backend._conversations  # the journaled resource
-    monkeypatch.setattr(inner._inner, "update", interrupted)
+    monkeypatch.setattr(inner._inner, "change", interrupted)
     with pytest.raises(KeyboardInterrupt):
         backend.conversations.update(conv["id"], {"is_muted": True})
     last = lines(journal)[-1]
-    assert last["operation"] == "update" and last["before"] == dict(conv)
+    assert (last["operation"], last["id"], last["set"]) == ("update", conv["id"], ["is_muted"])
     assert last["outcome"]["status"] == "failed" and "may or may not" in last["outcome"]["error"]
 
 

@@ -157,16 +157,42 @@ def test_a_record_changed_since_is_left_alone_unless_forced(
     assert not exists(backend, record["id"])
 
 
-def test_an_update_changed_since_is_named_and_kept(
+def test_an_update_is_undone_on_its_own_fields_and_another_writer_s_change_is_kept(
     invoke: Invoke, backend: LocalBackend, written: Journal
 ) -> None:
     record, _ = created(backend, written)
-    _, entry = updated(backend, written, record["id"], {"is_muted": True})
+    _, entry = updated(backend, written, record["id"], {"is_muted": True}, set=["is_muted"])
     backend.conversations.update(record["id"], {"is_pinned": True})
+    invoke("undo", entry["entry"]).ok()
+    now = backend.conversations.retrieve(record["id"])
+    assert (now["is_muted"], now["is_pinned"]) == (False, True)
+
+
+def test_an_update_whose_own_field_changed_since_is_named_and_kept(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    record, _ = created(backend, written)
+    _, entry = updated(backend, written, record["id"], {"pinned_message_id": "m_1"})
+    backend.conversations.update(record["id"], {"pinned_message_id": "m_2"})
     result = invoke("undo", entry["entry"])
-    assert result.code == 1
-    assert "changed since the update (is_pinned)" in result.stderr
-    assert backend.conversations.retrieve(record["id"])["is_muted"] is True
+    assert result.code == 1 and result.stdout == ""
+    assert "changed since the update (pinned_message_id): left alone" in result.stderr
+    assert backend.conversations.retrieve(record["id"])["pinned_message_id"] == "m_2"
+
+
+def test_an_update_reverses_only_the_fields_its_command_set(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    # The entry's before and after disagree on is_pinned too (another writer pinned it between
+    # a remote read and the write): the command set is_muted alone, so only it goes back.
+    record, _ = created(backend, written)
+    before = dict(backend.conversations.retrieve(record["id"]))
+    after = dict(backend.conversations.update(record["id"], {"is_muted": True, "is_pinned": True}))
+    entry = written.add("update", record["id"], before, after, set=["is_muted"])
+    [row] = invoke("undo", entry["entry"], "-o", "json").json()
+    assert row["body"] == {"is_muted": False}
+    now = backend.conversations.retrieve(record["id"])
+    assert (now["is_muted"], now["is_pinned"]) == (False, True)
 
 
 def test_unknown_and_malformed_ids_are_usage_errors(
