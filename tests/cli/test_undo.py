@@ -466,3 +466,20 @@ def test_refusals_are_json_lines_on_stderr_with_json_output(
     assert result.code == 1 and result.json() == []
     [error] = [json.loads(line)["error"] for line in result.stderr.splitlines()]
     assert error["type"] == "undo_refused" and entry["entry"] in error["message"]
+
+
+def test_an_undo_of_a_delete_cut_short_after_its_create_is_finished_on_that_record(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    record, _ = created(backend, written)
+    muted = dict(backend.conversations.update(record["id"], {"is_muted": True, "is_pinned": True}))
+    _, entry = deleted(backend, written, record["id"])
+    # The journal as a run killed between its create and its update left it.
+    made = backend.conversations.create({"contact_id": muted["contact_id"]})
+    written.add("create", made["id"], None, dict(made), undoes=entry["entry"], unit="started")
+    [row] = invoke("undo", entry["entry"], "-o", "json").ok().json()
+    assert (row["id"], row["stands_for"], row["status"]) == (made["id"], record["id"], "undone")
+    [only] = backend.conversations.list()["data"]
+    assert (only["id"], only["is_muted"], only["is_pinned"]) == (made["id"], True, True)
+    again = invoke("undo", entry["entry"])
+    assert again.code == 1 and "already undone by" in again.stderr
