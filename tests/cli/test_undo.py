@@ -472,10 +472,10 @@ def test_an_undo_of_a_delete_cut_short_after_its_create_is_finished_on_that_reco
     invoke: Invoke, backend: LocalBackend, written: Journal
 ) -> None:
     record, _ = created(backend, written)
-    muted = dict(backend.conversations.update(record["id"], {"is_muted": True, "is_pinned": True}))
+    backend.conversations.update(record["id"], {"is_muted": True, "is_pinned": True})
     _, entry = deleted(backend, written, record["id"])
     # The journal as a run killed between its create and its update left it.
-    made = backend.conversations.create({"contact_id": muted["contact_id"]})
+    made = backend.conversations.create({"contact_id": record["contact_id"]})
     written.add("create", made["id"], None, dict(made), undoes=entry["entry"], unit="started")
     [row] = invoke("undo", entry["entry"], "-o", "json").ok().json()
     assert (row["id"], row["stands_for"], row["status"]) == (made["id"], record["id"], "undone")
