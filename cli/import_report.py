@@ -26,8 +26,11 @@ _RESULT_COLUMNS = (
 )
 IMPORT_RESULTS = Kind("import result", "import results", _RESULT_COLUMNS, _RESULT_COLUMNS)
 # What each record's result says: written (created, updated), answered from an earlier identical
-# request with nothing new written (replayed), or not done (failed).
-STATUSES = ("created", "updated", "replayed", "failed")
+# request with nothing new written (replayed), answered so for a record deleted since, which is
+# not there (gone: a remote service that keeps a deleted record's key), or not done (failed).
+STATUSES = ("created", "updated", "replayed", "gone", "failed")
+# Counted only when some record has it: the local store and serve never answer it.
+_COUNTED_WHEN_MET = frozenset({"gone"})
 
 
 def _result_line(row: Row) -> list[str]:
@@ -46,8 +49,9 @@ def counted(n: int, noun: str) -> str:
 
 
 def counts_text(counts: Mapping[str, int]) -> str:
-    """`3 records: 2 created, 1 updated, 0 replayed, 0 failed`."""
-    parts = ", ".join(f"{counts.get(status, 0):,} {status}" for status in counts)
+    """`3 records: 2 created, 1 updated, 0 replayed, 0 failed` (`gone` only when met)."""
+    shown = [s for s in counts if counts[s] or s not in _COUNTED_WHEN_MET]
+    parts = ", ".join(f"{counts[status]:,} {status}" for status in shown)
     return f"{counted(sum(counts.values()), 'record')}: {parts}"
 
 
@@ -113,7 +117,8 @@ class ImportReport:
         return sum(self.counts.values())
 
     def add(self, rows: Sequence[Row]) -> None:
-        """Report these results (in file order): failures on stderr, rows on stdout."""
+        """Report these results (in file order): failures (and gone records) on stderr, rows on
+        stdout."""
         if not rows:
             return
         # In file order on a shared terminal: the rows before a failure, then its error line.
@@ -121,7 +126,7 @@ class ImportReport:
         for row in rows:
             self.counts[row["status"]] += 1
             self.last_line = row["line"]
-            if row["status"] != "failed":
+            if "error" not in row:
                 pending.append(row)
                 continue
             if not self._terminal:
@@ -173,6 +178,13 @@ class ImportReport:
                 "Replayed: created by an earlier import of the same records (within 24 hours); "
                 "nothing new was written. To create them again, set CONVRISK_IMPORT_RUN to a "
                 "new value."
+            )
+        if self.counts["gone"]:
+            self.printer.hint(
+                f"Gone: the service replayed the answer of an earlier import for "
+                f"{counted(self.counts['gone'], 'record')} deleted since, and wrote nothing. To "
+                "create them again, import only those lines with CONVRISK_IMPORT_RUN set to a "
+                "new value (the whole file under a new value would create the others again too)."
             )
         if not finished:
             after = f" after line {self.last_line}" if self.last_line else ""

@@ -16,13 +16,13 @@ exported id, then updated with the settable fields a create does not take
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from copy import copy as shallow_copy
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from .context import AppContext
-from .errors import Failures, RecordsFailed, describe, stops_the_loop
+from .errors import CliError, Failures, RecordsFailed, describe, stops_the_loop
 from .import_plan import CONVERSATION_IMPORT as CONVERSATION_IMPORT
 from .import_plan import IMPORTS as IMPORTS
 from .import_plan import RISK_PROFILE_IMPORT as RISK_PROFILE_IMPORT
@@ -42,9 +42,12 @@ from .records import CellType, Record, Source, read
 
 if TYPE_CHECKING:
     from convrisk.api_client.errors import ConvriskError
+    from convrisk.api_client.records import Created
 
 # Records read, checked and sent together: one create_many (one local transaction) at most.
 BATCH = 256
+# Replayed records read back at once, remotely (as many as create_many sends at once).
+CHECKS_AT_ONCE = 8
 
 # What ends a batch early: False (go on), True (--stop-on-error met a failed record), or an
 # error that is not one record's (unreachable, token refused), raised once it is reported.
@@ -108,9 +111,11 @@ class Importer:
                     raise stop
                 if stop:
                     break
-        failed = report.counts["failed"]
-        if failed:
-            raise RecordsFailed(f"{failed:,} of {counted(report.total, 'record')} failed.")
+        failed, gone = report.counts["failed"], report.counts["gone"]
+        if failed or gone:
+            what = [f"{failed:,} failed"] if failed else []
+            what += [f"{gone:,} gone"] if gone else []
+            raise RecordsFailed(f"{' and '.join(what)} of {counted(report.total, 'record')}.")
 
     def _run_batch(self, ops: list[Operation | Failure]) -> tuple[list[dict[str, Any]], Stop]:
         """Run a batch in order: consecutive creates together, updates one by one; the results
@@ -157,14 +162,15 @@ class Importer:
         (raised once, by the caller): a copy whose other fields were then not set is a failure
         that names the record it made.
         """
-        from convrisk.api_client.errors import ConvriskError, NotSent
+        from convrisk.api_client.errors import ConvriskError, NotFoundError, NotSent
 
         results = self.target.create_many(
             [(op.body, op.key) for op in creates], stop_on_error=self.stop_on_error
         )
+        checks = self._check_replayed(creates, results)
         rows: list[dict[str, Any]] = []
         stopped: Stop = False
-        for op, result in zip(creates, results, strict=False):
+        for index, (op, result) in enumerate(zip(creates, results, strict=False)):
             if isinstance(result, ConvriskError):
                 # After a stopping error only what was done is reported (sent alongside it);
                 # the rest failed alike or was never sent, and the error is raised once.
@@ -180,6 +186,19 @@ class Importer:
                 continue
             made = result.record
             status = "replayed" if result.replayed else "created"
+            check = checks.get(index)
+            if check is not None:
+                # A replayed record read back (remotely): gone since, or not known to be there.
+                if stopped is False and stops_the_loop(check):
+                    stopped = check
+                if stopped is not False or isinstance(check, NotSent):
+                    continue  # its fate is not known: the re-run settles it
+                if isinstance(check, NotFoundError):
+                    rows.append(self.gone(op.line, made["id"]))
+                else:
+                    failure = Failure(op.line, _not_checked(made, check), made["id"])
+                    rows.append(self.result(failure))
+                continue
             if op.then is not None:
                 try:
                     if stopped is not False:
@@ -187,6 +206,10 @@ class Importer:
                     if self._apply(made, op.then, replayed=result.replayed):
                         status = "updated" if result.replayed else status
                 except ConvriskError as exc:
+                    if result.replayed and isinstance(exc, NotFoundError):
+                        # The replayed copy's record, read first, was deleted since.
+                        rows.append(self.gone(op.line, made["id"]))
+                        continue
                     if stopped is False and (stops_the_loop(exc) or self.stop_on_error):
                         stopped = exc if stops_the_loop(exc) else True
                     failure = Failure(op.line, _not_applied(made, exc), made["id"])
@@ -194,6 +217,41 @@ class Importer:
                     continue
             rows.append({"line": op.line, "status": status, "id": made["id"]})
         return rows, stopped
+
+    def gone(self, line: int, id: str) -> dict[str, Any]:
+        """The result of a create the service replayed for a record deleted since: nothing was
+        written, and `id` (the deleted record) is named by the message only, never as the
+        result's id."""
+        return {"line": line, "status": "gone", "id": None, "error": self.error_fields_of(Gone(id))}
+
+    def error_fields_of(self, error: BaseException) -> dict[str, Any]:
+        """The `error` of a result, for an error that concerns no line's id."""
+        return describe(error, remote=self.printer.remote, settings=self.run.settings).fields()
+
+    def _check_replayed(
+        self, creates: Sequence[Operation], results: Sequence[Created[Any] | ConvriskError]
+    ) -> dict[int, ConvriskError | None]:
+        """Remotely, each replayed create's record read back, by position: None when it is still
+        there, else the error of the read (NotFoundError: deleted since; NotSent: not read, an
+        error that every read would meet stopped them). A service may keep a key's answer after
+        its record is deleted and replay it; the local store never does (it makes the record
+        anew), and a copy reads its replayed record anyway (`_apply`): neither is read here.
+
+        Only replayed creates are read (none in a first import), CHECKS_AT_ONCE at a time.
+        """
+        from convrisk.api_client.records import Created
+
+        if not self.printer.remote:
+            return {}
+        replayed = {
+            index: result.record["id"]
+            for index, (op, result) in enumerate(zip(creates, results, strict=False))
+            if isinstance(result, Created) and result.replayed and op.then is None
+        }
+        if not replayed:
+            return {}
+        found = _each_at_once(self.target.retrieve, list(replayed.values()))
+        return dict(zip(replayed, found, strict=True))
 
     def _apply(self, made: Mapping[str, Any], then: Mapping[str, Any], *, replayed: bool) -> bool:
         """--copy: update a created (or replayed) record with the settable fields that differ;
@@ -417,6 +475,81 @@ def import_file(
             importer.print_requests(records)
         else:
             importer.execute(records, source)
+
+
+class Gone(CliError):
+    """A create the service answered from an earlier request whose record was deleted since."""
+
+    error_type = "not_found_error"
+
+    def __init__(self, id: str) -> None:
+        super().__init__(
+            f"{id}, which an earlier import of this record created (the same idempotency key, "
+            "within 24 hours), was deleted since; the service replayed its answer and wrote "
+            "nothing, so the record is not there."
+        )
+
+
+def _not_checked(made: Mapping[str, Any], exc: ConvriskError) -> ConvriskError:
+    """The failure of a replayed create whose record could not be read back: whether it is
+    still there is not known (the error keeps its type, so its exit code)."""
+    changed = shallow_copy(exc)
+    changed.message = (
+        f"the service replayed {made['id']} (created by an earlier import), but reading it back "
+        f"to check it is still there failed: {exc.message}"
+    )
+    changed.args = (changed.message,)
+    return changed
+
+
+def _each_at_once(read: Callable[[str], object], ids: Sequence[str]) -> list[ConvriskError | None]:
+    """`read` of each id, CHECKS_AT_ONCE at a time on daemon threads (as create_many sends):
+    None for each that answered, else its error. An error that every read would meet (the
+    service cannot be reached, the token is refused) stops the others, which are NotSent; an
+    interruption (Ctrl-C) does not wait for a read in flight."""
+    import threading
+
+    from convrisk.api_client.errors import ConvriskError, NotSent
+
+    slots: list[ConvriskError | None] = [NotSent() for _ in ids]
+    pending = iter(range(len(ids)))
+    taking = threading.Lock()
+    stop = threading.Event()
+    crashed: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            while not stop.is_set():
+                with taking:
+                    index = next(pending, None)
+                if index is None:
+                    return
+                try:
+                    read(ids[index])
+                except ConvriskError as exc:
+                    slots[index] = exc
+                    if stops_the_loop(exc):
+                        stop.set()
+                    continue
+                slots[index] = None
+        except BaseException as exc:  # handed to the caller's thread, raised there
+            crashed.append(exc)
+            stop.set()
+
+    workers = [
+        threading.Thread(target=work, name=f"convrisk-check-{n}", daemon=True)
+        for n in range(min(CHECKS_AT_ONCE, len(ids)))
+    ]
+    try:
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    finally:
+        stop.set()
+    if crashed:
+        raise crashed[0]
+    return slots
 
 
 def _not_applied(made: Mapping[str, Any], exc: ConvriskError) -> ConvriskError:

@@ -1,5 +1,10 @@
 """Idempotency keys of creates: the fingerprint of a request, the answers stored for 24 hours, and
-which creates of a batch replay an earlier answer, repeat another item or are new."""
+which creates of a batch replay an earlier answer, repeat another item or are new.
+
+A key whose record was deleted since is forgotten when it is next used, in that create's own
+transaction, and the create makes the record anew: a deleted record is never replayed (issue 29,
+item 4; docs/decisions.md, "Import after undo").
+"""
 
 from __future__ import annotations
 
@@ -36,9 +41,15 @@ class IdempotencyKeys:
     """The keys of one resource's creates, in the `idempotency_keys` table."""
 
     def __init__(
-        self, resource: str, json_columns: tuple[str, ...], flags: tuple[str, ...] = ()
+        self,
+        resource: str,
+        table: str,
+        json_columns: tuple[str, ...],
+        flags: tuple[str, ...] = (),
     ) -> None:
         self._resource = resource
+        # The table of the resource's records: a stored answer whose record is not in it is gone.
+        self._table = table
         # Columns holding JSON text: their keys are sorted for the fingerprint.
         self._json_columns = json_columns
         # Columns holding a boolean as 0 or 1 (a record holds true or false).
@@ -139,14 +150,22 @@ class IdempotencyKeys:
         A result is a refusal, the replayed answer of an earlier request, or a position: the
         item's own (to be written), or that of an earlier item of the batch with the same key
         and parameters (the same request twice gets the first one's answer). With
-        `stop_on_error` the results end at the first refusal. Expired keys are purged first.
+        `stop_on_error` the results end at the first refusal. Expired keys are purged first, and
+        so is the key of each stored answer whose record is gone (deleted since): that create is
+        new, and makes the record anew.
         """
         items = list(checked)
         keys = {item[1] for item in items if not isinstance(item, ConvriskError)} - {None}
         stored: dict[str, Stored] = {}
+        answers: dict[str, object] = {}
         if keys:
             conn.execute("DELETE FROM idempotency_keys WHERE created_at <= ?", (now - TTL_SECONDS,))
             stored = _stored_answers(conn, keys)
+            answers, gone = self._answers(conn, stored)
+            if gone:
+                _forget(conn, gone)
+                for dead in gone:
+                    del stored[dead]
         results: list[Created[Record] | ConvriskError | int] = []
         fresh: list[tuple[int, Checked]] = []
         first_of_key: dict[str, tuple[int, Checked]] = {}  # a key new in this batch: its item
@@ -160,7 +179,8 @@ class IdempotencyKeys:
             key = item[1]
             if key is not None and key in stored:
                 try:
-                    results.append(Created(self._replay(key, item, stored[key]), True))
+                    replayed = self._replay(key, item, stored[key], answers.get(key))
+                    results.append(Created(replayed, True))
                 except InvalidRequestError as exc:
                     results.append(exc)
                     if stop_on_error:
@@ -185,17 +205,53 @@ class IdempotencyKeys:
         self, conn: sqlite3.Connection, checked: list[Checked], now: int
     ) -> list[Record | None]:
         """Read-only: the answer each create would replay (None: it would be new). A key kept
-        with other parameters is None here: the create refuses it, and says so."""
+        with other parameters is None here: the create refuses it, and says so; so is a key
+        whose record is gone: the create makes it anew (see `plan`)."""
         stored = _stored_answers(conn, [key for _, key, _, _ in checked], now - TTL_SECONDS)
+        answers, gone = self._answers(conn, stored)
         found: list[Record | None] = []
         for item in checked:
-            key = item[1]
-            answer = stored.get(key) if key is not None else None
+            key = item[1] or ""
+            kept = stored.get(key) if key not in gone else None
             try:
-                found.append(None if answer is None else self._replay(key or "", item, answer))
+                found.append(
+                    None if kept is None else self._replay(key, item, kept, answers.get(key))
+                )
             except ConvriskError:
                 found.append(None)
         return found
+
+    def _answers(
+        self, conn: sqlite3.Connection, stored: Mapping[str, Stored]
+    ) -> tuple[dict[str, object], set[str]]:
+        """The stored answers of this resource that can be read, parsed, by key; and the keys
+        among them whose record is no longer in the table (deleted since).
+
+        One query per IN_CHUNK answers, run only for keys that are stored (a re-run): a create
+        with a new key costs nothing more. Ids are never issued twice (id_watermarks), so a
+        record of the answer's id is the record the key made.
+        """
+        answers: dict[str, object] = {}
+        ids: dict[str, str] = {}
+        for key, (resource, _, response) in stored.items():
+            if resource != self._resource:
+                continue  # refused as another resource's key (key_reused), whatever its record
+            try:
+                answer = json.loads(response)
+            except (ValueError, RecursionError):
+                continue  # unreadable: _replay says so
+            answers[key] = answer
+            object_id = answer.get("id") if isinstance(answer, dict) else None
+            if isinstance(object_id, str):
+                ids[key] = object_id
+        wanted = sorted(set(ids.values()))
+        present: set[str] = set()
+        for start in range(0, len(wanted), IN_CHUNK):
+            chunk = wanted[start : start + IN_CHUNK]
+            marks = ", ".join("?" * len(chunk))
+            query = f"SELECT id FROM {self._table} WHERE id IN ({marks})"
+            present.update(row[0] for row in conn.execute(query, chunk))
+        return answers, {key for key, object_id in ids.items() if object_id not in present}
 
     def save(
         self, conn: sqlite3.Connection, answers: Iterable[tuple[str, str, str]], now: int
@@ -207,12 +263,13 @@ class IdempotencyKeys:
             [(key, self._resource, fingerprint, text, now) for key, fingerprint, text in answers],
         )
 
-    def _replay(self, key: str, item: Checked, stored: Stored) -> Record:
+    def _replay(self, key: str, item: Checked, stored: Stored, answer: object = None) -> Record:
+        """The stored answer a create replays (`answer`: parsed already, when it was), or the
+        key's refusal (another resource, other parameters)."""
         resource, stored_fingerprint, response = stored
         if resource != self._resource:
             raise key_reused(key)
-        answer: object = None
-        if stored_fingerprint.startswith(FINGERPRINT_V3):
+        if answer is None and stored_fingerprint.startswith(FINGERPRINT_V3):
             answer = self._read_back(key, response)
         if not self.matches(item, stored_fingerprint, answer):
             raise key_reused(key)
@@ -252,6 +309,15 @@ def key_reused(key: str) -> InvalidRequestError:
         "last 24 hours; use a new key for a new request.",
         param="idempotency_key",
     )
+
+
+def _forget(conn: sqlite3.Connection, keys: Iterable[str]) -> None:
+    """Remove these keys (their records are gone), so that their creates make them anew."""
+    wanted = sorted(keys)
+    for start in range(0, len(wanted), IN_CHUNK):
+        chunk = wanted[start : start + IN_CHUNK]
+        marks = ", ".join("?" * len(chunk))
+        conn.execute(f"DELETE FROM idempotency_keys WHERE key IN ({marks})", chunk)
 
 
 def _stored_answers(

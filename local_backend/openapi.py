@@ -331,7 +331,8 @@ def _idempotency_key() -> dict[str, Any]:
         "in": "header",
         "description": "Up to 255 visible ASCII characters or inner spaces (empty: none). A "
         "repeat within 24 hours replays the first answer; the same key with another body is a "
-        "400. Spaces around the value are not part of it (HTTP strips them).",
+        "400. A key whose record was deleted since is forgotten: its repeat creates the record "
+        "anew. Spaces around the value are not part of it (HTTP strips them).",
         "schema": {
             "type": "string",
             "pattern": f"^([!-~]([ -~]{{0,{MAX_IDEMPOTENCY_KEY_LENGTH - 2}}}[!-~])?)? *$",

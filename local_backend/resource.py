@@ -114,7 +114,7 @@ class TableResource(Generic[M, C, U, F]):
         self._select_json = f"SELECT id, {spec.json_sql} FROM {spec.table}"
         self._select_text = f"SELECT {spec.json_sql} FROM {spec.table}"
         self._select_ids = f"SELECT id FROM {spec.table}"
-        self._keys = IdempotencyKeys(spec.name, spec.json_columns, spec.flags)
+        self._keys = IdempotencyKeys(spec.name, spec.table, spec.json_columns, spec.flags)
         # The table's column affinities and defaults (see _columns) and the schema version they
         # were read at: read again when the schema changes (a table altered by hand meanwhile).
         self._column_info: dict[str, tuple[str, object]] | None = None

@@ -109,7 +109,9 @@ def test_on_a_terminal_the_ids_are_shown_and_the_summary_once(tmp_path: Path) ->
 
 class ForgedId(JSONService):
     """A hostile service: every create answers an id that carries a line break and a forged
-    result line, and says it replayed."""
+    result line (and, with `replayed`, says it replayed)."""
+
+    replayed = False
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", "0")))
@@ -117,9 +119,16 @@ class ForgedId(JSONService):
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
-        self.send_header("Idempotent-Replayed", "true")
+        if self.replayed:
+            self.send_header("Idempotent-Replayed", "true")
         self.end_headers()
         self.wfile.write(body)
+
+
+class ReplayedForgedId(ForgedId):
+    """ForgedId, saying it replayed."""
+
+    replayed = True
 
 
 def test_an_id_from_the_service_cannot_forge_a_result_line(tmp_path: Path) -> None:
@@ -130,8 +139,28 @@ def test_an_id_from_the_service_cannot_forge_a_result_line(tmp_path: Path) -> No
         term = Terminal(env, ["conv", "import", str(path)], columns=120)
         assert term.finish() == 0
     shown = term.text()
-    assert shown[0] == "line 1: replayed conv_1\\nline 9: created conv_forged\\x1b[2J"
+    assert shown[0] == "line 1: created conv_1\\nline 9: created conv_forged\\x1b[2J"
     assert not any(line.startswith("line 9") for line in shown)
+
+
+def test_a_replayed_id_that_cannot_be_read_back_is_a_failure_that_forges_nothing(
+    tmp_path: Path,
+) -> None:
+    # A replayed record is read back to check it is still there (issue 29, item 4): an id that
+    # is not one cannot be, so the record is failed, not replayed, and its line is escaped.
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"contact_id":"c_1"}\n')
+    with running(on_loopback(ReplayedForgedId)) as server:
+        env = isolated_env(tmp_path, CONVRISK_BASE_URL=url_of(server), CONVRISK_TOKEN="t")
+        term = Terminal(env, ["conv", "import", str(path)], columns=200)
+        assert term.finish() == 1
+    shown = term.text()
+    assert shown[0].startswith(
+        "Error: line 1: the service replayed conv_1\\nline 9: created conv_forged\\x1b[2J "
+    )
+    assert "check it is still there failed" in shown[0]
+    assert not any(line.startswith("line 9") for line in shown)
+    assert not any("replayed conv" in line and "Error" not in line for line in shown)
 
 
 def test_under_faults_a_first_run_says_created_and_a_rerun_says_replayed(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -151,18 +152,29 @@ _STORED_BEFORE_V2 = [
 ]
 
 
-def _store_before_upgrade(backend: LocalBackend, db_path: Path) -> None:
-    backend.conversations.list()  # makes the file and its tables
+def _store_keys(
+    backend: LocalBackend, db_path: Path, stored: list[tuple[str, str, str, str]]
+) -> None:
+    """Store these (key, resource, fingerprint, answer) rows as an older build left them: the
+    records the answers describe, then the keys."""
+    from convrisk.local_backend import snapshot
+
+    lines = [snapshot.line(resource, json.loads(answer)) for _, resource, _, answer in stored]
+    backend.restore(snapshot.parse("\n".join(lines).encode()))  # also makes the file
     conn = sqlite3.connect(db_path)
     try:
         with conn:
             conn.executemany(
                 "INSERT INTO idempotency_keys (key, resource, fingerprint, response, created_at)"
                 " VALUES (?, ?, ?, ?, ?)",
-                [(*row, int(START)) for row in _STORED_BEFORE_V2],
+                [(*row, int(START)) for row in stored],
             )
     finally:
         conn.close()
+
+
+def _store_before_upgrade(backend: LocalBackend, db_path: Path) -> None:
+    _store_keys(backend, db_path, _STORED_BEFORE_V2)
 
 
 def test_a_key_stored_before_the_upgrade_still_replays_the_same_request(
@@ -186,7 +198,7 @@ def test_a_key_stored_before_the_upgrade_still_replays_the_same_request(
     assert [result.replayed for result in (*risk, *conv)] == [True, True]  # type: ignore[union-attr]
     assert risk[0].record["id"] == "rp_01HF7YAT00VDQWF0RE24VSRQ4P"  # type: ignore[union-attr]
     assert conv[0].record["id"] == "conv_01HF7YAT00BSHDCDR4F3G8DMRM"  # type: ignore[union-attr]
-    assert count(db_path, "risk_profiles") == count(db_path, "conversations") == 0
+    assert count(db_path, "risk_profiles") == count(db_path, "conversations") == 1
 
 
 def test_a_key_stored_before_the_upgrade_still_refuses_other_params(
@@ -196,7 +208,7 @@ def test_a_key_stored_before_the_upgrade_still_refuses_other_params(
     with pytest.raises(InvalidRequestError) as caught:
         backend.conversations.create({"group_id": "grp_8"}, idempotency_key="upgrade-conv")
     assert caught.value.param == "idempotency_key"
-    assert count(db_path, "conversations") == 0
+    assert count(db_path, "conversations") == 1
 
 
 # Rows a `v2:` build stored (made by that version's code): the key, the resource, the
@@ -224,17 +236,7 @@ _STORED_V2 = [
 def test_a_key_a_v2_build_stored_replays_the_same_request_and_refuses_another(
     backend: LocalBackend, db_path: Path
 ) -> None:
-    backend.conversations.list()  # makes the file and its tables
-    conn = sqlite3.connect(db_path)
-    try:
-        with conn:
-            conn.executemany(
-                "INSERT INTO idempotency_keys (key, resource, fingerprint, response, created_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                [(*row, int(START)) for row in _STORED_V2],
-            )
-    finally:
-        conn.close()
+    _store_keys(backend, db_path, _STORED_V2)
     body = risk_body(
         customer_id="cus_é1", score=72.5, details={"a": None, "z": [1, {"a": "ü", "b": 2}]}
     )
@@ -249,7 +251,7 @@ def test_a_key_a_v2_build_stored_replays_the_same_request_and_refuses_another(
             idempotency_key="v2-risk",
         )
     assert caught.value.param == "idempotency_key"
-    assert count(db_path, "risk_profiles") == count(db_path, "conversations") == 0
+    assert count(db_path, "risk_profiles") == count(db_path, "conversations") == 1
 
 
 def test_a_key_is_refused_with_a_value_that_prints_alike_but_is_another(
@@ -270,3 +272,65 @@ def test_a_key_is_refused_with_a_value_that_prints_alike_but_is_another(
     )
     assert type(again["score"]) is float
     assert count(db_path, "risk_profiles") == 1
+
+
+def test_a_key_whose_record_was_deleted_makes_it_anew(backend: LocalBackend, db_path: Path) -> None:
+    first = backend.conversations.create({"contact_id": "ct_1"}, idempotency_key="k")
+    backend.conversations.delete(first["id"])
+    (again,) = backend.conversations.create_many([({"contact_id": "ct_1"}, "k")])
+    assert isinstance(again, Created) and not again.replayed
+    assert again.record["id"] != first["id"]
+    assert backend.conversations.retrieve(again.record["id"]) == again.record
+    # The key now holds the new record's answer: a third create replays that one.
+    (third,) = backend.conversations.create_many([({"contact_id": "ct_1"}, "k")])
+    assert isinstance(third, Created) and third.replayed
+    assert third.record == again.record
+    assert count(db_path, "conversations") == count(db_path, "idempotency_keys") == 1
+
+
+def test_a_key_whose_record_was_deleted_takes_other_params(backend: LocalBackend) -> None:
+    first = backend.risk_profiles.create(risk_body(score=10), idempotency_key="k")
+    backend.risk_profiles.delete(first["id"])
+    made = backend.risk_profiles.create(risk_body(score=20), idempotency_key="k")
+    assert made["score"] == 20
+    assert [r["id"] for r in backend.risk_profiles.list()["data"]] == [made["id"]]
+
+
+def test_a_batch_replays_kept_records_and_makes_deleted_ones_anew(
+    backend: LocalBackend, db_path: Path
+) -> None:
+    items: list[tuple[ConversationCreateParams, str | None]] = [
+        ({"contact_id": f"ct_{n}"}, f"k{n}") for n in range(4)
+    ]
+    made = [r.record for r in backend.conversations.create_many(items)]  # type: ignore[union-attr]
+    backend.conversations.delete(made[1]["id"])
+    backend.conversations.delete(made[3]["id"])
+    results = backend.conversations.create_many([*items, ({"contact_id": "ct_9"}, "k9")])
+    assert all(isinstance(r, Created) for r in results)
+    done = [(r.replayed, r.record["id"] in {m["id"] for m in made}) for r in results]  # type: ignore[union-attr]
+    assert done == [(True, True), (False, False), (True, True), (False, False), (False, False)]
+    assert count(db_path, "conversations") == count(db_path, "idempotency_keys") == 5
+
+
+def test_a_dry_run_plans_a_deleted_record_as_new_and_writes_nothing(
+    backend: LocalBackend, db_path: Path
+) -> None:
+    kept = backend.conversations.create({"contact_id": "ct_1"}, idempotency_key="kept")
+    gone = backend.conversations.create({"contact_id": "ct_2"}, idempotency_key="gone")
+    backend.conversations.delete(gone["id"])
+    before = dump(db_path)
+    found = backend.conversations.replays(
+        [({"contact_id": "ct_1"}, "kept"), ({"contact_id": "ct_2"}, "gone")]
+    )
+    assert found == [kept, None]
+    assert dump(db_path) == before
+
+
+def test_a_key_of_a_deleted_record_still_refuses_the_other_resource(
+    backend: LocalBackend,
+) -> None:
+    first = backend.conversations.create({"contact_id": "ct_1"}, idempotency_key="shared")
+    backend.conversations.delete(first["id"])
+    with pytest.raises(InvalidRequestError) as caught:
+        backend.risk_profiles.create(risk_body(), idempotency_key="shared")
+    assert caught.value.param == "idempotency_key"
