@@ -2,16 +2,16 @@
 update, delete, and `send` with a method other than GET or HEAD.
 
 What each entry holds: a create's `after` is the answer (its outcome `replayed` when the service
-answered an earlier request with the same Idempotency-Key); an update's and a delete's `before`
-is the record the write was computed from (locally read in the write's own transaction, remotely
-one GET just before it: `Backend.change`/`remove`), `after` the update's answer, and an update's
-`set` the fields its command set. An `api` request records its method, path and status; its
-`after` is the answer when a POST or PUT answered a record, its `before` is never fetched (`api`
-sends the requests it is given, no other). A write that fails is journaled as `failed` with its error,
-unless a check refused it before anything was attempted (nothing was written: no entry), and a
-batch's items that were never sent are not journaled. Entries are appended as each write
-returns: a create_many's entries together (an import's batch), so a killed command loses at
-most the entries of the batch in flight.
+answered an earlier request with the same Idempotency-Key); an update's and a delete's `before` is
+the record the write was computed from (locally read in the write's own transaction, remotely one
+GET just before it: `Backend.change`/`remove`), `after` the update's answer, and an update's `set`
+the fields its command set. An `api` request records its method, path and status; its `after` is the
+answer when a POST or PUT answered a record, its `before` is never fetched (`api` sends the requests
+it is given, no other). A write that fails is journaled as `failed` with its error, unless a check
+refused it before anything was attempted (nothing was written: no entry), and a batch's items that
+were never sent are not journaled. Entries are appended as each write returns: a create_many's
+entries together (an import's batch), so a killed command loses at most the entries of the batch in
+flight.
 """
 
 from __future__ import annotations
