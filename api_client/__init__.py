@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         ConvriskError,
         InvalidRequestError,
         NotFoundError,
+        PermissionDeniedError,
         ServiceError,
     )
     from .protocol import Backend
@@ -44,6 +45,7 @@ _LAZY = {
     "ConvriskError": "errors",
     "InvalidRequestError": "errors",
     "NotFoundError": "errors",
+    "PermissionDeniedError": "errors",
     "ServiceError": "errors",
     "Conversation": "records",
     "Deleted": "records",
@@ -85,6 +87,7 @@ __all__ = [
     "JsonPage",
     "NotFoundError",
     "Page",
+    "PermissionDeniedError",
     "Record",
     "RiskProfile",
     "ServiceError",

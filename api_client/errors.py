@@ -97,6 +97,14 @@ class AuthenticationError(APIError):
     default_status = 401
 
 
+class PermissionDeniedError(AuthenticationError):
+    """The token was accepted, but this operation is not allowed (a write to `serve
+    --read-only`): an authentication error for the exit code (4), without blaming the token."""
+
+    type = "permission_error"
+    default_status = 403
+
+
 class NotFoundError(APIError):
     """No such object or route."""
 
@@ -123,7 +131,7 @@ def stops_every_request(error: BaseException) -> bool:
 STATUS_TABLE: dict[int, tuple[type[APIError], str]] = {
     400: (InvalidRequestError, "invalid_request"),
     401: (AuthenticationError, "unauthorized"),
-    403: (AuthenticationError, "forbidden"),
+    403: (PermissionDeniedError, "forbidden"),
     404: (NotFoundError, "not_found"),
     405: (InvalidRequestError, "method_not_allowed"),
     408: (ServiceError, "request_timeout"),
@@ -136,7 +144,14 @@ STATUS_TABLE: dict[int, tuple[type[APIError], str]] = {
 }
 
 _BY_TYPE: dict[str, type[APIError]] = {
-    cls.type: cls for cls in (InvalidRequestError, AuthenticationError, NotFoundError, ServiceError)
+    cls.type: cls
+    for cls in (
+        InvalidRequestError,
+        AuthenticationError,
+        PermissionDeniedError,
+        NotFoundError,
+        ServiceError,
+    )
 }
 
 

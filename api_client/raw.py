@@ -9,11 +9,12 @@ without a socket. What reaches the service is the same bytes either way.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, unquote_to_bytes, urlencode, urlsplit
 
 from . import resources
 from .errors import APIError, InvalidRequestError, ServiceError, error_from_response
@@ -126,21 +127,12 @@ def _check_stays_under_prefix(where: str) -> None:
     """Refuse a path that is, or could be read as, leaving API_PREFIX or holding dot segments.
 
     Servers and proxies differ in what they decode, so the check reads the path the most
-    decoded way: percent-decoded until it no longer changes (a bounded number of times),
-    backslashes as slashes, each segment without its `;parameters` (Tomcat and Spring drop
-    them: `/v1/..;/admin` is `/v1/../admin` there), and dot segments resolved.
+    decoded way (`_decoded`: percent-decoded until it no longer changes, refusing what some
+    server would read as something else), backslashes as slashes, each segment without its
+    `;parameters` (Tomcat and Spring drop them: `/v1/..;/admin` is `/v1/../admin` there), and
+    dot segments resolved.
     """
-    decoded = where
-    for _ in range(_MAX_DECODES):
-        again = unquote(decoded)
-        if again == decoded:
-            break
-        decoded = again
-    else:
-        raise InvalidRequestError(
-            f"PATH is percent-encoded more than {_MAX_DECODES} times over: it cannot be checked.",
-            param="PATH",
-        )
+    decoded = _decoded(where)
     segments = [segment.partition(";")[0] for segment in decoded.replace("\\", "/").split("/")]
     resolved: list[str] = []
     for segment in segments[1:]:
@@ -163,6 +155,65 @@ def _check_stays_under_prefix(where: str) -> None:
             f"stay under {API_PREFIX}.",
             param="PATH",
         )
+
+
+# An IIS-style `%uXXXX` escape, which some servers decode as the character U+XXXX.
+_U_ESCAPE = re.compile(rb"%[uU][0-9a-fA-F]{4}")
+
+
+def _decoded(where: str) -> str:
+    """The path as the most decoding server reads it: percent-decoded (as bytes) until it no
+    longer changes, then UTF-8. Refused (InvalidRequestError): a path encoded more than
+    _MAX_DECODES times over, a `%u` escape at any level, bytes that are not UTF-8 (an overlong
+    form such as `%c0%ae` is a dot to a lax decoder), a NUL (C servers end the path there), and
+    any character that Unicode's NFKC normalization reads as `.`, `/` or a backslash (the
+    fullwidth full stop U+FF0E of `/v1/\uff0e\uff0e/x`)."""
+    shown = shown_id(where)
+    data = where.encode("utf-8", "surrogatepass")
+    for _ in range(_MAX_DECODES):
+        escape = _U_ESCAPE.search(data)
+        if escape is not None:
+            raise InvalidRequestError(
+                f"PATH holds a %u escape ({escape.group().decode()}), which some servers decode "
+                f"as a character: {shown} is refused.",
+                param="PATH",
+            )
+        again = unquote_to_bytes(data)
+        if again == data:
+            break
+        data = again
+    else:
+        raise InvalidRequestError(
+            f"PATH is percent-encoded more than {_MAX_DECODES} times over: it cannot be checked.",
+            param="PATH",
+        )
+    try:
+        decoded = data.decode("utf-8")  # strict: overlong forms and lone surrogates fail
+    except UnicodeDecodeError:
+        raise InvalidRequestError(
+            f"PATH is not UTF-8 once percent-decoded (an overlong form such as %c0%ae is a dot "
+            f"to some servers): {shown} is refused.",
+            param="PATH",
+        ) from None
+    if "\0" in decoded:
+        raise InvalidRequestError(
+            f"PATH holds a NUL character once percent-decoded (%00): {shown} is refused.",
+            param="PATH",
+        )
+    if not decoded.isascii():
+        import unicodedata
+
+        for char in decoded:
+            if char.isascii():
+                continue
+            normal = unicodedata.normalize("NFKC", char)
+            if any(mark in normal for mark in "./\\"):
+                raise InvalidRequestError(
+                    f"PATH holds U+{ord(char):04X}, which Unicode normalization (NFKC) reads as "
+                    f"{normal!r}: {shown} is refused.",
+                    param="PATH",
+                )
+    return decoded
 
 
 def with_cursor(target: str, cursor: str) -> str:
@@ -205,20 +256,16 @@ def pages(send: Send, target: str) -> Iterator[AnyPage]:
     An error answer is raised (APIError with its status); an answer that is not a list page, or
     a page that makes no progress, is a ServiceError: nothing loops.
     """
-    from .records import NotANumber, load_json
+    import json
 
     def fetch(size: int, cursor: str | None) -> AnyPage:
         answer = send("GET", target if cursor is None else with_cursor(target, cursor), None)
         if not answer.ok:
             raise answer.error()
         try:
-            page = load_json(answer.body)
-        except NotANumber as exc:
-            # Each item is printed as JSON again: Infinity would be no JSON at all.
-            raise ServiceError(
-                f"{target.partition('?')[0]} answered with a page that cannot be shown as JSON: "
-                f"{exc}."
-            ) from None
+            # As `api` takes any body: NaN, Infinity and 1e400 are read (as floats), and the
+            # printer writes each as a string (cli/cells.finite_json), never as no JSON at all.
+            page = json.loads(answer.body)
         except (ValueError, RecursionError):
             page = None
         if (

@@ -8,7 +8,9 @@ character from data reaches the terminal (DESIGN 4.2); JSON goes through `printa
 from __future__ import annotations
 
 import json
+import math
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -42,7 +44,7 @@ def format_cell(value: object, kind: CellKind) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, dict | list) or kind == "json":
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        return finite_json(value, separators=(",", ":"))
     return str(value)
 
 
@@ -74,7 +76,65 @@ def shown_keeping_layout(text: str) -> str:
 
 def json_text(value: object, **options: Any) -> str:
     """JSON text of a value as the service sent it, safe on a terminal and encodable as UTF-8."""
-    return printable_json(json.dumps(value, ensure_ascii=False, **options))
+    try:
+        return printable_json(_encoder(options).encode(value))
+    except ValueError:
+        return printable_json(finite_json(value, **options))
+
+
+# Told when `finite_json` printed a non-finite number as a string (the printer: one note on
+# stderr); set by each Printer.
+_told: Callable[[], None] | None = None
+
+
+def tell_non_finite(tell: Callable[[], None] | None) -> None:
+    """Who is told when a number JSON cannot hold is printed as a string (cli/output.py)."""
+    global _told
+    _told = tell
+
+
+# The encoders of the options used, built once each: json.dumps with options builds one a call.
+_ENCODERS: dict[tuple[tuple[str, Any], ...], json.JSONEncoder] = {}
+
+
+def _encoder(options: dict[str, Any]) -> json.JSONEncoder:
+    """The encoder of `json.dumps(..., ensure_ascii=False, allow_nan=False, **options)`."""
+    key = tuple(sorted(options.items()))
+    encoder = _ENCODERS.get(key)
+    if encoder is None:
+        encoder = _ENCODERS[key] = json.JSONEncoder(ensure_ascii=False, allow_nan=False, **options)
+    return encoder
+
+
+def finite_json(value: object, **options: Any) -> str:
+    """`json.dumps(value, ensure_ascii=False, **options)`, always valid JSON (RFC 8259): a
+    float that is NaN or infinite (`1e400` read from a journal) is written as the string
+    "NaN", "Infinity" or "-Infinity", and whoever `tell_non_finite` named is told."""
+    encoder = _encoder(options)
+    try:
+        # allow_nan=False costs nothing: the encoder checks each float as it writes it.
+        return encoder.encode(value)
+    except ValueError:
+        names: set[str] = set()
+        text = encoder.encode(_finite(value, names))
+        if names and _told is not None:
+            _told()
+        return text
+
+
+def _finite(value: object, names: set[str]) -> object:
+    """`value` with each non-finite float replaced by its name as a string (kept in `names`)."""
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        name = "NaN" if value != value else "Infinity" if value > 0 else "-Infinity"
+        names.add(name)
+        return name
+    if isinstance(value, dict):
+        return {key: _finite(item, names) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item, names) for item in value]
+    return value
 
 
 def printable_json(text: str) -> str:

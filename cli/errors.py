@@ -193,7 +193,11 @@ def describe(
         id = None
     info = _describe(exc, remote=remote, id=id)
     errors = _api_errors()
-    if errors is not None and isinstance(exc, errors.AuthenticationError):
+    if (
+        errors is not None
+        and isinstance(exc, errors.AuthenticationError)
+        and not isinstance(exc, errors.PermissionDeniedError)  # the token was accepted
+    ):
         info.message = f"{_token_origin(settings)}: {info.message}"
     if (
         errors is not None

@@ -7,7 +7,7 @@ dry run and `--as-curl` write nothing, so they pass without a word.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from .context import AppContext
 from .errors import NotConfirmed, UsageProblem
@@ -31,8 +31,9 @@ def refuse_read_only(run: AppContext, what: str) -> None:
     any input, so that nothing is read or sent for a write that cannot happen."""
     settings = run.settings()
     if settings.read_only and not _sends_nothing(run):
+        source = mark_source(settings.sources, "read_only")
         raise UsageProblem(
-            f"The profile {settings.profile!r} is read-only ({_mark_source(run, 'read_only')}): "
+            f"The profile {settings.profile!r} is read-only ({source}): "
             f"refusing to {what}; nothing was sent.",
             param="--profile",
         )
@@ -142,9 +143,10 @@ def _where(run: AppContext) -> str:
     return f"database {settings.db}"
 
 
-def _mark_source(run: AppContext, key: str) -> str:
-    """Where the mark comes from, for the message: the profile's key or the environment's."""
-    source = run.settings().sources.get(key, "")
+def mark_source(sources: Mapping[str, str], key: str) -> str:
+    """Where the mark comes from, for the message: the profile's key or the environment's
+    (`sources`: Settings.sources)."""
+    source = sources.get(key, "")
     if source.startswith("CONVRISK_"):
         return f"{source} is set"
     return f"{key} = true in the config file"

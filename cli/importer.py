@@ -452,6 +452,9 @@ def import_file(
             source.rewind()
             return number
 
+        # Bytes that are not UTF-8 anywhere in a file: exit 2 before anything is written or
+        # asked (again once a protected profile's count has spooled a pipe to a file).
+        source.refuse_non_utf8()
         if not dry_run:
             guard.check_write(
                 run,
@@ -461,6 +464,7 @@ def import_file(
                 yes=yes,
                 stdin_free=source.path is not None,
             )
+        source.refuse_non_utf8()
         _, records = read(source, given_format, columns, spec.kind.plural)
         records = first_checked(spec, records, copy)
         if copy:

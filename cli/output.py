@@ -18,11 +18,13 @@ What an error means is decided in cli/errors.py; `error()` prints it.
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Literal, TypeVar, cast
 
+from . import cells
 from .cells import json_text, shown
 from .errors import ErrorInfo, JqFailed, OutputFailed, StdoutClosed, UsageProblem
 from .iostreams import IOStreams, ask
@@ -82,6 +84,9 @@ class Printer:
         # and stderr are the same terminal: then stderr must not draw over that line.
         self._open_line = False
         self._shared: bool | None = None
+        # Whether the note on numbers JSON cannot hold was printed (once a run).
+        self._non_finite_noted = False
+        cells.tell_non_finite(self._note_non_finite)
 
     # -- streams -------------------------------------------------------------------------------
 
@@ -188,6 +193,16 @@ class Printer:
     def block(self, text: str) -> None:
         """Several lines of our own on stderr (a help text): each line made safe."""
         self._message(shown(text, keep_newlines=True))
+
+    def _note_non_finite(self) -> None:
+        """The one note of a run whose output held numbers JSON cannot (cells.finite_json)."""
+        if self._non_finite_noted:
+            return
+        self._non_finite_noted = True
+        self.notice(
+            "Note: numbers that JSON cannot hold (NaN, or too large for a float, such as 1e400) "
+            'are printed as the strings "NaN", "Infinity" and "-Infinity".'
+        )
 
     def traceback(self, exc: BaseException) -> None:
         """The traceback of `exc` on stderr (`--debug`): see `traceback_lines`."""
@@ -381,7 +396,14 @@ class Printer:
         if not body or self.requests_only:
             return
         jq = self.shape.jq if self.shape is not None else None
-        if jq is None and not self.stdout_is_terminal():
+        terminal = self.stdout_is_terminal()
+        if not terminal or jq is not None:
+            # Piped, JSON stays JSON: a body holding NaN, Infinity or 1e400 is written again with
+            # each as a string (and a note); any other body goes as it was sent.
+            finite = _finite_text(body)
+            if finite is not None:
+                body = finite.encode("utf-8")
+        if jq is None and not terminal:
             self.write_bytes(body if body.endswith(b"\n") else body + b"\n")
             return
         text = body.decode("utf-8", errors="replace")
@@ -522,6 +544,31 @@ class Printer:
             )
         elif count == 0 and self.fmt == "table" and self.stdout_is_terminal() and not jq:
             self.hint(f"No {kind.plural}.")
+
+
+# What a number JSON cannot hold looks like in JSON text: NaN, Infinity, or an exponent of three
+# digits or more, or 300 digits running (either may overflow a float). Bytes without any of these
+# (nearly every body) are written as they are, after one pass of the regex engine.
+_MAY_NOT_BE_FINITE = re.compile(rb"NaN|Infinity|[0-9][eE]\+?0*[1-9][0-9]{2}|[0-9]{300}")
+
+
+def _finite_text(body: bytes) -> str | None:
+    """A JSON body holding a number that JSON cannot hold, as compact JSON with each such
+    number a string (cells.finite_json, which says so on stderr); None for any other body
+    (written on as it is)."""
+    if _MAY_NOT_BE_FINITE.search(body) is None:
+        return None
+    import json
+
+    try:
+        value = json.loads(body)  # Python's reader takes NaN and Infinity; 1e400 reads as inf
+    except (ValueError, RecursionError):
+        return None  # not JSON: the body goes as it came
+    try:
+        json.dumps(value, allow_nan=False)
+    except ValueError:
+        return json_text(value, separators=(",", ":"))  # escaped as every JSON output is
+    return None
 
 
 def traceback_lines(exc: BaseException) -> list[str]:

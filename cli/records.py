@@ -33,6 +33,8 @@ from .values import JSON_KINDS, parse_json_object, parse_number
 
 # The service takes request bodies of up to 1 MiB: a longer record could not be sent anyway.
 MAX_RECORD_BYTES = 1024 * 1024
+# The chunks in which a file is read to check that it is UTF-8 throughout.
+_SCAN_CHUNK = 1024 * 1024
 # Blank lines read ahead to find the first record (a file of only blank lines is empty).
 _MAX_LEADING_BLANK_LINES = 10_000
 FORMATS = ("jsonl", "csv")
@@ -69,6 +71,7 @@ class Source:
         self.position = 0
         self.size: int | None = None
         self.oversized = False  # set when a line longer than MAX_RECORD_BYTES was cut out
+        self._utf8_checked = False  # refuse_non_utf8 has read it all
         if spec == "-":
             self.name = "stdin"
             self.path: Path | None = None
@@ -128,6 +131,48 @@ class Source:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    def refuse_non_utf8(self) -> None:
+        """Refuse a source with bytes that are not UTF-8 anywhere (a UsageProblem naming the
+        line, before any record is read, so before anything is written), then read it again
+        from where it was. Read in chunks: flat memory whatever the size. Only a source that
+        can be read again (a file, also as stdin, or stdin already spooled); a pipe is read as
+        it comes, and a line of it that is not UTF-8 is that record's failure."""
+        stream = self._stream
+        if self._utf8_checked:
+            return
+        try:
+            if not stream.seekable():
+                return
+            start = stream.tell()
+        except OSError:
+            return
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        line = 1
+        try:
+            while True:
+                chunk = stream.read(_SCAN_CHUNK)
+                try:
+                    decoder.decode(chunk, final=not chunk)
+                except UnicodeDecodeError as exc:
+                    # The error's bytes are the decoder's: a split sequence kept from the chunk
+                    # before (no newline in it), then this chunk.
+                    data = exc.object
+                    line += data.count(b"\n", 0, exc.start)
+                    raise UsageProblem(
+                        f"{self.name} is not UTF-8 text: line {line} has byte "
+                        f"0x{data[exc.start]:02x}; nothing was written.",
+                        param="FILE",
+                    ) from None
+                if not chunk:
+                    break
+                line += chunk.count(b"\n")
+            stream.seek(start)
+            self._utf8_checked = True
+        except OSError as exc:
+            raise UsageProblem(
+                f"Cannot read {self.name}: {exc.strerror or exc}.", param="FILE"
+            ) from None
 
     def lines(self) -> Iterator[tuple[int, bytes]]:
         """(line number, bytes with the line break) for every line, each at most

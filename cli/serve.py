@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from convrisk.local_backend.ids import IdSource
     from convrisk.local_backend.proxy import Proxy
 
+    from .settings import Settings
+
 
 def serve(
     ctx: typer.Context,
@@ -139,13 +141,21 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    read_only: Annotated[
+        bool,
+        typer.Option(
+            "--read-only",
+            help="Answer every write (any method but GET, HEAD and OPTIONS: /v1 and "
+            "/__sandbox/ alike) with a 403 permission_error; needed to serve a read-only profile.",
+        ),
+    ] = False,
 ) -> None:
     """Serve the conversations and risk-profiles service over HTTP on a local database.
 
     Prints a ready-to-paste `export CONVRISK_BASE_URL=... CONVRISK_TOKEN=...` line, then one
     log line per request on stderr. It serves a local database: --profile P serves P's db;
-    --base-url is refused. GET /openapi.json describes the interface. Stops cleanly on
-    Ctrl-C (SIGINT) or SIGTERM.
+    --base-url is refused; a read-only profile is served only with --read-only. GET
+    /openapi.json describes the interface. Stops cleanly on Ctrl-C (SIGINT) or SIGTERM.
 
     \b
     Example:
@@ -154,6 +164,7 @@ def serve(
       convrisk serve --port 0 --seed 7 --clock 2025-01-01T00:00:00Z   # same ids, same times
       CONVRISK_SERVE_TOKEN=s3cret convrisk serve --log-format json
       convrisk serve --port 0 --load fixtures.jsonl
+      convrisk --profile audit serve --port 0 --read-only
       convrisk serve --port 0 --token "$T" --proxy-to https://api.example.com --validate enforce
     """
     import secrets
@@ -184,7 +195,9 @@ def serve(
         problem = _token_problem(given)
         if problem is not None:
             raise UsageProblem(f"{source}: {problem}", param="--token")
-    db_path = _served_database(run, db)
+    served = _served_settings(run, db)
+    db_path = Path(database_path(served))
+    _check_read_only(served, read_only=read_only, load=load, db=db or run.flags.db)
     rows = None if load is None else _snapshot_rows(load)
     scratch = None
     if rows is not None and not (db or run.flags.db):
@@ -219,6 +232,11 @@ def serve(
                     printer.warning(line)
                 else:
                     printer.notice(line)
+        if read_only:
+            printer.notice(
+                "convrisk serve: read-only (--read-only): every write is answered 403, "
+                "nothing is written"
+            )
         if chaos.active:
             printer.notice(f"convrisk serve: {_chaos_text(chaos)}")
         # In proxy mode the ids are the upstream's: --seed repeats the faults alone.
@@ -249,6 +267,7 @@ def serve(
             id_sources=id_sources,
             load=rows,
             proxy=proxy,
+            read_only=read_only,
         )
     finally:
         if scratch is not None:
@@ -355,8 +374,41 @@ def _snapshot_rows(path: str) -> dict[str, list[dict[str, Any]]]:
         raise UsageProblem(f"--load {shown}: {exc.message}", param="--load") from None
 
 
-def _served_database(run: AppContext, db: str | None) -> Path:
-    """The file to serve: --db, else CONVRISK_DB or the db of the profile, else the default.
+def _check_read_only(
+    settings: Settings, *, read_only: bool, load: str | None, db: str | None
+) -> None:
+    """A read-only profile is served only with --read-only, and never with --load (a write);
+    --read-only --load loads only into a temporary database (no --db). A usage error
+    otherwise, before anything is written."""
+    from .guard import mark_source
+
+    if settings.read_only:
+        marked = (
+            f"The profile {settings.profile!r} is read-only "
+            f"({mark_source(settings.sources, 'read_only')})"
+        )
+        if not read_only:
+            raise UsageProblem(
+                f"{marked}: serve would open {settings.db} to writes. Pass "
+                "--read-only to serve it with every write answered 403; nothing was started.",
+                param="--read-only",
+            )
+        if load is not None:
+            raise UsageProblem(
+                f"{marked}: --load replaces the records served, a write; nothing was started.",
+                param="--load",
+            )
+    if read_only and load is not None and db:
+        raise UsageProblem(
+            f"--load would replace the records of {db}, and --read-only writes nothing: drop "
+            "--db to serve the snapshot from a temporary database; nothing was started.",
+            param="--load",
+        )
+
+
+def _served_settings(run: AppContext, db: str | None) -> Settings:
+    """The settings of the file to serve: --db, else CONVRISK_DB or the db of the profile, else
+    the default.
 
     serve always serves a local database: --base-url is refused, and so is a --profile that
     is remote without a db of its own (its base_url cannot be served). CONVRISK_BASE_URL, as
@@ -376,7 +428,7 @@ def _served_database(run: AppContext, db: str | None) -> Path:
             "local database. Give --db PATH, or a profile with a db.",
             param="--profile",
         )
-    return Path(database_path(settings))
+    return settings
 
 
 def _token_problem(token: str) -> str | None:

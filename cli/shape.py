@@ -7,7 +7,6 @@ through its sinks.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -131,8 +130,11 @@ def _first_line(exc: BaseException) -> str:
 
 
 def json_array(rows: Sequence[Mapping[str, Any]]) -> str:
-    """Records as one compact JSON array, the text that jq reads."""
-    return json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+    """Records as one compact JSON array, the text that jq reads (a non-finite number as a
+    string, as every JSON output has it: cells.finite_json)."""
+    from .cells import finite_json
+
+    return finite_json(rows, separators=(",", ":"))
 
 
 @dataclass(frozen=True)

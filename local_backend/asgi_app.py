@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from starlette.types import Message, Receive, Scope, Send
 
-from convrisk.api_client.errors import InvalidRequestError, ServiceError
+from convrisk.api_client.errors import InvalidRequestError, PermissionDeniedError, ServiceError
 from convrisk.api_client.params import MAX_BODY_BYTES
 
 from .access_log import AccessLog
@@ -48,6 +48,8 @@ BODY_SECONDS = 10.0
 BODY_TOTAL_SECONDS = 30.0
 # What a client over the connection limit is told to wait, in seconds.
 BUSY_RETRY_AFTER = 1
+# The methods `serve --read-only` answers; any other is a write, refused with a 403.
+READ_METHODS = frozenset(("GET", "HEAD", "OPTIONS"))
 # A create waiting for the group commit: its call, its body, and where its answer goes.
 Pending = tuple[Call, bytes, asyncio.Future[Answer]]
 
@@ -68,8 +70,12 @@ class ServeApp:
         limit: int | None = None,
         journal: Journal | None = None,
         proxy: Proxy | None = None,
+        *,
+        read_only: bool = False,
     ) -> None:
         self.wire = wire
+        # `serve --read-only`: every request but a read is a 403, whatever its path.
+        self.read_only = read_only
         # `serve --proxy-to`: /v1 requests go to the upstream instead of the local store.
         self.proxy = proxy
         # Connections (and requests in flight) served; a request beyond is answered 503.
@@ -154,6 +160,10 @@ class ServeApp:
             busy = json_answer(503, error.to_body(), (("retry-after", str(BUSY_RETRY_AFTER)),))
             done(busy.status)
             return await self._send(scope, receive, send, busy, close=True)
+        if self.read_only and method not in READ_METHODS:
+            refused = self.wire.refuse_token(headers) or _read_only_answer(method, path)
+            done(refused.status)
+            return await self._send(scope, receive, send, refused, close=_body_pending(headers))
         if admin:
             read = False
 
@@ -430,6 +440,17 @@ async def _read_body(
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
+
+
+def _read_only_answer(method: str, path: str) -> Answer:
+    """The 403 of `serve --read-only` to a write: nothing was read or written."""
+    from convrisk.api_client.text import printable
+
+    error = PermissionDeniedError(
+        f"This server is read-only (serve --read-only): {printable(method)} "
+        f"{printable(path)} is refused; nothing was written."
+    )
+    return error_answer(error)
 
 
 def _forwarded(path: str) -> bool:

@@ -231,6 +231,8 @@ def _error_responses(*statuses: int) -> dict[str, Any]:
     described = {
         400: "The request broke a rule; `param` names the field.",
         401: "Missing or wrong bearer token.",
+        403: "`serve --read-only`: every write (any method but GET, HEAD and OPTIONS) is "
+        "refused, a permission_error; nothing is written.",
         404: "No such object.",
         408: "The body did not arrive in time.",
         409: "In proxy mode (`serve --proxy-to`): the records are the upstream's; only the "
@@ -289,6 +291,8 @@ def _body(model: str, *, required: bool) -> dict[str, Any]:
 
 _COMMON = (401, 429, 431, 500, 503)
 _WITH_BODY = (408, 411, 413, 415)
+# What a write may also answer: `serve --read-only` refuses it.
+_WRITE = (403,)
 
 
 def _list_parameters(resource: Resource) -> list[dict[str, Any]]:
@@ -369,7 +373,7 @@ def _paths() -> dict[str, Any]:
                 "requestBody": _body(f"{model}Create", required=True),
                 "responses": {
                     **_replayable(_ok(model, f"The new {noun} (or the replayed answer).")),
-                    **_error_responses(400, *_WITH_BODY, *_COMMON),
+                    **_error_responses(400, *_WRITE, *_WITH_BODY, *_COMMON),
                 },
             },
         }
@@ -388,7 +392,7 @@ def _paths() -> dict[str, Any]:
                 "requestBody": _body(f"{model}Update", required=False),
                 "responses": {
                     **_ok(model, f"The {noun}, updated."),
-                    **_error_responses(400, 404, *_WITH_BODY, *_COMMON),
+                    **_error_responses(400, *_WRITE, 404, *_WITH_BODY, *_COMMON),
                 },
             },
             "delete": {
@@ -397,7 +401,7 @@ def _paths() -> dict[str, Any]:
                 "tags": [tag],
                 "responses": {
                     **_ok("Deleted", "The object is gone."),
-                    **_error_responses(400, 404, *_COMMON),
+                    **_error_responses(400, *_WRITE, 404, *_COMMON),
                 },
             },
         }
@@ -423,6 +427,8 @@ def _sandbox_paths() -> dict[str, Any]:
     errors = _error_responses(401, 500, 503)
     # The routes of the store, which proxy mode does not have.
     store_errors = {**_error_responses(409), **errors}
+    # The routes that change something: `serve --read-only` refuses them.
+    write_errors = _error_responses(*_WRITE)
     return {
         REQUESTS_PATH: {
             "get": {
@@ -454,7 +460,11 @@ def _sandbox_paths() -> dict[str, Any]:
                 "operationId": "sandbox_clear_requests",
                 "summary": "Forget the requests received so far",
                 "tags": [SANDBOX_TAG],
-                "responses": {**_ok("SandboxCleared", "How many were forgotten."), **errors},
+                "responses": {
+                    **_ok("SandboxCleared", "How many were forgotten."),
+                    **write_errors,
+                    **errors,
+                },
             },
         },
         RESET_PATH: {
@@ -464,7 +474,11 @@ def _sandbox_paths() -> dict[str, Any]:
                 "description": "Also rewinds `serve --clock` and the ids of `serve --seed` to "
                 "where they started, so each test after a reset gets the same ids and times.",
                 "tags": [SANDBOX_TAG],
-                "responses": {**_ok("SandboxReset", "The store is empty."), **store_errors},
+                "responses": {
+                    **_ok("SandboxReset", "The store is empty."),
+                    **write_errors,
+                    **store_errors,
+                },
             },
         },
         SNAPSHOT_PATH: {
@@ -499,7 +513,7 @@ def _sandbox_paths() -> dict[str, Any]:
                 },
                 "responses": {
                     **_ok("SandboxRestored", "How many records of each resource."),
-                    **_error_responses(400, 408),
+                    **_error_responses(400, *_WRITE, 408),
                     "413": {
                         "description": f"The snapshot is over {MAX_SNAPSHOT_BYTES} bytes.",
                         "content": {

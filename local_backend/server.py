@@ -104,6 +104,7 @@ class ConvriskServer:
         log_format: str = "text",
         chaos: Chaos | None = None,
         proxy: Proxy | None = None,
+        read_only: bool = False,
     ) -> None:
         self.backend = backend
         self.wire = Wire(backend, token)
@@ -121,6 +122,7 @@ class ConvriskServer:
             _connection_limit(),
             Journal(token),
             proxy,
+            read_only=read_only,
         )
         config = uvicorn.Config(
             self.app,
@@ -228,8 +230,10 @@ def make_server(
     log_format: str = "text",
     chaos: Chaos | None = None,
     proxy: Proxy | None = None,
+    read_only: bool = False,
 ) -> ConvriskServer:
-    """A bound server over `backend` (port 0: a free one); start it with running()."""
+    """A bound server over `backend` (port 0: a free one); start it with running().
+    `read_only` answers every request but a read (GET, HEAD, OPTIONS) with a 403."""
     return ConvriskServer(
         backend,
         token=token,
@@ -239,6 +243,7 @@ def make_server(
         log_format=log_format,
         chaos=chaos,
         proxy=proxy,
+        read_only=read_only,
     )
 
 
@@ -256,12 +261,14 @@ def run_server(
     id_sources: Mapping[str, IdSource] | None = None,
     load: dict[str, list[Columns]] | None = None,
     proxy: Proxy | None = None,
+    read_only: bool = False,
 ) -> None:
     """Serve the SQLite file at `db_path` until SIGINT or SIGTERM, then close everything.
 
     `clock` stamps the records (`serve --clock`; the system's by default), `id_sources` mint
     their ids (`serve --seed`). `load` (snapshot.parse) replaces the file's records before
     anything is served. `proxy` (`serve --proxy-to`) answers the /v1 requests in its place.
+    `read_only` (`serve --read-only`) answers every request but a read with a 403.
 
     A second signal stops at once, without waiting for requests in flight; a stop that has not
     ended STOP_SECONDS after the first signal ends the process (exit 1) with a line in the log.
@@ -296,6 +303,7 @@ def run_server(
                 log_format=log_format,
                 chaos=chaos,
                 proxy=proxy,
+                read_only=read_only,
             )
         except OSError as exc:
             reason = exc.strerror or str(exc)

@@ -91,11 +91,23 @@ def _read_stderr(stream: TextIO, banner: list[str], log: list[str], ready: threa
     ready.set()  # stderr closed: serve has stopped, whoever waits for the banner need not
 
 
-def start_serve(home: Path, *extra: str, token: str | None = TOKEN) -> Serve:
+def start_serve(
+    home: Path,
+    *extra: str,
+    token: str | None = TOKEN,
+    before: tuple[str, ...] = (),
+    db_path: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> Serve:
     """Start the installed `convrisk serve` on 127.0.0.1, a free port (0: the system picks),
-    over a database under `home`; wait, at most READY_SECONDS, for its banner."""
-    db_path = home / "serve.db"
-    args = [str(CONVRISK), "serve", "--host", "127.0.0.1", "--port", "0", "--db", str(db_path)]
+    over a database under `home`; wait, at most READY_SECONDS, for its banner.
+
+    `before`: global options before `serve` (`--profile P`); `db_path`: the database the
+    settings choose (no --db is given then); `env`: more environment variables."""
+    args = [str(CONVRISK), *before, "serve", "--host", "127.0.0.1", "--port", "0"]
+    if db_path is None:
+        db_path = home / "serve.db"
+        args += ["--db", str(db_path)]
     if token is not None:
         args += ["--token", token]
     proc = subprocess.Popen(
@@ -104,7 +116,7 @@ def start_serve(home: Path, *extra: str, token: str | None = TOKEN) -> Serve:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        env=isolated_env(home, PYTHONFAULTHANDLER="1"),
+        env=isolated_env(home, PYTHONFAULTHANDLER="1", **(env or {})),
     )
     assert proc.stderr is not None
     banner: list[str] = []
@@ -131,10 +143,17 @@ def start_serve(home: Path, *extra: str, token: str | None = TOKEN) -> Serve:
 
 
 @contextmanager
-def serving(home: Path, *extra: str, token: str | None = TOKEN) -> Iterator[Serve]:
+def serving(
+    home: Path,
+    *extra: str,
+    token: str | None = TOKEN,
+    before: tuple[str, ...] = (),
+    db_path: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> Iterator[Serve]:
     """`start_serve()` for the length of a `with`: it is stopped at the end, and a serve still
     running then must stop cleanly (exit 0) on SIGTERM."""
-    served = start_serve(home, *extra, token=token)
+    served = start_serve(home, *extra, token=token, before=before, db_path=db_path, env=env)
     try:
         yield served
     finally:

@@ -485,6 +485,30 @@ def test_on_a_terminal_a_number_too_large_for_a_float_is_shown_as_sent(
     assert term.text() == ['{"n": 1e400, "s": "\\u001b[2J"}']
 
 
+def test_piped_an_answer_holding_nan_or_1e400_is_valid_json_with_one_note(
+    scripted: tuple[_ScriptedServer, dict[str, str]],
+) -> None:
+    # Issue 29, finding 7: such a body is no JSON at all as it came; jq and json.loads fail.
+    server, env = scripted
+    page = b'{"data": [{"id": "a", "n": 1e400}, {"id": "b", "n": NaN}], "has_more": false}'
+    server.script["/v1/conversations"] = (200, [], page)
+    server.script["/v1/conversations?limit=100"] = (200, [], page)
+
+    def refuse(name: str) -> None:
+        raise ValueError(f"{name} is not JSON")
+
+    whole = run_bytes(env, "api", "/v1/conversations")
+    assert whole.returncode == 0, whole.stderr
+    body = json.loads(whole.stdout, parse_constant=refuse)
+    assert [item["n"] for item in body["data"]] == ["Infinity", "NaN"]
+    paged = run_bytes(env, "api", "/v1/conversations", "--paginate")
+    assert paged.returncode == 0, paged.stderr
+    lines = [json.loads(line, parse_constant=refuse) for line in paged.stdout.splitlines()]
+    assert [item["n"] for item in lines] == ["Infinity", "NaN"]
+    for result in (whole, paged):
+        assert result.stderr.decode().count("Note: numbers that JSON cannot hold") == 1
+
+
 def test_every_example_of_the_help_works(tmp_path: Path) -> None:
     local = local_cli(tmp_path)
     [conv_id] = made_conversations(local, 1)

@@ -66,6 +66,29 @@ def test_api_refuses_a_path_that_leads_outside_v1_once_decoded(tmp_path: Path, p
     assert seen == []
 
 
+@pytest.mark.parametrize(
+    ("path", "named"),
+    [
+        ("/v1/%c0%ae%c0%ae/x", "is not UTF-8 once percent-decoded"),
+        ("/v1/\uff0e\uff0e/x", "U+FF0E, which Unicode normalization (NFKC) reads as '.'"),
+        ("/v1/%u002e%u002e/x", "holds a %u escape (%u002e)"),
+        ("/v1/..%00/x", "holds a NUL character once percent-decoded"),
+    ],
+)
+def test_api_refuses_a_path_a_server_would_decode_into_another_and_sends_nothing(
+    tmp_path: Path, path: str, named: str
+) -> None:
+    # Issue 29, finding 8: each of these reached the service unchanged.
+    with raw_service(OK) as (url, seen):
+        result = Remote(tmp_path, url, TOKEN).run("api", path)
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("Error: PATH ") and named in line, line
+    assert line.endswith("is refused."), line
+    assert result.stdout == ""
+    assert seen == []
+
+
 def test_a_redirect_with_an_illegal_location_is_a_bad_answer_not_unreachable(
     tmp_path: Path,
 ) -> None:

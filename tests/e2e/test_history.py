@@ -219,3 +219,35 @@ def test_the_table_on_a_terminal_never_cuts_an_id(env: dict[str, str]) -> None:
                 "TIME", "ENTRY", "OPERATION", "RESOURCE", "ID", "OUTCOME", "PROFILE",
             ]  # fmt: skip
     assert {e["id"] for e in entries} == set(ids)
+
+
+def test_a_journal_holding_1e400_and_nan_prints_valid_json_with_one_note(
+    env: dict[str, str],
+) -> None:
+    # Issue 29, finding 7: Python's reader takes 1e400 as inf and NaN as nan; JSON has neither.
+    ok(env, "risk", "create", "--customer-id", "c", "--profile-type", "t", "--score", "5")
+    journal = journal_of(env)
+    line = journal.read_text().splitlines()[0]
+    assert '"score":5' in line
+    journal.write_text(
+        line.replace('"score":5', '"score":1e400') + "\n" + line.replace('"score":5', '"score":NaN')
+        + "\n"
+    )  # fmt: skip
+
+    def refuse(name: str) -> None:
+        raise ValueError(f"{name} is not JSON")
+
+    for fmt in ("jsonl", "json"):
+        result = run(env, "history", "-o", fmt)
+        assert result.returncode == 0, result.stderr
+        if fmt == "jsonl":
+            entries = [json.loads(x, parse_constant=refuse) for x in result.stdout.splitlines()]
+        else:
+            entries = json.loads(result.stdout, parse_constant=refuse)
+        assert [e["after"]["score"] for e in entries] == ["NaN", "Infinity"]
+        assert "Infinity," not in result.stdout and "NaN," not in result.stdout
+        notes = [x for x in result.stderr.splitlines() if x.startswith("Note: numbers")]
+        assert notes == [
+            "Note: numbers that JSON cannot hold (NaN, or too large for a float, such as 1e400) "
+            'are printed as the strings "NaN", "Infinity" and "-Infinity".'
+        ], result.stderr

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from .both_backends import (  # noqa: F401
     start_drained_serve,
     stop_drained_serve,
 )
-from .console import SAFETY_TIMEOUT, assert_loads_none_of, on_a_terminal, read_until
+from .console import CONVRISK, SAFETY_TIMEOUT, assert_loads_none_of, on_a_terminal, read_until
 
 MISSING_RP = "rp_00000000000000000000000000"
 
@@ -189,7 +190,7 @@ def test_stop_on_error_stops_at_the_first_failure(cli: Cli, tmp_path: Path) -> N
         ("p.csv", "customer_id,scor\nc,1\n", "unknown column 'scor'"),
         ("p.csv", "customer_id,customer_id\nc,c\n", "column 'customer_id' is given twice"),
         ("p.csv", "customer_id,score,\nc,1,\n", "empty column name"),
-        ("p.data", "\x89PNG\r\n\x1a\n\x00\x00", "line 1 (the header)"),
+        ("p.data", "\x89PNG\r\n\x1a\n\x00\x00", "is not UTF-8 text: line 1 has byte 0x89"),
         ("p.csv", "c" * (1024 * 1024 + 1) + "\ncus_1\n", "line 1 is longer than 1 MiB"),
         ("p.jsonl", '{"a": "' + "x" * (1024 * 1024) + '"}\n', "line 1 is longer than 1 MiB"),
     ],
@@ -211,6 +212,65 @@ def test_a_file_that_is_not_jsonl_or_csv_is_exit_2_and_writes_nothing(
     assert message in result.stderr and str(path) in result.stderr
     assert result.stdout == "" and len(result.stderr.splitlines()) == 1
     assert cli.count("risk_profiles") == 0
+
+
+def test_bytes_that_are_not_utf8_after_a_good_first_line_are_exit_2_and_nothing_is_written(
+    cli: Cli,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    # Issue 29, finding 9: line 1 was written, line 2 failed (exit 1), line 3 was written.
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(
+        json.dumps(profile(1)).encode() + b"\n"
+        + json.dumps(profile(2)).encode().replace(b"cus_00002", b"cus_\xc0\xae2") + b"\n"
+        + json.dumps(profile(3)).encode() + b"\n"
+    )  # fmt: skip
+    expected = f"Error: {path} is not UTF-8 text: line 2 has byte 0xc0; nothing was written.\n"
+    result = cli.run("risk", "import", str(path))
+    assert (result.returncode, result.stdout, result.stderr) == (2, "", expected)
+    with path.open("rb") as stdin:
+        redirected = subprocess.run(
+            [CONVRISK, "risk", "import", "-"], stdin=stdin, env=cli.env, capture_output=True,
+            text=True, timeout=SAFETY_TIMEOUT,
+        )  # fmt: skip
+    assert redirected.returncode == 2, redirected.stderr
+    assert redirected.stderr == expected.replace(str(path), "stdin")
+    assert cli.count("risk_profiles") == 0
+
+
+def test_a_pipe_is_read_as_it_comes_and_a_line_that_is_not_utf8_fails_alone(
+    cli: Cli,  # noqa: F811
+) -> None:
+    # What the README says of a pipe: it cannot be read twice, so it is not checked ahead.
+    data = (
+        json.dumps(profile(1)).encode() + b"\n"
+        + json.dumps(profile(2)).encode().replace(b"cus_00002", b"cus_\xff2") + b"\n"
+        + json.dumps(profile(3)).encode() + b"\n"
+    )  # fmt: skip
+    piped = subprocess.run(
+        [CONVRISK, "risk", "import", "-"], input=data, env=cli.env, capture_output=True,
+        timeout=SAFETY_TIMEOUT,
+    )  # fmt: skip
+    assert piped.returncode == 1, piped.stderr
+    rows = results(piped.stdout.decode())
+    assert [(r["line"], r["status"]) for r in rows] == [
+        (1, "created"),
+        (2, "failed"),
+        (3, "created"),
+    ]
+    assert "line 2 is not UTF-8 text (byte 0xff)" in rows[1]["error"]["message"]
+    assert customers(cli) == ["cus_00001", "cus_00003"]
+    # Counted first (--max-affected), the pipe is kept in a file: checked whole, as a file is.
+    counted = subprocess.run(
+        [CONVRISK, "risk", "import", "-", "--max-affected", "10"], input=data, env=cli.env,
+        capture_output=True, timeout=SAFETY_TIMEOUT,
+    )  # fmt: skip
+    assert counted.returncode == 2, counted.stderr
+    assert (
+        counted.stderr
+        == b"Error: stdin is not UTF-8 text: line 2 has byte 0xff; nothing was written.\n"
+    )
+    assert customers(cli) == ["cus_00001", "cus_00003"]
 
 
 def test_files_that_cannot_be_read_and_a_bad_format(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
