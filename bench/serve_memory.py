@@ -1,0 +1,199 @@
+"""serve's resident memory at rest, under thousands of half-open request heads, and after.
+
+    python bench/serve_memory.py                                  # 9,000 heads of 65,000 bytes
+    python bench/serve_memory.py --convrisk OLD/bin/convrisk      # another build, to compare
+    python bench/serve_memory.py --connections 20 --after 1       # tiny: proves it runs
+
+A real `convrisk serve --port 0` subprocess over a fresh database. Once it has answered one
+request (at rest), `--connections` connections are opened one after another, each sending
+`GET /v1/conversations` and headers that make `--head-bytes` bytes of a head that never ends
+(no blank line). With all of them open, each is looked at: still held by serve, answered (the
+status line, 503 past serve's shared budget for incomplete heads) or closed without an answer.
+Then the client closes them all and waits `--after` seconds. Printed: serve's VmRSS (from /proc)
+at rest, with the heads held, and at intervals after they closed; its VmHWM (the peak); and the
+status of one ordinary request made with the heads held and one made after.
+
+The descriptor limit is raised (soft up to hard) for this process and for serve, which inherits
+it: serve takes as many connections as its descriptors allow (local_backend/server.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import re
+import resource
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+TOKEN = "serve-memory-token"
+READY_SECONDS = 60.0
+# serve closes a connection whose head is not whole 10 s after its first byte
+# (local_backend/uvicorn_protocols.py): the heads are all sent well within that.
+OPEN_SECONDS = 8.0
+READ_SECONDS = 15.0
+
+
+def _kib(pid: int, field: str) -> int:
+    """A memory figure of /proc/PID/status, in KiB."""
+    text = Path(f"/proc/{pid}/status").read_text()
+    match = re.search(rf"^{field}:\s+(\d+) kB", text, re.M)
+    assert match, field
+    return int(match.group(1))
+
+
+def _mib(kib: int) -> str:
+    return f"{kib / 1024:.1f} MiB"
+
+
+def _head(size: int) -> bytes:
+    """A request head of `size` bytes that is never finished (no blank line after it)."""
+    start = b"GET /v1/conversations HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    # Headers of 4,000 bytes (each under any per-header limit), the last one cut short.
+    pads = b"".join(b"X-Pad-%d: %s\r\n" % (n, b"a" * 4000) for n in range(size // 4000 + 1))
+    return (start + pads)[:size]
+
+
+def _ordinary(port: int) -> str:
+    """The status line of one ordinary request (GET, with the token), or how it failed."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=READ_SECONDS) as sock:
+            sock.sendall(
+                b"GET /v1/conversations?limit=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                b"Authorization: Bearer " + TOKEN.encode() + b"\r\nConnection: close\r\n\r\n"
+            )
+            data = b""
+            while b"\r\n" not in data:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    return "closed without an answer"
+                data += chunk
+            return data.split(b"\r\n", 1)[0].decode("latin-1")
+    except OSError as exc:
+        return f"failed ({type(exc).__name__})"
+
+
+def _state(sock: socket.socket) -> str:
+    """What became of one half-open connection: held, answered (its status) or closed."""
+    sock.setblocking(False)
+    try:
+        data = sock.recv(200)
+    except BlockingIOError:
+        return "held by serve"
+    except OSError as exc:
+        return f"reset ({type(exc).__name__})"
+    if not data:
+        return "closed without an answer"
+    status = data.split(b"\r\n", 1)[0].decode("latin-1")
+    return f"answered {status.removeprefix('HTTP/1.1 ')}"
+
+
+def _open(port: int, head: bytes, count: int) -> tuple[list[socket.socket], int, float]:
+    """Up to `count` connections each sending `head`, within OPEN_SECONDS: the sockets, how many
+    could not send it all, and the seconds it took."""
+    socks: list[socket.socket] = []
+    cut = 0
+    started = time.monotonic()
+    while len(socks) < count and time.monotonic() - started < OPEN_SECONDS:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=READ_SECONDS)
+        socks.append(sock)
+        try:
+            sock.sendall(head)
+        except OSError:
+            cut += 1  # refused and closed while sending
+    return socks, cut, time.monotonic() - started
+
+
+def _start(convrisk: str, folder: str) -> tuple[subprocess.Popen[str], int]:
+    """A `convrisk serve --port 0` over a fresh database in `folder`, and its port (0: failed)."""
+    proc = subprocess.Popen(
+        [convrisk, "serve", "--port", "0", "--token", TOKEN, "--db", f"{folder}/s.db"],
+        env={"HOME": folder, "XDG_CONFIG_HOME": folder, "XDG_DATA_HOME": folder},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    started = time.monotonic()
+    for line in proc.stderr:
+        match = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+        if match:
+            # Read all along: a full pipe would block serve.
+            threading.Thread(target=proc.stderr.read, daemon=True).start()
+            return proc, int(match.group(1))
+        if time.monotonic() - started > READY_SECONDS:
+            break
+    return proc, 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the measure and print it."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    default = Path(sys.executable).parent / "convrisk"
+    parser.add_argument("--convrisk", default=str(default), help="the convrisk to measure")
+    parser.add_argument("--connections", type=int, default=9000, choices=range(1, 15001))
+    parser.add_argument("--head-bytes", type=int, default=65000, choices=range(64, 65537))
+    parser.add_argument("--after", type=float, default=30.0, help="seconds after the close")
+    parser.add_argument("--rounds", type=int, default=1, choices=range(1, 6))
+    args = parser.parse_args(argv)
+    after = min(max(args.after, 0.0), 300.0)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = args.connections + 200
+    if hard != resource.RLIM_INFINITY and hard < wanted:
+        print(f"the descriptor limit is {hard}; {wanted} needed", file=sys.stderr)
+        return 1
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    head = _head(args.head_bytes)
+    assert len(head) == args.head_bytes and b"\r\n\r\n" not in head
+    lines = [
+        f"{args.convrisk}: {args.connections} connections, each a {len(head)}-byte head "
+        f"never finished; {args.rounds} round(s)"
+    ]
+    with tempfile.TemporaryDirectory(prefix="serve-memory-") as folder:
+        proc, port = _start(args.convrisk, folder)
+        try:
+            if not port:
+                print("convrisk serve did not start", file=sys.stderr)
+                return 1
+            first = _ordinary(port)
+            time.sleep(1.0)
+            lines.append(f"  at rest (one request served: {first}): {_mib(_kib(proc.pid, 'VmRSS'))}")
+            for round_ in range(1, args.rounds + 1):
+                socks, cut, took = _open(port, head, args.connections)
+                time.sleep(0.5)  # serve reads what is in flight
+                held = _kib(proc.pid, "VmRSS")
+                during = _ordinary(port)
+                states = collections.Counter(_state(sock) for sock in socks)
+                for sock in socks:
+                    sock.close()
+                lines.append(
+                    f"  round {round_}: {len(socks)} opened in {took:.1f} s "
+                    f"({cut} cut while sending)"
+                )
+                lines += [f"    {n:6d} {state}" for state, n in sorted(states.items())]
+                lines.append(f"    with the heads held: {_mib(held)}; ordinary request: {during}")
+                closed = time.monotonic()
+                marks = sorted({m for m in (1.0, 10.0, after) if m <= after})
+                for mark in marks:
+                    time.sleep(max(0.0, closed + mark - time.monotonic()))
+                    lines.append(
+                        f"    {mark:4.0f} s after the close: {_mib(_kib(proc.pid, 'VmRSS'))}"
+                    )
+            lines.append(f"  after the rounds, ordinary request: {_ordinary(port)}")
+            lines.append(f"  peak (VmHWM): {_mib(_kib(proc.pid, 'VmHWM'))}")
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
