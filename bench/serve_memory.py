@@ -93,6 +93,32 @@ def _state(sock: socket.socket) -> str:
     return f"answered {status.removeprefix('HTTP/1.1 ')}"
 
 
+def _unread(port: int) -> int:
+    """Bytes waiting in the receive queues of serve's side of its connections (/proc/net/tcp):
+    what serve has not read yet."""
+    total = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            local, queues = fields[1], fields[4]
+            if int(local.rsplit(":", 1)[1], 16) == port:
+                total += int(queues.split(":")[1], 16)
+    return total
+
+
+def _settle(port: int) -> float:
+    """Wait (READ_SECONDS at most) until serve has read what was sent; the seconds waited."""
+    started = time.monotonic()
+    while _unread(port) and time.monotonic() - started < READ_SECONDS:
+        time.sleep(0.05)
+    time.sleep(0.2)  # what it read, parsed
+    return time.monotonic() - started
+
+
 def _open(port: int, head: bytes, count: int) -> tuple[list[socket.socket], int, float]:
     """Up to `count` connections each sending `head`, within OPEN_SECONDS: the sockets, how many
     could not send it all, and the seconds it took."""
@@ -164,10 +190,11 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             first = _ordinary(port)
             time.sleep(1.0)
-            lines.append(f"  at rest (one request served: {first}): {_mib(_kib(proc.pid, 'VmRSS'))}")
+            rest = _kib(proc.pid, "VmRSS")
+            lines.append(f"  at rest (one request served: {first}): {_mib(rest)}")
             for round_ in range(1, args.rounds + 1):
                 socks, cut, took = _open(port, head, args.connections)
-                time.sleep(0.5)  # serve reads what is in flight
+                settled = _settle(port)
                 held = _kib(proc.pid, "VmRSS")
                 during = _ordinary(port)
                 states = collections.Counter(_state(sock) for sock in socks)
@@ -175,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
                     sock.close()
                 lines.append(
                     f"  round {round_}: {len(socks)} opened in {took:.1f} s "
-                    f"({cut} cut while sending)"
+                    f"({cut} cut while sending), all read by serve {settled:.1f} s later"
                 )
                 lines += [f"    {n:6d} {state}" for state, n in sorted(states.items())]
                 lines.append(f"    with the heads held: {_mib(held)}; ordinary request: {during}")
