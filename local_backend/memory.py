@@ -99,15 +99,14 @@ class Memory:
     def __init__(self, body_budget: int = BODY_BUDGET) -> None:
         self.heads = Budget("incomplete request heads", HEAD_BUDGET)
         self.bodies = Budget("bodies", max(BODY_BUDGET, body_budget))
-        self._trim: Callable[[], None] | None = None
-        self._looked = False
+        # Looked up now: at the first close, the descriptors may all be taken (an import opens
+        # a file).
+        self._trim = _malloc_trim()
         self._due: asyncio.TimerHandle | None = None
 
     def released(self, loop: asyncio.AbstractEventLoop) -> None:
         """A connection has closed, or let go of a head refused: give memory back within
         TRIM_SECONDS (once for a burst)."""
-        if not self._looked:
-            self._looked, self._trim = True, _malloc_trim()
         if self._trim is None or self._due is not None:
             return
         self._due = loop.call_later(TRIM_SECONDS, self._give_back)

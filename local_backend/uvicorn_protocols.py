@@ -16,9 +16,9 @@ What is used beyond uvicorn's public `Config(http=...)`: the classes `HttpToolsP
 `H11Protocol`, their constructor arguments, the attributes `transport`, `client`, `loop`, `flow`,
 `conn`, `pipeline`, `cycle.response_complete`, `timeout_keep_alive_task`, `connections`,
 `config`, `server_state`, `app_state`, `parser`, `headers` and `url` (the last three and `conn`
-replaced or emptied to let go of a refused head), and the methods `connection_made`, `connection_lost`,
-`data_received`, `on_message_begin`, `on_headers_complete`, `on_message_complete`,
-`on_response_complete` and `send_400_response`.
+replaced or emptied to let go of a refused head), and the methods `connection_made`,
+`connection_lost`, `data_received`, `on_message_begin`, `on_headers_complete`,
+`on_message_complete`, `on_response_complete` and `send_400_response`.
 """
 
 from __future__ import annotations
