@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import io
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -187,7 +188,9 @@ class Proxy:
             # An answer of a given length takes its room at once (h11 reads no more than it).
             if said is not None and not hold.take(said):
                 return self._no_room(hold, f"{said} bytes")
-            chunks: list[bytes] = []
+            # One buffer grown in place, whose bytes become the answer's without a copy: pieces
+            # joined at the end would hold the answer twice at that moment.
+            received = io.BytesIO()
             size = 0
             async for chunk in response.aiter_raw():
                 size += len(chunk)
@@ -195,13 +198,13 @@ class Proxy:
                     return self._too_large(None)
                 if said is None and not hold.take(len(chunk)):
                     return self._no_room(hold, f"over {size - len(chunk)} bytes")
-                chunks.append(chunk)
+                received.write(chunk)
         finally:
             await response.aclose()
         # As latin-1, byte for byte (httpx would decode UTF-8, which the answer cannot carry).
         raw = ((n.decode("latin-1").lower(), v.decode("latin-1")) for n, v in response.headers.raw)
         kept = tuple((name, value) for name, value in raw if name in FORWARDED_ANSWER)
-        return Answer(response.status_code, b"".join(chunks), kept)
+        return Answer(response.status_code, received.getvalue(), kept)
 
     def _too_large(self, length: int | None) -> Forwarded:
         said = f"{length} bytes" if length is not None else f"more than {self.max_bytes} bytes"

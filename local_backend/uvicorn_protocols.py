@@ -55,6 +55,9 @@ _PIECE = 4096
 LINGER_SECONDS = 5.0
 LINGER_BYTES = 64 * MAX_BODY_BYTES
 LINGER_HEAD_BYTES = 16 * MAX_HEAD_BYTES
+# A body up to this size goes out joined to its head; a larger one after it (joining would copy
+# it whole: a big answer of the proxy held twice).
+_JOINED_BYTES = 256 * 1024
 # The methods of the interface; a request with any other method is parsed by h11 (below).
 _FAST_METHODS = (b"GET", b"POST", b"PUT", b"DELETE")
 # A request line, for finding where a pipelined request with another method starts.
@@ -92,7 +95,11 @@ class OneWrite:
         if self._closing:
             return
         if self._held is not None:
-            data, self._held = self._held + data, None
+            if len(data) > _JOINED_BYTES:
+                self.transport.write(self._held)
+                self._held = None
+            else:
+                data, self._held = self._held + data, None
         elif data.startswith(b"HTTP/1.1 ") and data.endswith(b"\r\n\r\n"):
             self._held = data
             self._loop.call_soon(self.flush)
