@@ -29,9 +29,20 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import Workspace, machine
+
 TOKEN = "serve-memory-token"
+CONNECTIONS = 9000
+HEAD_BYTES = 65000
+AFTER_SECONDS = 30.0
+# The target: what serve still holds, over its memory at rest, once the connections closed.
+GIVEN_BACK_MIB = 32
 READY_SECONDS = 60.0
 # serve closes a connection whose head is not whole 10 s after its first byte
 # (local_backend/uvicorn_protocols.py): the heads are all sent well within that.
@@ -158,67 +169,149 @@ def _start(convrisk: str, folder: str) -> tuple[subprocess.Popen[str], int]:
     return proc, 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the measure and print it."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    default = Path(sys.executable).parent / "convrisk"
-    parser.add_argument("--convrisk", default=str(default), help="the convrisk to measure")
-    parser.add_argument("--connections", type=int, default=9000, choices=range(1, 15001))
-    parser.add_argument("--head-bytes", type=int, default=65000, choices=range(64, 65537))
-    parser.add_argument("--after", type=float, default=30.0, help="seconds after the close")
-    parser.add_argument("--rounds", type=int, default=1, choices=range(1, 6))
-    args = parser.parse_args(argv)
-    after = min(max(args.after, 0.0), 300.0)
+@dataclass
+class Round:
+    """One round: the connections opened and what became of them, serve's VmRSS (KiB) with
+    the heads held and at seconds after the close."""
+
+    opened: int
+    cut: int
+    open_seconds: float
+    settle_seconds: float
+    states: dict[str, int]
+    held_kib: int
+    during: str
+    after_kib: dict[float, int] = field(default_factory=dict)
+
+
+@dataclass
+class Figures:
+    """What one run measured (memory in KiB)."""
+
+    convrisk: str
+    connections: int
+    head_bytes: int
+    rest_kib: int
+    first: str
+    rounds: list[Round]
+    last: str
+    peak_kib: int
+
+
+def _raise_descriptors(connections: int) -> None:
+    """Raise this process's descriptor limit (serve inherits it) for `connections`."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = args.connections + 200
+    wanted = connections + 200
     if hard != resource.RLIM_INFINITY and hard < wanted:
-        print(f"the descriptor limit is {hard}; {wanted} needed", file=sys.stderr)
-        return 1
+        raise RuntimeError(f"the descriptor limit is {hard}; {wanted} needed")
     if soft != resource.RLIM_INFINITY and soft < wanted:
         resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
-    head = _head(args.head_bytes)
-    assert len(head) == args.head_bytes and b"\r\n\r\n" not in head
-    lines = [
-        f"{args.convrisk}: {args.connections} connections, each a {len(head)}-byte head "
-        f"never finished; {args.rounds} round(s)"
-    ]
+
+
+def measure(convrisk: str, connections: int, head_bytes: int, after: float, rounds: int) -> Figures:
+    """Run serve, flood it `rounds` times, and take its memory figures."""
+    _raise_descriptors(connections)
+    head = _head(head_bytes)
+    assert len(head) == head_bytes and b"\r\n\r\n" not in head
     with tempfile.TemporaryDirectory(prefix="serve-memory-") as folder:
-        proc, port = _start(args.convrisk, folder)
+        proc, port = _start(convrisk, folder)
         try:
             if not port:
-                print("convrisk serve did not start", file=sys.stderr)
-                return 1
+                raise RuntimeError("convrisk serve did not start")
             first = _ordinary(port)
             time.sleep(1.0)
             rest = _kib(proc.pid, "VmRSS")
-            lines.append(f"  at rest (one request served: {first}): {_mib(rest)}")
-            for round_ in range(1, args.rounds + 1):
-                socks, cut, took = _open(port, head, args.connections)
+            done: list[Round] = []
+            for _ in range(rounds):
+                socks, cut, took = _open(port, head, connections)
                 settled = _settle(port)
                 held = _kib(proc.pid, "VmRSS")
                 during = _ordinary(port)
                 states = collections.Counter(_state(sock) for sock in socks)
                 for sock in socks:
                     sock.close()
-                lines.append(
-                    f"  round {round_}: {len(socks)} opened in {took:.1f} s "
-                    f"({cut} cut while sending), all read by serve {settled:.1f} s later"
-                )
-                lines += [f"    {n:6d} {state}" for state, n in sorted(states.items())]
-                lines.append(f"    with the heads held: {_mib(held)}; ordinary request: {during}")
+                one = Round(len(socks), cut, took, settled, dict(states), held, during)
                 closed = time.monotonic()
-                marks = sorted({m for m in (1.0, 10.0, after) if m <= after})
-                for mark in marks:
+                for mark in sorted({m for m in (1.0, 10.0, after) if m <= after}):
                     time.sleep(max(0.0, closed + mark - time.monotonic()))
-                    lines.append(
-                        f"    {mark:4.0f} s after the close: {_mib(_kib(proc.pid, 'VmRSS'))}"
-                    )
-            lines.append(f"  after the rounds, ordinary request: {_ordinary(port)}")
-            lines.append(f"  peak (VmHWM): {_mib(_kib(proc.pid, 'VmHWM'))}")
+                    one.after_kib[mark] = _kib(proc.pid, "VmRSS")
+                done.append(one)
+            last = _ordinary(port)
+            # VmHWM is synced lazily from each thread's counters: never below a reading taken.
+            peak = max(_kib(proc.pid, "VmHWM"), *(one.held_kib for one in done))
         finally:
             proc.terminate()
             proc.wait(timeout=60)
-    print("\n".join(lines))
+    return Figures(convrisk, connections, head_bytes, rest, first, done, last, peak)
+
+
+def report(figures: Figures) -> str:
+    """The figures as text (Markdown-friendly lines)."""
+    lines = [
+        f"{figures.connections} connections, each a {figures.head_bytes}-byte head never "
+        f"finished, {len(figures.rounds)} round(s); serve's VmRSS:",
+        "",
+        f"- at rest (one request served: {figures.first}): {_mib(figures.rest_kib)}",
+    ]
+    for n, one in enumerate(figures.rounds, 1):
+        states = ", ".join(f"{count} {state}" for state, count in sorted(one.states.items()))
+        after = ", ".join(f"{mark:g} s: {_mib(kib)}" for mark, kib in one.after_kib.items())
+        lines += [
+            f"- round {n}: {one.opened} opened in {one.open_seconds:.1f} s ({one.cut} cut "
+            f"while sending), all read by serve {one.settle_seconds:.1f} s later: {states}",
+            f"  - with the heads held: {_mib(one.held_kib)} (an ordinary request meanwhile: "
+            f"{one.during})",
+            f"  - after the client closed them: {after}",
+        ]
+    lines += [
+        f"- after the rounds, an ordinary request: {figures.last}",
+        f"- peak (VmHWM): {_mib(figures.peak_kib)}",
+    ]
+    return "\n".join(lines)
+
+
+def returned(figures: Figures) -> int:
+    """KiB over at rest in the end (the last reading after the last round's close)."""
+    last = figures.rounds[-1].after_kib
+    return (list(last.values())[-1] if last else figures.rounds[-1].held_kib) - figures.rest_kib
+
+
+def section(ws: Workspace) -> str:
+    """The section of `python -m bench`: the installed build's serve under the heads."""
+    connections, after = (20, 1.0) if ws.tiny else (CONNECTIONS, AFTER_SECONDS)
+    figures = measure(str(ws.installed() / "convrisk"), connections, HEAD_BYTES, after, 1)
+    over = returned(figures)
+    ws.target(
+        f"`serve` VmRSS {after:g} s after {connections} half-open heads closed, over at rest",
+        f"<= {GIVEN_BACK_MIB} MiB",
+        _mib(over),
+        over <= GIVEN_BACK_MIB * 1024,
+    )
+    return (
+        "## 10. `serve` memory under half-open heads\n\nbench/serve_memory.py: "
+        + report(figures)
+        + "\n"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the measure and print it."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    default = Path(sys.executable).parent / "convrisk"
+    parser.add_argument("--convrisk", default=str(default), help="the convrisk to measure")
+    parser.add_argument("--connections", type=int, default=CONNECTIONS, choices=range(1, 15001))
+    parser.add_argument("--head-bytes", type=int, default=HEAD_BYTES, choices=range(64, 65537))
+    parser.add_argument("--after", type=float, default=AFTER_SECONDS, help="seconds after close")
+    parser.add_argument("--rounds", type=int, default=1, choices=range(1, 6))
+    args = parser.parse_args(argv)
+    after = min(max(args.after, 0.0), 300.0)
+    try:
+        figures = measure(args.convrisk, args.connections, args.head_bytes, after, args.rounds)
+    except RuntimeError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(f"{args.convrisk}: {machine()}")
+    print(report(figures))
     return 0
 
 
