@@ -33,6 +33,7 @@ READ_SECONDS = 15.0  # at most, for any one read (serve's head deadline is 10 s)
 SETTLE_SECONDS = 30.0  # at most, for serve to read what was sent to it
 MIB = 1024 * 1024
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
+CONV = "/v1/conversations"
 
 
 @contextmanager
@@ -189,6 +190,40 @@ def test_half_open_heads_past_the_shared_budget_get_503_and_close_and_others_are
     assert code == 0, log
     assert "incomplete request heads would go past 64 MiB across all connections" in log
     assert "Traceback" not in log
+
+
+def test_request_bodies_being_read_share_the_body_budget(tmp_path: Path) -> None:
+    """Bodies of 1 MiB, all but their last byte sent: 256 fit in the 256 MiB that bodies share,
+    the ones past it are a 503 and closed; once they close, a create goes through."""
+    count = BODY_BUDGET // MIB + 40
+    start = (
+        b"POST /v1/conversations HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
+        + TOKEN.encode()
+        + b"\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % MIB
+    )
+    with descriptors(2 * count + 200), serving(tmp_path) as served:
+        port = port_of(served)
+        socks = open_heads(port, start + b" " * (MIB - 1), count)
+        try:
+            settle(port)
+            answers = [answered(sock) for sock in socks]
+        finally:
+            for sock in socks:
+                sock.close()
+        refused = [a for a in answers if a is not None]
+        assert count - BODY_BUDGET // MIB <= len(refused) <= count - BODY_BUDGET // MIB + 4
+        for data in refused:
+            assert data.startswith(b"HTTP/1.1 503 "), data[:300]
+            error = json.loads(data.partition(b"\r\n\r\n")[2])["error"]
+            assert error["code"] == "service_unavailable"
+            assert "The request body does not fit" in error["message"]
+            assert "256 MiB across all requests" in error["message"]
+        with httpx.Client(base_url=served.url, headers=AUTH, timeout=READ_SECONDS) as client:
+            deadline = time.monotonic() + 20  # the closes reach serve's tasks
+            while (created := client.post(CONV, json={"contact_id": "c_1"})).status_code == 503:
+                assert time.monotonic() < deadline, created.text
+                time.sleep(0.1)
+        assert created.status_code in (200, 201), created.text
 
 
 BIG = 160 * MIB  # two of these do not fit in the body budget; one does
