@@ -29,6 +29,7 @@ from bench.common import (
     serving,
 )
 from bench.serve_create import section as serve_create
+from bench.serve_memory import section as serve_memory
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -720,4 +721,5 @@ SECTIONS: dict[str, Callable[[Workspace], str]] = {
     "jq": jq,
     "import": bulk_import,
     "serve_create": serve_create,
+    "serve_memory": serve_memory,
 }

@@ -2,7 +2,8 @@
 
 It reads the request, asks `Wire` for the answer and writes it (two ASGI messages); it adds
 what only a socket has: injected latency and faults, body deadlines, the connection limit (503),
-one log line per request, and a JSON 500 should anything here fail (uvicorn's own is text).
+the budget of bodies held at once across all requests (local_backend.memory: 503 past it), one
+log line per request, and a JSON 500 should anything here fail (uvicorn's own is text).
 The backend runs on the event loop (told never to wait for a lock) or, when it would have to wait,
 on one writer thread; creates that arrive in one turn of the loop are committed together.
 """
@@ -24,6 +25,7 @@ from convrisk.api_client.params import MAX_BODY_BYTES
 from .access_log import AccessLog
 from .database import WouldWait, never_wait
 from .faults import Chaos, Connections, Dice, injected
+from .memory import RETRY_AFTER, Budget, Hold, Memory
 from .request_journal import PREFIX, Journal
 from .sandbox import Sandbox
 from .wire import (
@@ -70,10 +72,13 @@ class ServeApp:
         limit: int | None = None,
         journal: Journal | None = None,
         proxy: Proxy | None = None,
+        memory: Memory | None = None,
         *,
         read_only: bool = False,
     ) -> None:
         self.wire = wire
+        # The bodies every request holds, counted in one budget.
+        self.memory = memory if memory is not None else Memory()
         # `serve --read-only`: every request but a read is a 403, whatever its path.
         self.read_only = read_only
         # `serve --proxy-to`: /v1 requests go to the upstream instead of the local store.
@@ -100,6 +105,7 @@ class ServeApp:
             return
         self.in_flight += 1
         started = False
+        hold = Hold(self.memory.bodies)
 
         async def sending(message: Message) -> None:
             nonlocal started
@@ -107,7 +113,7 @@ class ServeApp:
             await send(message)
 
         try:
-            await self._serve(scope, receive, sending)
+            await self._serve(scope, receive, sending, hold)
         except asyncio.CancelledError:
             # The stop did not wait for it (a second signal, or the drain ran out): one line,
             # not uvicorn's traceback of a cancellation.
@@ -123,9 +129,10 @@ class ServeApp:
             self.log.error(scope["method"], scope["path"], answer.internal or "")
             await self._send(scope, receive, send, answer, close=True)
         finally:
+            hold.release()
             self.in_flight -= 1
 
-    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _serve(self, scope: Scope, receive: Receive, send: Send, hold: Hold) -> None:
         started = time.perf_counter()
         method: str = scope["method"]
         path = bytes(scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
@@ -172,7 +179,7 @@ class ServeApp:
             ) -> bytes | Answer:
                 nonlocal read
                 read = True
-                got = await _read_body(receive, limit, refuse)
+                got = await _read_body(receive, hold, limit, refuse)
                 return got
 
             try:
@@ -182,7 +189,8 @@ class ServeApp:
             done(answer.status)
             if answer.internal is not None:
                 self.log.error(method, path, answer.internal)
-            close = answer.status == 413 if read else _body_pending(headers)
+            # A body refused (too large, or no room for it) is left unread: close.
+            close = answer.status in (413, 503) if read else _body_pending(headers)
             return await self._send(scope, receive, send, answer, close=close)
         fault = None
         if self._dice is not None and path != OPENAPI_PATH:
@@ -200,7 +208,7 @@ class ServeApp:
                 return await self._send(scope, receive, send, answer, close=_body_pending(headers))
 
         if self.proxy is not None and _forwarded(path):
-            return await self._forward(scope, receive, send, headers, fault, done)
+            return await self._forward(scope, receive, send, headers, fault, done, hold)
 
         call = self.wire.start(method, path, query, headers)
         close = False
@@ -213,7 +221,7 @@ class ServeApp:
         else:
             if call.wants_body:
                 try:
-                    body = await _read_body(receive)
+                    body = await _read_body(receive, hold)
                 except _Unanswered:
                     return done(None)
             if isinstance(body, Answer):
@@ -237,22 +245,24 @@ class ServeApp:
         headers: list[tuple[str, str]],
         fault: str | None,
         done: Callable[..., None],
+        hold: Hold,
     ) -> None:
         """A /v1 request in proxy mode: its body read (within the same limits as the store's),
-        forwarded, both checked; the answer passed through, or the proxy's own error."""
+        forwarded, both checked; the answer passed through, or the proxy's own error. Both
+        bodies are held within the shared budget of bodies."""
         assert self.proxy is not None
         method: str = scope["method"]
         path = bytes(scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
         query = bytes(scope["query_string"]).decode("latin-1")
         try:
-            body = await _read_body(receive)
+            body = await _read_body(receive, hold)
         except _Unanswered:
             return done(None)
         if isinstance(body, Answer):
             done(body.status)
             return await self._send(scope, receive, send, body, close=True)
         found = self.proxy.check_request(method, path, query, headers, body)
-        forwarded = await self.proxy.forward(method, path, query, headers, body)
+        forwarded = await self.proxy.forward(method, path, query, headers, body, hold)
         violations = tuple(v.as_json() for v in [*found, *forwarded.violations])
         answer = forwarded.answer
         if fault == "drop-after":
@@ -409,12 +419,25 @@ def _cancel(batch: list[Pending]) -> None:
         future.cancel()
 
 
+def no_room(budget: Budget, what: str) -> Answer:
+    """The 503 for a body that the shared budget of bodies has no room for."""
+    error = ServiceError(
+        f"{what} does not fit in what the server holds of bodies at once ({budget.mib()} "
+        "across all requests); retry later.",
+        status=503,
+        code="service_unavailable",
+    )
+    return json_answer(503, error.to_body(), (("retry-after", str(RETRY_AFTER)),))
+
+
 async def _read_body(
     receive: Receive,
+    hold: Hold,
     limit: int = MAX_BODY_BYTES,
     refuse: Callable[[], InvalidRequestError] = too_large,
 ) -> bytes | Answer:
-    """The whole body, or the answer refusing it (over `limit`: `refuse()`, or too slow)."""
+    """The whole body, held in `hold`, or the answer refusing it (over `limit`: `refuse()`;
+    no room left in the shared budget: 503; or too slow)."""
     chunks: list[bytes] = []
     size = 0
     deadline = time.monotonic() + BODY_TOTAL_SECONDS
@@ -437,6 +460,8 @@ async def _read_body(
         size += len(chunk)
         if size > limit:
             return error_answer(refuse())
+        if not hold.take(len(chunk)):
+            return no_room(hold.budget, "The request body")
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)

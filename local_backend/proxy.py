@@ -1,5 +1,7 @@
 """`serve --proxy-to URL`: each `/v1` request forwarded to a real service, its answer read
 within a cap and a time, and both held to the OpenAPI document (local_backend.contract).
+The answers being read share serve's one budget of bodies (local_backend.memory) with the
+requests' bodies: an answer with no room left in it is the proxy's 503, read no further.
 
 Imported only in proxy mode: plain `serve` loads neither httpx nor jsonschema_rs.
 """
@@ -8,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import io
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,6 +23,7 @@ from convrisk.api_client.records import REPLAYED_HEADER
 from convrisk.api_client.text import printable
 
 from .contract import Contract, Violation, violation
+from .memory import RETRY_AFTER, Hold
 from .wire import Answer, json_answer
 
 # `serve --validate`: report passes every answer through, enforce turns a violating one to 502.
@@ -101,10 +105,17 @@ class Proxy:
         return scrubbed(found, headers)
 
     async def forward(
-        self, method: str, path: str, query: str, headers: Sequence[tuple[str, str]], body: bytes
+        self,
+        method: str,
+        path: str,
+        query: str,
+        headers: Sequence[tuple[str, str]],
+        body: bytes,
+        hold: Hold,
     ) -> Forwarded:
         """The upstream's answer to this request, checked; never more than `max_bytes` read,
-        never longer than `timeout` seconds."""
+        nor more than `hold` can take of the shared budget, never longer than `timeout`
+        seconds."""
         if any(name == "via" and self.via in value for name, value in headers):
             return self._failed(
                 502,
@@ -114,7 +125,7 @@ class Proxy:
             )
         try:
             async with asyncio.timeout(self.timeout):
-                got = await self._exchange(method, path, query, headers, body)
+                got = await self._exchange(method, path, query, headers, body, hold)
         except TimeoutError:
             return self._failed(
                 504, "upstream", f"the upstream did not answer within {self.timeout:g} seconds"
@@ -141,7 +152,13 @@ class Proxy:
         return Forwarded(got, found)
 
     async def _exchange(
-        self, method: str, path: str, query: str, headers: Sequence[tuple[str, str]], body: bytes
+        self,
+        method: str,
+        path: str,
+        query: str,
+        headers: Sequence[tuple[str, str]],
+        body: bytes,
+        hold: Hold,
     ) -> Answer | Forwarded:
         url = self.upstream + path + (f"?{query}" if query else "")
         chosen = [(name, value) for name, value in headers if name in FORWARDED_REQUEST]
@@ -165,27 +182,49 @@ class Proxy:
                     f"have (100 to {MAX_STATUS})",
                 )
             length = response.headers.get("content-length", "")
-            if length.isdigit() and int(length) > self.max_bytes:
-                return self._too_large(int(length))
-            chunks: list[bytes] = []
+            said = int(length) if length.isdigit() else None
+            if said is not None and said > self.max_bytes:
+                return self._too_large(said)
+            # An answer of a given length takes its room at once (h11 reads no more than it).
+            if said is not None and not hold.take(said):
+                return self._no_room(hold, f"{said} bytes")
+            # One buffer grown in place, whose bytes become the answer's without a copy: pieces
+            # joined at the end would hold the answer twice at that moment.
+            received = io.BytesIO()
             size = 0
             async for chunk in response.aiter_raw():
                 size += len(chunk)
                 if size > self.max_bytes:
                     return self._too_large(None)
-                chunks.append(chunk)
+                if said is None and not hold.take(len(chunk)):
+                    return self._no_room(hold, f"over {size - len(chunk)} bytes")
+                received.write(chunk)
         finally:
             await response.aclose()
         # As latin-1, byte for byte (httpx would decode UTF-8, which the answer cannot carry).
         raw = ((n.decode("latin-1").lower(), v.decode("latin-1")) for n, v in response.headers.raw)
         kept = tuple((name, value) for name, value in raw if name in FORWARDED_ANSWER)
-        return Answer(response.status_code, b"".join(chunks), kept)
+        return Answer(response.status_code, received.getvalue(), kept)
 
     def _too_large(self, length: int | None) -> Forwarded:
         said = f"{length} bytes" if length is not None else f"more than {self.max_bytes} bytes"
         return self._failed(
             502, "size", f"the upstream's answer is {said}, over the cap of {self.max_bytes} bytes"
         )
+
+    @staticmethod
+    def _no_room(hold: Hold, size: str) -> Forwarded:
+        """The proxy's 503 for an answer that the shared budget of bodies has no room for: the
+        upstream did answer (the request took effect there), but serve cannot hold it now."""
+        budget = hold.budget
+        error = ServiceError(
+            f"The upstream's answer ({size}) does not fit in what the server holds of bodies at "
+            f"once ({budget.mib()} across all requests); the upstream did answer: retry later.",
+            status=503,
+            code="service_unavailable",
+        )
+        answer = json_answer(503, error.to_body(), (("retry-after", str(RETRY_AFTER)),))
+        return Forwarded(answer, own=True)
 
     @staticmethod
     def _failed(status: int, rule: str, message: str) -> Forwarded:

@@ -33,6 +33,7 @@ from .asgi_app import ServeApp
 from .clock import SandboxClock
 from .faults import Chaos, Connections
 from .ids import IdSource
+from .memory import BODY_BUDGET, Memory
 from .request_journal import Journal
 from .resource import Columns
 from .uvicorn_protocols import http_protocol
@@ -113,6 +114,8 @@ class ConvriskServer:
         backend.conversations.list(limit=1)
         self.log = AccessLog(log, log_format, token)
         self.connections = Connections()
+        # One budget for serve as a whole: incomplete heads, bodies (local_backend.memory).
+        self.memory = Memory(BODY_BUDGET if proxy is None else proxy.max_bytes)
         # The app answers 503 over the limit itself (uvicorn's own 503 is plain text).
         self.app = ServeApp(
             self.wire,
@@ -122,11 +125,12 @@ class ConvriskServer:
             _connection_limit(),
             Journal(token),
             proxy,
+            self.memory,
             read_only=read_only,
         )
         config = uvicorn.Config(
             self.app,
-            http=http_protocol(self.connections),
+            http=http_protocol(self.connections, self.memory),
             ws="none",
             lifespan="off",
             loop="auto",

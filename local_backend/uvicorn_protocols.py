@@ -2,8 +2,10 @@
 uses uvicorn's internals (pyproject.toml bounds uvicorn's version for them).
 
 Added: a deadline and a size cap for each request head (uvicorn has neither: silent, half-sent or
-endless heads would hold every descriptor and fill memory), answers in the JSON error shape for
-what uvicorn refuses itself (400 for unparseable HTTP, 431 for a head over the cap), a lingering
+endless heads would hold every descriptor and fill memory), one budget that the heads not yet
+complete share across all connections (local_backend.memory: past it, 503 and close), memory
+given back once connections close, answers in the JSON error shape for what uvicorn refuses
+itself (400 for unparseable HTTP, 431 for a head over the cap), a lingering
 close (the write side shut, what the client still sends read and dropped for a bounded time) so
 that a client still sending reads its answer instead of a reset, the registry of open
 connections an injected drop needs, an answer's head and body sent in one write, and the
@@ -13,9 +15,10 @@ order after the requests pipelined before it.
 What is used beyond uvicorn's public `Config(http=...)`: the classes `HttpToolsProtocol` and
 `H11Protocol`, their constructor arguments, the attributes `transport`, `client`, `loop`, `flow`,
 `conn`, `pipeline`, `cycle.response_complete`, `timeout_keep_alive_task`, `connections`,
-`config`, `server_state`, `app_state`, and the methods `connection_made`, `connection_lost`,
-`data_received`, `on_message_begin`, `on_headers_complete`, `on_message_complete`,
-`on_response_complete` and `send_400_response`.
+`config`, `server_state`, `app_state`, `parser`, `headers` and `url` (the last three and `conn`
+replaced or emptied to let go of a refused head), and the methods `connection_made`,
+`connection_lost`, `data_received`, `on_message_begin`, `on_headers_complete`,
+`on_message_complete`, `on_response_complete` and `send_400_response`.
 """
 
 from __future__ import annotations
@@ -28,13 +31,15 @@ from collections.abc import Callable
 from typing import Any, ClassVar, cast
 
 import h11
+import httptools
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from convrisk.api_client.errors import APIError, InvalidRequestError
+from convrisk.api_client.errors import APIError, InvalidRequestError, ServiceError
 from convrisk.api_client.params import MAX_BODY_BYTES, MAX_HEAD_BYTES
 
 from .faults import Connections
+from .memory import RETRY_AFTER, Memory
 
 # The head of a request (request line and headers) must arrive within this many seconds of the
 # connection opening or of its first byte.
@@ -50,6 +55,9 @@ _PIECE = 4096
 LINGER_SECONDS = 5.0
 LINGER_BYTES = 64 * MAX_BODY_BYTES
 LINGER_HEAD_BYTES = 16 * MAX_HEAD_BYTES
+# A body up to this size goes out joined to its head; a larger one after it (joining would copy
+# it whole: a big answer of the proxy held twice).
+_JOINED_BYTES = 256 * 1024
 # The methods of the interface; a request with any other method is parsed by h11 (below).
 _FAST_METHODS = (b"GET", b"POST", b"PUT", b"DELETE")
 # A request line, for finding where a pipelined request with another method starts.
@@ -57,10 +65,12 @@ _TOKEN = rb"[!#$%&'*+.^_`|~0-9A-Za-z-]"
 _REQUEST_LINE = re.compile(rb"(?<!" + _TOKEN + rb")(" + _TOKEN + rb"+) [^ \r\n]+ HTTP/")
 
 
-def http_protocol(connections: Connections) -> type[asyncio.Protocol]:
-    """The protocol class for `uvicorn.Config(http=...)`, registering into `connections`."""
-    slow = type("ConvriskH11", (_SlowProtocol,), {"registry": connections})
-    return type("ConvriskHttpTools", (_FastProtocol,), {"registry": connections, "slow": slow})
+def http_protocol(connections: Connections, memory: Memory) -> type[asyncio.Protocol]:
+    """The protocol class for `uvicorn.Config(http=...)`, registering into `connections` and
+    holding incomplete heads within `memory.heads`."""
+    shared = {"registry": connections, "memory": memory}
+    slow = type("ConvriskH11", (_SlowProtocol,), shared)
+    return type("ConvriskHttpTools", (_FastProtocol,), {**shared, "slow": slow})
 
 
 class OneWrite:
@@ -85,7 +95,11 @@ class OneWrite:
         if self._closing:
             return
         if self._held is not None:
-            data, self._held = self._held + data, None
+            if len(data) > _JOINED_BYTES:
+                self.transport.write(self._held)
+                self._held = None
+            else:
+                data, self._held = self._held + data, None
         elif data.startswith(b"HTTP/1.1 ") and data.endswith(b"\r\n\r\n"):
             self._held = data
             self._loop.call_soon(self.flush)
@@ -118,10 +132,13 @@ class OneWrite:
 
 class _Timed:
     """What uvicorn's HTTP protocols lack, mixed into both: a deadline for each request head,
-    a lingering close, a registry of connections (for an injected drop), and JSON error
-    answers for what the parser refuses."""
+    a lingering close, a registry of connections (for an injected drop), the shared budget of
+    incomplete heads, and JSON error answers for what the parser refuses."""
 
     registry: ClassVar[Connections]
+    memory: ClassVar[Memory]
+    # The bytes of this connection's incomplete head counted in memory.heads.
+    _held = 0
     _deadline: asyncio.TimerHandle | None = None
     _lingering: asyncio.TimerHandle | None = None
     _linger_left = 0
@@ -144,7 +161,13 @@ class _Timed:
         self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        """Forget the connection."""
+        """Forget the connection, and give its memory back (soon, with others closing)."""
+        self._hold(0)
+        # The transport's reference back to this protocol, a cycle: without it, what the
+        # connection held (its head's headers among it) is freed now, not at Python's next
+        # full garbage collection, which a server at rest may never run.
+        cast(OneWrite, self.transport).closer = None
+        self.memory.released(self.loop)
         self._disarm()
         if self._lingering is not None:
             self._lingering.cancel()
@@ -174,18 +197,73 @@ class _Timed:
             )
         )
 
-    def _refuse(self, error: APIError) -> None:
+    def _refuse(self, error: APIError, retry_after: int | None = None) -> None:
         """Answer `error` in the error shape, then close lingeringly: the client may be in the
         middle of sending, and should read this answer rather than a reset."""
         body = json.dumps(error.to_body(), separators=(",", ":")).encode("ascii")
+        retry = "" if retry_after is None else f"retry-after: {retry_after}\r\n"
         head = (
             f"HTTP/1.1 {error.status} {_REASONS[error.status]}\r\n"
-            "content-type: application/json\r\n"
+            f"content-type: application/json\r\n{retry}"
             f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
         ).encode("ascii")
         self.transport.write(head + body)
         self._refusing = True
+        # What came of the refused head is never parsed further: let go of it now, not at the
+        # end of the lingering close (refused connections must not hold what the budget bounds).
+        self._drop_head()
+        self._hold(0)
+        self.memory.released(self.loop)
         self.transport.close()
+
+    def _drop_head(self) -> None:
+        """Let go of what the parser holds of a request head."""
+        raise NotImplementedError
+
+    def _incomplete_head(self) -> int:
+        """The bytes of a request head this connection holds, not yet whole."""
+        raise NotImplementedError
+
+    def _account(self) -> None:
+        """After the bytes read have been parsed: the incomplete head held, counted in the
+        shared budget; one that would go past it is refused (503) and the connection closed.
+        A head that arrives whole in one read holds nothing (it is not kept past the read)."""
+        if self.transport.is_closing():
+            self._hold(0)
+            return
+        if not self._hold(self._incomplete_head()):
+            self._hold(0)
+            self._too_many_heads()
+
+    def _hold(self, size: int) -> bool:
+        """Count `size` bytes for this connection in memory.heads; False (nothing changed) if
+        that would go past the budget."""
+        heads = self.memory.heads
+        if size > self._held and not heads.take(size - self._held):
+            return False
+        if size < self._held:
+            heads.give(self._held - size)
+        self._held = size
+        return True
+
+    def _too_many_heads(self) -> None:
+        heads = self.memory.heads
+        who = "{}:{}".format(*self.client) if self.client else "a client"
+        logging.getLogger("uvicorn.error").warning(
+            "%s: incomplete request heads would go past %s across all connections: answered "
+            "503, connection closed.",
+            who,
+            heads.mib(),
+        )
+        self._refuse(
+            ServiceError(
+                f"The server holds as many incomplete request heads as it takes ({heads.mib()} "
+                "across all connections); retry later.",
+                status=503,
+                code="service_unavailable",
+            ),
+            retry_after=RETRY_AFTER,
+        )
 
     def _too_large_head(self) -> None:
         who = "{}:{}".format(*self.client) if self.client else "a client"
@@ -244,7 +322,7 @@ class _Timed:
             self._raw().close()
 
 
-_REASONS = {400: "Bad Request", 431: "Request Header Fields Too Large"}
+_REASONS = {400: "Bad Request", 431: "Request Header Fields Too Large", 503: "Service Unavailable"}
 
 
 class _SlowProtocol(_Timed, H11Protocol):
@@ -258,6 +336,22 @@ class _SlowProtocol(_Timed, H11Protocol):
         if len(self.conn.trailing_data[0]) > MAX_HEAD_BYTES:
             return self._too_large_head()
         super().send_400_response(msg)
+
+    def data_received(self, data: bytes) -> None:
+        """Parse, then count the head still incomplete in the shared budget."""
+        super().data_received(data)
+        self._account()
+
+    def _drop_head(self) -> None:
+        # A fresh connection state: the old one's buffer goes (connection_lost still sends it
+        # ConnectionClosed, which a fresh one takes).
+        self.conn = h11.Connection(h11.SERVER)
+
+    def _incomplete_head(self) -> int:
+        # Before a request's head is whole, h11 keeps what came of it in its buffer.
+        if self.conn.their_state is not h11.IDLE:
+            return 0
+        return len(self.conn.trailing_data[0])
 
     def _client_sending(self) -> bool:
         return self.conn.their_state not in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED)
@@ -278,6 +372,8 @@ class _FastProtocol(_Timed, HttpToolsProtocol):
     _head_bytes = 0
     # A pipelined request with another method, waiting for the answers before it.
     _waiting: bytes | None = None
+    # Whether the connection went to h11 (which counts its incomplete head itself).
+    _handed_over = False
 
     def on_message_begin(self) -> None:
         """A request has begun (the parser holds part of it)."""
@@ -308,10 +404,16 @@ class _FastProtocol(_Timed, HttpToolsProtocol):
             self._hand_over(rest)
 
     def data_received(self, data: bytes) -> None:
-        """Parse here a piece at a time; a request with another method goes to h11, at once or
-        after the answers to the requests before it."""
+        """Parse here a piece at a time, then count the head still incomplete in the shared
+        budget; a request with another method goes to h11, at once or after the answers to the
+        requests before it."""
         if self._lingering is not None:
             return super().data_received(data)
+        self._parse(data)
+        if not self._handed_over:
+            self._account()
+
+    def _parse(self, data: bytes) -> None:
         if self._waiting is not None:
             self._waiting += data
             if len(self._waiting) > MAX_HEAD_BYTES + MAX_BODY_BYTES:
@@ -341,10 +443,24 @@ class _FastProtocol(_Timed, HttpToolsProtocol):
                     return self._too_large_head()
             position = end
 
+    def _drop_head(self) -> None:
+        if self._in_head:
+            # The list is also the scope's, which no app has yet (the head is not whole).
+            self.headers.clear()
+        self.url = b""
+        self.parser = httptools.HttpRequestParser(self)
+        self._waiting = None
+
+    def _incomplete_head(self) -> int:
+        waiting = 0 if self._waiting is None else len(self._waiting)
+        return (self._head_bytes if self._in_head else 0) + waiting
+
     def _client_sending(self) -> bool:
         return self._in_message
 
     def _hand_over(self, data: bytes) -> None:
+        self._hold(0)
+        self._handed_over = True
         self._disarm()
         if self.timeout_keep_alive_task is not None:
             self.timeout_keep_alive_task.cancel()
