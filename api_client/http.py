@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 import httpx
 
+from .concurrently import each_at_once
 from .deadline import when_sent
 from .defaults import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from .errors import (
@@ -22,7 +23,6 @@ from .errors import (
     ConvriskError,
     InvalidRequestError,
     NotFoundError,
-    NotSent,
     ServiceError,
     stops_every_request,
 )
@@ -484,56 +484,12 @@ class HTTPResource(Generic[M, C, U, F]):
                 if stop_on_error and isinstance(result, ConvriskError):
                     break
             return results
-        return self._create_concurrently(items)
-
-    def _create_concurrently(
-        self, items: Sequence[tuple[C, str | None]]
-    ) -> builtins.list[Created[M] | ConvriskError]:
-        """create_many on a few daemon threads sharing one stop signal.
-
-        A worker takes the next item until none is left or the signal is set (a stopping error,
-        or the caller interrupted). The threads are daemons and an interruption (Ctrl-C) does
-        not wait for them: a request still in flight is abandoned, and the process can exit at
-        once (its Idempotency-Key makes a re-run replay it if it landed).
-        """
-        slots: builtins.list[Created[M] | ConvriskError | None] = [None] * len(items)
-        pending = iter(enumerate(items))
-        taking = threading.Lock()
-        stop = threading.Event()
-        crashed: builtins.list[BaseException] = []
-
-        def work() -> None:
-            try:
-                while not stop.is_set():
-                    with taking:
-                        step = next(pending, None)
-                    if step is None:
-                        return
-                    index, (params, key) = step
-                    result = self._create_or_error(params, key, stop)
-                    slots[index] = result
-                    if isinstance(result, ConvriskError) and stops_every_request(result):
-                        stop.set()
-            except BaseException as exc:  # handed to the caller's thread, raised there
-                if not stop.is_set():
-                    crashed.append(exc)
-                stop.set()
-
-        workers = [
-            threading.Thread(target=work, name=f"convrisk-http-{n}", daemon=True)
-            for n in range(min(CREATE_MANY_CONCURRENCY, len(items)))
-        ]
-        try:
-            for worker in workers:
-                worker.start()
-            for worker in workers:
-                worker.join()
-        finally:
-            # Interrupted (Ctrl-C) or failed: nothing more is sent, no retry waits on.
-            stop.set()
-        if crashed:
-            raise crashed[0]
-        return [NotSent() if slot is None else slot for slot in slots]
+        # Its Idempotency-Key makes a re-run replay a create abandoned in flight if it landed.
+        return each_at_once(
+            items,
+            lambda item, stop: self._create_or_error(*item, stop),
+            at_once=CREATE_MANY_CONCURRENCY,
+        )
 
     def _create_or_error(
         self, params: C, key: str | None, stop: threading.Event | None

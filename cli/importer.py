@@ -507,53 +507,20 @@ def _not_checked(made: Mapping[str, Any], exc: ConvriskError) -> ConvriskError:
 
 
 def _each_at_once(read: Callable[[str], object], ids: Sequence[str]) -> list[ConvriskError | None]:
-    """`read` of each id, CHECKS_AT_ONCE at a time on daemon threads (as create_many sends):
-    None for each that answered, else its error. An error that every read would meet (the
-    service cannot be reached, the token is refused) stops the others, which are NotSent; an
-    interruption (Ctrl-C) does not wait for a read in flight."""
-    import threading
+    """`read` of each id, CHECKS_AT_ONCE at a time (api_client.concurrently, as create_many
+    sends): None for each that answered, else its error. An error that every read would meet
+    (the service cannot be reached, the token is refused) stops the others, which are NotSent."""
+    from convrisk.api_client.concurrently import each_at_once
+    from convrisk.api_client.errors import ConvriskError
 
-    from convrisk.api_client.errors import ConvriskError, NotSent
-
-    slots: list[ConvriskError | None] = [NotSent() for _ in ids]
-    pending = iter(range(len(ids)))
-    taking = threading.Lock()
-    stop = threading.Event()
-    crashed: list[BaseException] = []
-
-    def work() -> None:
+    def check(id: str, stop: object) -> ConvriskError | None:
         try:
-            while not stop.is_set():
-                with taking:
-                    index = next(pending, None)
-                if index is None:
-                    return
-                try:
-                    read(ids[index])
-                except ConvriskError as exc:
-                    slots[index] = exc
-                    if stops_the_loop(exc):
-                        stop.set()
-                    continue
-                slots[index] = None
-        except BaseException as exc:  # handed to the caller's thread, raised there
-            crashed.append(exc)
-            stop.set()
+            read(id)
+        except ConvriskError as exc:
+            return exc
+        return None
 
-    workers = [
-        threading.Thread(target=work, name=f"convrisk-check-{n}", daemon=True)
-        for n in range(min(CHECKS_AT_ONCE, len(ids)))
-    ]
-    try:
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
-    finally:
-        stop.set()
-    if crashed:
-        raise crashed[0]
-    return slots
+    return each_at_once(ids, check, at_once=CHECKS_AT_ONCE)
 
 
 def _not_applied(made: Mapping[str, Any], exc: ConvriskError) -> ConvriskError:
