@@ -4,6 +4,7 @@ as a page of records is, so that the output never depends on how the service for
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
@@ -110,7 +111,7 @@ def test_a_page_holding_a_number_json_cannot_is_read_alike_by_every_list(
     body = '{"has_more":false,"data":[{"id":"c1","n":' + written + '},{"id":"c2","n":0.5}]}'
     answer = httpx.Response(200, content=body.encode())
     r = remote(answer, answer, answer)
-    records = r.backend.conversations.list()["data"]
+    records: list[dict[str, Any]] = [dict(item) for item in r.backend.conversations.list()["data"]]
     page = r.backend.conversations.list_json()
     assert r.backend.conversations.list_ids()["data"] == ["c1", "c2"] == page["ids"]
     name = {"NaN": "NaN", "Infinity": "Infinity", "1e400": "Infinity"}.get(written, "-Infinity")

@@ -287,3 +287,31 @@ def test_a_score_that_is_not_finite_is_still_refused_on_the_way_in(
         assert refused.code == 2, refused.stderr
     assert invoke("risk", "update", "rp_ok", "--details", '{"a": NaN}').code == 2
     assert not any(s.startswith("PUT") for s in WithAnEscape.seen)
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_the_journal_writes_them_as_strings_and_marks_the_entry(
+    tmp_path: Path, value: float
+) -> None:
+    from convrisk.cli import journal
+    from convrisk.cli.journaled import Recorder
+
+    path = tmp_path / "journal.jsonl"
+    recorder = Recorder(
+        path, profile="p", backend="remote", target="t", argv=["convrisk"], warn=print
+    )
+    record = {"id": "rp_1", "score": value, "details": {"a": [value, 1.5]}}
+    finite = {"id": "rp_2", "score": 1e300, "details": {}}
+    recorder.write(
+        [
+            recorder.entry("update", {"status": "ok"}, id="rp_1", before=finite, after=record),
+            recorder.entry("delete", {"status": "ok"}, id="rp_2", before=finite),
+        ]
+    )
+    marked, plain = [strict(line) for line in path.read_text().splitlines()]
+    name = "NaN" if value != value else "Infinity" if value > 0 else "-Infinity"
+    assert marked["after"] == {"id": "rp_1", "score": name, "details": {"a": [name, 1.5]}}
+    assert marked["before"] == finite and marked["non_finite"] is True
+    assert plain["before"] == finite and "non_finite" not in plain
+    # A value that is not an entry (a part of a line) is written likewise, and not marked.
+    assert strict(journal.line_text({"n": value})) == {"n": name}
