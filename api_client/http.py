@@ -56,7 +56,6 @@ from .records import (
     Deleted,
     IdPage,
     JsonPage,
-    NotANumber,
     Page,
     Record,
     Removal,
@@ -66,11 +65,11 @@ from .records import (
     check_page,
     check_record,
     differs,
-    json_text,
-    load_json,
+    finite_text,
     load_page,
     quick_id_page,
     quick_json_page,
+    read_json,
 )
 from .resources import CONVERSATIONS, RESOURCES, RISK_PROFILES
 from .session import CREATE_MANY_CONCURRENCY, DEFAULT_MAX_RESPONSE_BYTES, Answer, Session
@@ -84,7 +83,9 @@ U = TypeVar("U", bound=Mapping[str, Any])
 F = TypeVar("F", bound=Mapping[str, Any])
 
 
-def _json_body(response: Answer, what: str, loads: Callable[[bytes], Any] = load_json) -> Any:
+def _json_body(response: Answer, what: str, loads: Callable[[bytes], Any] = read_json) -> Any:
+    """The decoded body of an answer (NaN, Infinity and 1e400 read as floats: `read_json`);
+    ServiceError when it is empty or not JSON."""
     status = response.status_code
     if not response.content.strip():
         raise ServiceError(
@@ -93,11 +94,6 @@ def _json_body(response: Answer, what: str, loads: Callable[[bytes], Any] = load
         )
     try:
         return loads(response.content)
-    except NotANumber as exc:
-        raise ServiceError(
-            f"The service answered HTTP {status} with {what} that cannot be shown as JSON: {exc}.",
-            status=status,
-        ) from None
     except (ValueError, RecursionError):
         kind = response.headers.get("Content-Type", "").split(";")[0].strip() or "unknown type"
         raise ServiceError(
@@ -160,7 +156,7 @@ def deleted_answer(status: int, content: bytes, id: str, *, gone: bool = False) 
         return Deleted(id=id, deleted=True)
     what = f"HTTP {status} to the delete of {id!r}"
     try:
-        data = load_json(content) if content.strip() else None
+        data = read_json(content) if content.strip() else None
     except (ValueError, RecursionError):
         data = None
     if not isinstance(data, dict):
@@ -395,11 +391,15 @@ class HTTPResource(Generic[M, C, U, F]):
         query, cursors, kept = self._list_query(filters, limit, starting_after, None)
         if kept:
             items = self.list(filters, limit=limit, starting_after=starting_after)
-            return {
+            texts = [finite_text(item) for item in items["data"]]
+            page: JsonPage = {
                 "has_more": items["has_more"],
-                "data": [json_text(item) for item in items["data"]],
+                "data": [text for text, _ in texts],
                 "ids": [item["id"] for item in items["data"]],
             }
+            if any(named for _, named in texts):
+                page["non_finite"] = True
+            return page
         asked = {**query, **cursors, "limit": str(limit)}
         response = self._page_response(asked)
         quick = quick_json_page(response.content)

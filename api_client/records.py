@@ -21,7 +21,7 @@ import functools
 import json
 import math
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, NamedTuple, Required, TypedDict, TypeVar
+from typing import Any, Generic, NamedTuple, NotRequired, Required, TypedDict, TypeVar
 
 from .params import MAX_DETAILS_DEPTH, exceeds_depth, is_encodable
 from .resources import Conversation as Conversation
@@ -56,12 +56,15 @@ class JsonPage(TypedDict):
     """One page of a list as JSON text: each record's compact JSON (see `json_text`) and its id.
 
     `data[i]` is byte for byte `json_text()` of the record the same `list` call would return,
-    so a sink can write it as it is; `ids[i]` is that record's id (for the next cursor).
+    so a sink can write it as it is; `ids[i]` is that record's id (for the next cursor). A
+    record holding a NaN or infinite float is its `finite_text`, and the page says
+    `non_finite: True` (the printer notes it).
     """
 
     has_more: bool
     data: list[str]
     ids: list[str]
+    non_finite: NotRequired[bool]
 
 
 class IdPage(TypedDict):
@@ -109,7 +112,7 @@ def differs(current: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str
 
 
 class NotANumber(ValueError):
-    """JSON text holds NaN, Infinity or a number too large for a float: no JSON output can."""
+    """JSON text holds NaN, Infinity or a number too large for a float: no JSON number can."""
 
 
 def _refuse_constant(name: str) -> object:
@@ -125,7 +128,10 @@ def _finite_float(text: str) -> float:
 
 # Built once: json.loads and json.dumps with options build a decoder or encoder on every call.
 _STRICT_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
-_COMPACT_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+# Python's own reading: NaN, Infinity and -Infinity as floats, 1e400 as inf.
+_ANY_NUMBER_DECODER = json.JSONDecoder()
+# allow_nan=False: a text it makes is always JSON (RFC 8259); a non-finite float raises.
+_COMPACT_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def load_json(text: str | bytes) -> Any:
@@ -137,6 +143,42 @@ def load_json(text: str | bytes) -> Any:
     elif text.startswith("\ufeff"):
         raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
     return _STRICT_DECODER.decode(text)
+
+
+def read_json(text: str | bytes) -> Any:
+    """`load_json` for a remote answer: NaN, Infinity, -Infinity and numbers too large for a
+    float are read as the floats nan and inf (printed as the strings "NaN", "Infinity" and
+    "-Infinity": `finite_text`, cli/cells.finite_json), not refused."""
+    if not isinstance(text, str):
+        text = text.decode(json.detect_encoding(text), "surrogatepass")
+    elif text.startswith("\ufeff"):
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    return _ANY_NUMBER_DECODER.decode(text)
+
+
+def non_finite_name(value: float) -> str:
+    """The string a non-finite float is printed as in JSON: "NaN", "Infinity", "-Infinity"."""
+    return "NaN" if value != value else "Infinity" if value > 0 else "-Infinity"
+
+
+def with_finite_names(value: object) -> tuple[object, bool]:
+    """`value` (JSON data) with each NaN or infinite float replaced by its name as a string
+    (`non_finite_name`), and whether there was any: JSON text of it is always RFC 8259."""
+    found: list[bool] = []
+
+    def walk(item: object) -> object:
+        if isinstance(item, float):
+            if math.isfinite(item):
+                return item
+            found.append(True)
+            return non_finite_name(item)
+        if isinstance(item, dict):
+            return {key: walk(inner) for key, inner in item.items()}
+        if isinstance(item, list | tuple):
+            return [walk(inner) for inner in item]
+        return item
+
+    return walk(value), bool(found)
 
 
 class _NotAsPrinted(ValueError):
@@ -160,12 +202,12 @@ _NOT_PRINTED_AS_SENT = (" ", "\n", "\t", "\r", "\\", "-0")
 
 
 def load_page(content: bytes) -> tuple[Any, list[str | None] | None]:
-    """`load_json` of a list's body, and each item of its `data` as the text sent where that
+    """`read_json` of a list's body, and each item of its `data` as the text sent where that
     is the item's `json_text` (None where it may not be, or for all when the body is not read
     this way): a page from a service that writes compact JSON is not encoded again.
 
-    Read with the same strict rules; a body this reading does not take is read by load_json,
-    with its errors.
+    An item's text is kept only when it holds no NaN, Infinity or number too large for a float;
+    a body this reading does not take is read by read_json, with its errors.
     """
     text = content.decode(json.detect_encoding(content), "surrogatepass").strip(" \t\n\r")
     if text.startswith("{") and not any(mark in text for mark in _NOT_PRINTED_AS_SENT):
@@ -175,7 +217,7 @@ def load_page(content: bytes) -> tuple[Any, list[str | None] | None]:
             read = None
         if read is not None:
             return read
-    return load_json(content), None
+    return read_json(content), None
 
 
 def _page_as_sent(text: str) -> tuple[dict[str, Any], list[str | None] | None] | None:
@@ -318,8 +360,19 @@ def _checked_quickly(
 
 
 def json_text(record: Mapping[str, Any]) -> str:
-    """A record's compact JSON text, non-ASCII kept: what `-o jsonl` prints before escaping."""
+    """A record's compact JSON text, non-ASCII kept: what `-o jsonl` prints before escaping.
+    A record holding a NaN or infinite float raises ValueError (see `finite_text`)."""
     return _COMPACT_ENCODER.encode(record)
+
+
+def finite_text(record: Mapping[str, Any]) -> tuple[str, bool]:
+    """`json_text`, a NaN or infinite float written as its name in a string
+    (`with_finite_names`), and whether the record held one."""
+    try:
+        return _COMPACT_ENCODER.encode(record), False
+    except ValueError:
+        named, found = with_finite_names(record)
+        return _COMPACT_ENCODER.encode(named), found
 
 
 class ShapeError(ValueError):
@@ -415,17 +468,26 @@ def check_json_page(data: object, sent: list[str | None] | None = None) -> JsonP
     assert isinstance(data, dict)
     items = data["data"]
     texts: list[str] = []
+    non_finite = False
     for index, item in enumerate(items):
         text = sent[index] if sent is not None else None
         if text is None:
             try:
-                text = json_text(item)
+                text, named = finite_text(item)
             except RecursionError:  # nested far deeper than the limit
-                text = "[" * (MAX_DETAILS_DEPTH + 1)
+                text, named = "[" * (MAX_DETAILS_DEPTH + 1), False
+            non_finite = non_finite or named
         if text.count("{") + text.count("[") > MAX_DETAILS_DEPTH:
             _not_too_deep(item, f"data.{index}")
         texts.append(text)
-    return {"has_more": data["has_more"], "data": texts, "ids": [item["id"] for item in items]}
+    page: JsonPage = {
+        "has_more": data["has_more"],
+        "data": texts,
+        "ids": [item["id"] for item in items],
+    }
+    if non_finite:
+        page["non_finite"] = True
+    return page
 
 
 def _wrong(data: dict[str, Any], name: str, wanted: str) -> str:

@@ -28,6 +28,8 @@ def format_timestamp(value: object) -> str:
     """`YYYY-MM-DD HH:MM:SSZ` (UTC) from Unix seconds or milliseconds; other values as text."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return "" if value is None else str(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return finite_name(value)
     seconds = value / 1000 if abs(value) > MILLISECONDS_ABOVE else value
     try:
         return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
@@ -45,7 +47,17 @@ def format_cell(value: object, kind: CellKind) -> str:
         return "true" if value else "false"
     if isinstance(value, dict | list) or kind == "json":
         return finite_json(value, separators=(",", ":"))
+    if isinstance(value, float) and not math.isfinite(value):
+        return finite_name(value)
     return str(value)
+
+
+def finite_name(value: float) -> str:
+    """A NaN or infinite float (from a service or a journal) as the text JSON output gives it,
+    "NaN", "Infinity" or "-Infinity"; whoever `tell_non_finite` named is told."""
+    if _told is not None:
+        _told()
+    return "NaN" if value != value else "Infinity" if value > 0 else "-Infinity"
 
 
 def date_only(cell: str) -> str:
@@ -115,26 +127,13 @@ def finite_json(value: object, **options: Any) -> str:
         # allow_nan=False costs nothing: the encoder checks each float as it writes it.
         return encoder.encode(value)
     except ValueError:
-        names: set[str] = set()
-        text = encoder.encode(_finite(value, names))
-        if names and _told is not None:
+        from convrisk.api_client.records import with_finite_names
+
+        named, found = with_finite_names(value)
+        text = encoder.encode(named)
+        if found and _told is not None:
             _told()
         return text
-
-
-def _finite(value: object, names: set[str]) -> object:
-    """`value` with each non-finite float replaced by its name as a string (kept in `names`)."""
-    if isinstance(value, float):
-        if math.isfinite(value):
-            return value
-        name = "NaN" if value != value else "Infinity" if value > 0 else "-Infinity"
-        names.add(name)
-        return name
-    if isinstance(value, dict):
-        return {key: _finite(item, names) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(item, names) for item in value]
-    return value
 
 
 def printable_json(text: str) -> str:

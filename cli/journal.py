@@ -68,6 +68,9 @@ class Entry(TypedDict):
     # True when the record before or after held a secret (the token), journaled as `***`:
     # undo cannot put such a record back as it was.
     redacted: NotRequired[bool]
+    # True when a record in it held a number JSON cannot (NaN, Infinity, 1e400 from a service),
+    # journaled as the string "NaN", "Infinity" or "-Infinity" (line_text): likewise.
+    non_finite: NotRequired[bool]
     # `api` requests: the method and the path with its query.
     method: NotRequired[str]
     path: NotRequired[str]
@@ -165,13 +168,27 @@ def utc_now() -> str:
 
 def line_text(entry: object) -> str:
     """An entry's JSON line (or a value's JSON text), without its end of line: compact,
-    non-ASCII kept."""
+    non-ASCII kept, always JSON (RFC 8259).
+
+    A NaN or infinite float (a record from a service that sent `1e400` or `NaN`) is written as
+    the string "NaN", "Infinity" or "-Infinity", never as a token no JSON reader takes; an
+    entry holding one is marked `non_finite`, so that undo does not write the strings back.
+    """
     global _LINE_ENCODER
     if _LINE_ENCODER is None:
         import json
 
-        _LINE_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-    text: str = _LINE_ENCODER.encode(entry)
+        # allow_nan=False costs nothing: the encoder checks each float as it writes it.
+        _LINE_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    try:
+        text: str = _LINE_ENCODER.encode(entry)
+    except ValueError:
+        from convrisk.api_client.records import with_finite_names
+
+        named, found = with_finite_names(entry)
+        if found and isinstance(named, dict) and "entry" in named:
+            named["non_finite"] = True
+        text = _LINE_ENCODER.encode(named)
     return text
 
 

@@ -499,6 +499,8 @@ class Printer:
                         size = len(ids)
                     elif given == "json":
                         text_page = cast("JsonPage", page)
+                        if text_page.get("non_finite"):
+                            self._note_non_finite()
                         sink.write_json(text_page["data"])
                         ids = text_page["ids"]
                         size = len(ids)

@@ -52,6 +52,10 @@ def ui(ctx: typer.Context) -> int:
     from .ui_app import Browser
 
     browser = Browser(run, page_size=PAGE, first_page=first_page)
+    from . import cells
+
+    # The screen shows "NaN" and "Infinity" as they are: no note on stderr under Textual.
+    cells.tell_non_finite(None)
     code = browser.run()
     run.warn_to = None  # the terminal is back: a warning from here on goes to stderr
     for text in browser.warnings:  # from a write that ended as the screen closed

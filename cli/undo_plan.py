@@ -185,6 +185,14 @@ class Planner:
                 "*** in its place, so it leaves it alone.",
             )
             return
+        if entry.get("non_finite"):
+            self.refuse(
+                entry,
+                f"the journal holds {id} with numbers JSON cannot hold (NaN, Infinity, 1e400) "
+                "written as strings: undo would write the strings in their place, so it leaves "
+                "it alone.",
+            )
+            return
         before, after = entry.get("before"), entry.get("after")
         if light.operation == "create":
             if not isinstance(after, dict):

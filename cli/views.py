@@ -7,7 +7,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .cells import DATE_TIME, cell_width, date_only, fold, format_timestamp, json_text, pad, shown
+from .cells import (
+    DATE_TIME,
+    cell_width,
+    date_only,
+    fold,
+    format_cell,
+    format_timestamp,
+    json_text,
+    pad,
+    shown,
+)
 from .kinds import Kind, Row
 from .layout import GAP, Placed, table_layout
 from .sinks import JsonSink, Out, Sink
@@ -149,4 +159,4 @@ def detail_value(value: object, is_time: bool, key: str = "") -> list[str]:
         return [text.removesuffix("Z") + " UTC" if DATE_TIME.fullmatch(text) else text]
     if isinstance(value, dict | list):
         return json_text(value, indent=2).split("\n")
-    return [shown(str(value))]
+    return [shown(format_cell(value, "text"))]

@@ -261,12 +261,18 @@ def test_a_list_answer_that_does_not_fit_is_a_service_error(
     assert text in str(info.value)
 
 
-@pytest.mark.parametrize("literal", [b"NaN", b"Infinity", b"-Infinity", b"1e400"])
-def test_a_number_json_cannot_carry_is_not_json(remote: MakeRemote, literal: bytes) -> None:
+@pytest.mark.parametrize(
+    ("literal", "read"),
+    [(b"NaN", "nan"), (b"Infinity", "inf"), (b"-Infinity", "-inf"), (b"1e400", "inf")],
+)
+def test_a_number_json_cannot_carry_is_read_as_a_float(
+    remote: MakeRemote, literal: bytes, read: str
+) -> None:
+    """Not refused (issue 29, finding 7): the printer writes it as a string."""
     body = b'{"id": "conv_1", "created_at": ' + literal + b"}"
     r = remote(httpx.Response(200, content=body, headers={"Content-Type": "application/json"}))
-    with pytest.raises(ServiceError, match="HTTP 200 with a conversation that cannot be shown as"):
-        r.backend.conversations.retrieve("conv_1")
+    record = r.backend.conversations.retrieve("conv_1")
+    assert repr(record["created_at"]) == read
 
 
 def test_a_badly_encoded_answer_is_a_service_error(remote: MakeRemote) -> None:

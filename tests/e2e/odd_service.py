@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
+from typing import Any, ClassVar
+from urllib.parse import parse_qsl, urlsplit
 
 from tests.loopback import JSONService
 
@@ -103,3 +103,77 @@ class LyingErrors(JSONService):
         message = json.dumps(f"refused{lines} token:")[1:-1] + " " + echoes
         body = '{"error": {"type": "invalid_request_error", "message": "' + message + '"}}'
         self.send_json(400, body.encode())
+
+
+# Numbers JSON cannot hold (RFC 8259), as a service may write them (Python's json.dumps writes
+# NaN and Infinity; 1e400 is a number too large for a float), and the string convrisk prints.
+NON_FINITE = [
+    ("1e400", "Infinity"),
+    ("-1e400", "-Infinity"),
+    ("NaN", "NaN"),
+    ("Infinity", "Infinity"),
+]
+
+
+def non_finite_profile(index: int, written: str) -> str:
+    """A risk profile holding `written` in its score and deep in its details, as compact JSON."""
+    return (
+        f'{{"id":"rp_nf{index}","customer_id":"c","profile_type":"t","score":{written},'
+        f'"details":{{"a":[{written},{{"b":{written}}}],"f":0.5}},"created_at":1714564800}}'
+    )
+
+
+def printed_profile(index: int, printed: str) -> dict[str, Any]:
+    """`non_finite_profile` as convrisk prints it: each such number the string `printed`."""
+    return {
+        "id": f"rp_nf{index}",
+        "customer_id": "c",
+        "profile_type": "t",
+        "score": printed,
+        "details": {"a": [printed, {"b": printed}], "f": 0.5},
+        "created_at": 1714564800,
+    }
+
+
+# A record with only finite numbers, between them on the list.
+FINITE_PROFILE = (
+    '{"id":"rp_ok","customer_id":"c","profile_type":"t","score":1.5,"details":{},'
+    '"created_at":1714564800}'
+)
+
+
+class NonFiniteRecords(JSONService):
+    """Risk profiles holding NaN, Infinity, -1e400...: each by id (GET, and PUT answered with
+    the record as it is), and a list (`limit` and `starting_after` followed, so `--all` pages).
+    Every request's method and path is kept in `seen`."""
+
+    seen: ClassVar[list[str]] = []
+    records: ClassVar[dict[str, str]] = {
+        f"rp_nf{n}": non_finite_profile(n, written) for n, (written, _) in enumerate(NON_FINITE)
+    } | {"rp_ok": FINITE_PROFILE}
+
+    def do_GET(self) -> None:
+        self.seen.append(f"GET {self.path}")
+        parts = urlsplit(self.path)
+        if parts.path == "/v1/risk-profiles":
+            query = dict(parse_qsl(parts.query))
+            ids = sorted(self.records)
+            start = ids.index(query["starting_after"]) + 1 if "starting_after" in query else 0
+            chosen = ids[start : start + int(query.get("limit", "10"))]
+            more = "true" if start + len(chosen) < len(ids) else "false"
+            items = ",".join(self.records[id] for id in chosen)
+            self.send_json(200, f'{{"has_more":{more},"data":[{items}]}}'.encode())
+        else:
+            self._one(parts.path)
+
+    def do_PUT(self) -> None:
+        self.seen.append(f"PUT {self.path}")
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self._one(urlsplit(self.path).path)
+
+    def _one(self, path: str) -> None:
+        record = self.records.get(path.removeprefix("/v1/risk-profiles/"))
+        if record is None:
+            self.send_json(404, {"error": {"type": "invalid_request_error", "message": "no"}})
+        else:
+            self.send_json(200, record.encode())
