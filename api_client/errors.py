@@ -6,7 +6,13 @@ from typing import Any
 
 
 class ConvriskError(Exception):
-    """Base of every error the client raises."""
+    """Base of every error the client raises.
+
+    `before_write` is True on an error met by the read a remote `change` or `remove` makes
+    right before its write: that write was never sent, so nothing was written.
+    """
+
+    before_write: bool = False
 
     def __init__(self, message: str) -> None:
         super().__init__(message)

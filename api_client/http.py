@@ -537,6 +537,7 @@ class HTTPResource(Generic[M, C, U, F]):
             current = self.retrieve(id)
         except ConvriskError as exc:
             if expect is not None or stops_every_request(exc):
+                exc.before_write = True  # the write is not sent: nothing to journal
                 raise
             return None
         if expect is not None and (fields := differs(current, expect)):

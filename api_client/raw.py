@@ -149,7 +149,9 @@ def _check_stays_under_prefix(where: str) -> None:
             "refused.",
             param="PATH",
         )
-    if any(segment in (".", "..") for segment in segments):
+    # Dots and spaces alone are a dot segment too where a server trims a segment's trailing
+    # dots and spaces (Windows, IIS: `..%20` and `...` are `..`).
+    if any(segment and not segment.strip(". ") for segment in segments):
         raise InvalidRequestError(
             f"PATH cannot contain . or .. segments, however encoded ({shown_id(where)}): it must "
             f"stay under {API_PREFIX}.",
@@ -165,7 +167,9 @@ def _decoded(where: str) -> str:
     """The path as the most decoding server reads it: percent-decoded (as bytes) until it no
     longer changes, then UTF-8. Refused (InvalidRequestError): a path encoded more than
     _MAX_DECODES times over, a `%u` escape at any level, bytes that are not UTF-8 (an overlong
-    form such as `%c0%ae` is a dot to a lax decoder), a NUL (C servers end the path there), and
+    form such as `%c0%ae` is a dot to a lax decoder), a NUL (C servers end the path there), any
+    other control or invisible character (CR/LF, a zero width space: what the raw PATH may not
+    hold either), and
     any character that Unicode's NFKC normalization reads as `.`, `/` or a backslash (the
     fullwidth full stop U+FF0E of `/v1/\uff0e\uff0e/x`)."""
     shown = shown_id(where)
@@ -198,6 +202,15 @@ def _decoded(where: str) -> str:
     if "\0" in decoded:
         raise InvalidRequestError(
             f"PATH holds a NUL character once percent-decoded (%00): {shown} is refused.",
+            param="PATH",
+        )
+    hidden = next((char for char in decoded if not char.isprintable()), None)
+    if hidden is not None:
+        # As the raw PATH is refused them: CR/LF, tabs, and the format characters (a zero
+        # width space, a BOM) that some servers drop, making `..%e2%80%8b` a `..` segment.
+        raise InvalidRequestError(
+            f"PATH holds U+{ord(hidden):04X}, a control or invisible character, once "
+            f"percent-decoded: {shown} is refused.",
             param="PATH",
         )
     if not decoded.isascii():

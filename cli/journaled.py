@@ -8,8 +8,9 @@ GET just before it: `Backend.change`/`remove`), `after` the update's answer, and
 the fields its command set. An `api` request records its method, path and status; its `after` is the
 answer when a POST or PUT answered a record, its `before` is never fetched (`api` sends the requests
 it is given, no other). A write that fails is journaled as `failed` with its error, unless a check
-refused it before anything was attempted (nothing was written: no entry), and a batch's items that
-were never sent are not journaled. Entries are appended as each write returns: a create_many's
+refused it before anything was attempted (nothing was written: no entry); a batch's items that
+were never sent, and a remote update or delete whose read right before it failed (the write was not
+sent), are not journaled either. Entries are appended as each write returns: a create_many's
 entries together (an import's batch), so a killed command loses at most the entries of the batch in
 flight.
 """
@@ -314,8 +315,9 @@ class Recorder:
 
 def attempted(error: BaseException) -> bool:
     """Whether a write that raised `error` may have written something: not when a check of the
-    input refused it before any request (or transaction), nor when it was never sent."""
-    if isinstance(error, NotSent):
+    input refused it before any request (or transaction), nor when it was never sent (a
+    batch's item after an error, a remote update or delete whose read right before it failed)."""
+    if isinstance(error, NotSent) or (isinstance(error, ConvriskError) and error.before_write):
         return False
     return not (isinstance(error, InvalidRequestError) and not error.answered)
 

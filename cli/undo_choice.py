@@ -80,12 +80,13 @@ class Light:
 class Chosen:
     """The entries to undo, newest first; for each already undone, the entry that undid it;
     the entries named one by one (an already undone one is refused rather than skipped); for
-    each whose reverse of several writes was cut short, the record its first write made."""
+    each whose reverse of several writes was cut short, the entry of its first write (the
+    record that write made, as it answered)."""
 
     entries: list[Entry]
     undone_by: dict[str, str]
     named: set[str]
-    started: dict[str, str] = field(default_factory=dict)
+    started: dict[str, Entry] = field(default_factory=dict)
 
 
 def reversible(light: Light) -> bool:
@@ -179,7 +180,7 @@ class Choice:
         self.order: list[Run] = []  # the runs in the order met: newest last entry first
         self.read = 0
         self.undone_by: dict[str, str] = {}
-        self.started: dict[str, str] = {}
+        self.started: dict[str, Entry] = {}
         self.picked: list[Run] = []
         self._checked = 0  # runs[:_checked] are complete and judged (--last)
 
@@ -189,12 +190,11 @@ class Choice:
         position = self.read
         self.read += 1
         if light.undoes is not None and light.status in ("ok", "replayed"):
-            made = entry.get("id")
             if light.unit != "started":
                 self.undone_by.setdefault(light.undoes, light.entry)
-            elif isinstance(made, str):
-                # Newest first: the record the latest try of the unit made.
-                self.started.setdefault(light.undoes, made)
+            elif isinstance(entry.get("id"), str):
+                # Newest first: the latest try of the unit.
+                self.started.setdefault(light.undoes, entry)
         if self.last is None:
             if light.entry in self.wanted_entries:
                 self.found[light.entry] = (position, entry)

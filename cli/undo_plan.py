@@ -36,8 +36,10 @@ class Step:
     # entry left it (on the fields the entry changed); a create's, the record deleted (to tell
     # whether an old id that exists again is as it was).
     expect: dict[str, Any] = field(default_factory=dict)
-    # A create whose unit was cut short after the create: the record it made, to finish.
+    # A create whose unit was cut short after the create: the record it made, to finish, and
+    # that record as the create answered it (the values `then` may overwrite; None if unknown).
     made: str | None = None
+    made_as: dict[str, Any] | None = None
 
 
 @dataclass
@@ -94,6 +96,25 @@ def judge(step: Step, current: Mapping[str, Any] | None) -> Verdict:
     if not fields:
         return Verdict("done", f"{id} exists again as it was: nothing to undo.")
     return Verdict("changed", "the delete (it exists again)", tuple(fields))
+
+
+def judge_finish(
+    step: Step, id: str, made_as: Mapping[str, Any] | None, current: Mapping[str, Any] | None
+) -> Verdict:
+    """The verdict on the last write of a create's unit (the fields a create does not take, on
+    the record `id` it made) when that record is `current` (None: gone): written only where it
+    still holds what the create left there (`made_as`: its answer; None, unknown: not checked),
+    or holds `then` already."""
+    from convrisk.api_client.records import differs
+
+    if current is None:
+        return Verdict(
+            "refused", f"{id}, made anew for {step.id} by this undo, was deleted since: left alone."
+        )
+    if made_as is None or not differs(current, step.then):
+        return WRITE
+    fields = differs(current, {name: made_as.get(name) for name in step.then})
+    return Verdict("changed", f"it was made anew as {id}", tuple(fields)) if fields else WRITE
 
 
 def changed_message(step: Step, verdict: Verdict, *, force: bool) -> str:
@@ -206,11 +227,14 @@ class Planner:
             self.refuse(entry, "the entry lacks the record it deleted: cannot undo it.")
         else:
             body, then = recreation(resource, before)
-            made = self.chosen.started.get(name)
             expect = settable_of(resource, before)
-            self.plan.steps.append(
-                Step(name, resource.name, "create", id, body, then, expect, made=made)
-            )
+            step = Step(name, resource.name, "create", id, body, then, expect)
+            started = self.chosen.started.get(name)
+            if started is not None:
+                made_as = started.get("after")
+                step.made = started.get("id")
+                step.made_as = made_as if isinstance(made_as, dict) else None
+            self.plan.steps.append(step)
 
     def undo_update(
         self,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import describe, stops_the_loop
 from .kinds import UNDONE
 from .undo_choice import Refused, counted
-from .undo_plan import Verdict, changed_message, judge
+from .undo_plan import Verdict, changed_message, judge, judge_finish
 
 if TYPE_CHECKING:
     from convrisk.api_client.client import ResourceClient
@@ -53,6 +53,9 @@ class Undoer:
         self.renamed: dict[tuple[str, str], str] = {}
         self.first: BaseException | None = None
         self.refused = 0
+        # Records not put back (a create that failed, a unit left unfinished): later steps on
+        # their old ids are refused.
+        self.lost: set[tuple[str, str]] = set()
 
     def target(self, resource: str) -> ResourceClient[Any, Any, Any, Any]:
         """The Client's resource of this name."""
@@ -91,11 +94,10 @@ class Undoer:
         """
         from convrisk.api_client.errors import ConvriskError
 
-        lost: set[tuple[str, str]] = set()
         with self.printer.records(UNDONE, many=True) as sink:
             for step in steps:
                 key = (step.resource, step.id)
-                if key in lost:
+                if key in self.lost:
                     self.refuse(step, f"not undone: putting back {step.id} failed above.")
                     continue
                 try:
@@ -107,7 +109,7 @@ class Undoer:
                     self.printer.error(info)
                     self.first = self.first or exc
                     if step.operation == "create":
-                        lost.add(key)
+                        self.lost.add(key)
                     if stops_the_loop(exc):
                         break
         return self.first
@@ -119,27 +121,19 @@ class Undoer:
         key = (step.resource, step.id)
         id = self.renamed.get(key, step.id)
         target = self.target(step.resource)
+        if step.operation == "create" and step.made is not None:
+            # A unit cut short after its create: finished on the record that create made.
+            finished = self.finish(step, target, step.made, step.made_as)
+            self.made_anew(step, sink, step.made if finished else None)
+            return
         if step.operation == "create":
-            if step.made is not None:
-                try:
-                    self.renamed[key] = self.finish(step, target, step.made)
-                except NotFoundError:
-                    self.refuse(
-                        step,
-                        f"{step.made}, made anew for {step.id} by an undo cut short, was deleted "
-                        "since: left alone.",
-                    )
-                    return
-                sink.write([row(step, "undone", id=step.made)])
-                return
             try:
                 current: Mapping[str, Any] | None = target.retrieve(step.id)
             except NotFoundError:
                 current = None
             verdict = judge(step, current)
             if verdict.kind == "write":
-                self.renamed[key] = made = self.recreate(step, target)
-                sink.write([row(step, "undone", id=made)])
+                self.made_anew(step, sink, self.recreate(step, target))
                 return
             if not self.settle(step, verdict):
                 return
@@ -157,6 +151,16 @@ class Undoer:
                 self.write(step, target, id, expect=None)
         sink.write([row(step, "undone", id=id)])
 
+    def made_anew(self, step: Step, sink: Sink, made: str | None) -> None:
+        """A deleted record made anew as `made` (later steps on its old id go to it), or left
+        unfinished, None (they are refused)."""
+        key = (step.resource, step.id)
+        if made is None:
+            self.lost.add(key)
+            return
+        self.renamed[key] = made
+        sink.write([row(step, "undone", id=made)])
+
     @staticmethod
     def write(
         step: Step,
@@ -171,23 +175,44 @@ class Undoer:
         else:
             target.update(id, step.body, expect=expect)
 
-    def recreate(self, step: Step, target: ResourceClient[Any, Any, Any, Any]) -> str:
+    def recreate(self, step: Step, target: ResourceClient[Any, Any, Any, Any]) -> str | None:
         """A deleted record made anew with its old fields, as one unit: the create (journaled as
         the unit started) and the update of the fields a create does not take (journaled as
-        undoing the entry); the new record's id."""
+        undoing the entry); the new record's id, None when the unit was left unfinished."""
         unit = {"unit": "started"} if step.then else {}
         with self.run.journal_note(undoes=step.entry, stands_for=step.id, **unit):
             # The Idempotency-Key is the entry's: a create cut short before its answer was
             # journaled is replayed by the next run, not made twice.
             made = target.create(step.body, idempotency_key=f"undo-{step.entry}")
         new_id: str = made["id"]
-        return self.finish(step, target, new_id) if step.then else new_id
+        if step.then and not self.finish(step, target, new_id, made):
+            return None
+        return new_id
 
-    def finish(self, step: Step, target: ResourceClient[Any, Any, Any, Any], id: str) -> str:
-        """The last write of a recreate's unit: the fields a create does not take."""
+    def finish(
+        self,
+        step: Step,
+        target: ResourceClient[Any, Any, Any, Any],
+        id: str,
+        made_as: Mapping[str, Any] | None,
+    ) -> bool:
+        """The last write of a recreate's unit: the fields a create does not take, set on the
+        record made anew (`id`) where it still holds what its create left there (`made_as`, the
+        create's answer), checked as it is written; another writer's change since is left alone
+        (exit 1, the unit unfinished) unless --force. Whether it was written."""
+        from convrisk.api_client.errors import ChangedSince, NotFoundError
+
+        expect = None if made_as is None else {n: made_as.get(n) for n in step.then}
         with self.run.journal_note(undoes=step.entry, stands_for=step.id):
-            target.update(id, step.then)
-        return id
+            try:
+                target.update(id, step.then, expect=expect)
+            except NotFoundError:
+                return self.settle(step, judge_finish(step, id, made_as, None))
+            except ChangedSince as changed:
+                if not self.settle(step, judge_finish(step, id, made_as, changed.current)):
+                    return False
+                target.update(id, step.then)
+        return True
 
 
 def put_in_place(step: Step, verdict: Verdict) -> Step:
@@ -211,9 +236,20 @@ def preview(run: AppContext, printer: Printer, steps: Sequence[Step], *, force: 
     undoer = Undoer(run, printer, force=force)
     captured = run.captured()
     state: dict[tuple[str, str], dict[str, Any] | None] = {}
-    planned = []
+    planned: list[tuple[Step, str | None]] = []
     for step in steps:
         key = (step.resource, step.id)
+        if step.made is not None:  # a unit to finish: judged on the record it made
+            try:
+                made: dict[str, Any] | None = dict(undoer.target(step.resource).retrieve(step.made))
+            except NotFoundError:
+                made = None
+            except captured:
+                made = dict(step.made_as or {})
+            if undoer.settle(step, judge_finish(step, step.made, step.made_as, made)):
+                planned.append((step, step.made))
+                state[key] = {**(made or {}), **step.then}
+            continue
         if key not in state:
             try:
                 state[key] = dict(undoer.target(step.resource).retrieve(step.id))
@@ -222,16 +258,13 @@ def preview(run: AppContext, printer: Printer, steps: Sequence[Step], *, force: 
             except captured:
                 state[key] = None if step.operation == "create" else dict(step.expect)
         current = state[key]
-        if step.made is not None:
-            planned.append(step)
-            continue
         verdict = judge(step, current)
         if verdict.kind != "write":
             if not undoer.settle(step, verdict):
                 continue
             if step.operation == "create":
                 step = put_in_place(step, verdict)
-        planned.append(step)
+        planned.append((step, None))
         if step.operation == "delete":
             state[key] = None
         elif step.operation == "update" or current is not None:
@@ -239,7 +272,7 @@ def preview(run: AppContext, printer: Printer, steps: Sequence[Step], *, force: 
         else:
             state[key] = {**step.expect}
     with printer.records(UNDONE, many=True) as sink:
-        sink.write([row(step, "planned") for step in planned])
+        sink.write([row(step, "planned", id=id) for step, id in planned])
     printer.notice(
         f"Dry run: {counted(len(planned), 'write', 'writes')} planned, "
         f"{undoer.refused:,} refused. Nothing was written."
@@ -254,6 +287,7 @@ def print_requests(run: AppContext, printer: Printer, steps: Sequence[Step]) -> 
     and a hint says so."""
     captured = run.captured()
     made: set[tuple[str, str]] = set()
+    renamed: dict[tuple[str, str], str] = {}
     later = updates = 0
     for step in steps:
         key = (step.resource, step.id)
@@ -261,13 +295,21 @@ def print_requests(run: AppContext, printer: Printer, steps: Sequence[Step]) -> 
             later += 1
             continue
         target: ResourceClient[Any, Any, Any, Any] = getattr(run.client(), step.resource)
+        if step.made is not None:  # a unit to finish: the update of the record it made
+            renamed[key] = step.made
+            with suppress(captured):
+                target.retrieve(step.made)
+            with suppress(captured):
+                target.update(step.made, step.then)
+            continue
+        id = renamed.get(key, step.id)
         with suppress(captured):
-            target.retrieve(step.id)
+            target.retrieve(id)
         try:
             if step.operation == "create":
                 target.create(step.body, idempotency_key=f"undo-{step.entry}")
             else:
-                Undoer.write(step, target, step.id, expect=None)
+                Undoer.write(step, target, id, expect=None)
         except captured:
             if step.operation == "create":
                 made.add(key)

@@ -194,6 +194,31 @@ def test_segment_parameters_that_stay_under_v1_are_sent_as_they_are() -> None:
     assert target == "/v1/conversations;v=1/conv_1"
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/..%20/admin",  # Windows and IIS trim a segment's trailing spaces and dots
+        "/v1/.%20/x",
+        "/v1/.../x",
+        "/v1/..%2e%20%20/x",
+        "/v1/%e2%80%8b../x",  # a zero width space, which some servers drop
+        "/v1/..%ef%bb%bf/x",  # a BOM
+        "/v1/conversations%0d%0aX-Injected:%20y",
+        "/v1/conversations/x%09",
+        "/v1/conversations/x%250a",
+    ],
+)
+def test_a_path_holding_hidden_characters_or_trimmed_dots_once_decoded_is_refused(
+    path: str,
+) -> None:
+    with pytest.raises(InvalidRequestError):
+        api_target(path)
+
+
+def test_a_percent_encoded_space_inside_an_id_is_still_sent() -> None:
+    assert api_target("/v1/conversations/a%20b") == "/v1/conversations/a%20b"
+
+
 def test_an_id_with_an_encoded_slash_is_still_sent() -> None:
     assert api_target("/v1/conversations/a%2Fb") == "/v1/conversations/a%2Fb"
 

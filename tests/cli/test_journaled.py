@@ -147,3 +147,43 @@ def test_a_create_line_is_the_entry_as_json_writes_it_and_its_after_the_stored_r
     assert [e["idempotency_key"] for e in entries] == ["k-1", None, "k-conv"]
     assert entries[2]["undoes"] == "j_earlier"
     assert entries[2]["after"]["group_id"] == "grp_ß"
+
+
+@pytest.mark.parametrize(
+    ("status", "expect"),
+    [(None, None), (401, None), (500, {"is_muted": False}), (404, {"is_muted": False})],
+    ids=["unreachable", "token-refused", "read-500-with-expect", "read-404-with-expect"],
+)
+def test_a_remote_update_or_delete_whose_read_before_it_fails_journals_nothing(
+    journal: Path, status: int | None, expect: dict[str, Any] | None
+) -> None:
+    # The read right before the write failed: the write was never sent, so there is no entry
+    # (as before `change`/`remove`, when the journal read the record itself).
+    import httpx
+
+    from convrisk.api_client.http import HTTPBackend
+
+    sent: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request.method)
+        if status is None:
+            raise httpx.ConnectError("refused", request=request)
+        return httpx.Response(status, json={"error": {"type": "api_error", "message": "no"}})
+
+    recorder = Recorder(
+        journal, profile="p", backend="remote", target="t", argv=["convrisk"], warn=print
+    )
+    inner = HTTPBackend(
+        "http://127.0.0.1:9", "tok", transport=httpx.MockTransport(answer), max_retries=0
+    )
+    made = JournaledBackend(inner, recorder)
+    try:
+        with pytest.raises(ConvriskError):
+            made.conversations.change("conv_0", {"is_muted": True}, expect=expect)
+        with pytest.raises(ConvriskError):
+            made.conversations.remove("conv_0", expect=expect)
+    finally:
+        made.close()
+    assert set(sent) == {"GET"}  # no PUT, no DELETE
+    assert lines(journal) == []

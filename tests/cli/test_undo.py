@@ -483,3 +483,65 @@ def test_an_undo_of_a_delete_cut_short_after_its_create_is_finished_on_that_reco
     assert (only["id"], only["is_muted"], only["is_pinned"]) == (made["id"], True, True)
     again = invoke("undo", entry["entry"])
     assert again.code == 1 and "already undone by" in again.stderr
+
+
+def cut_short(store: LocalBackend, written: Journal, **where: Any) -> tuple[Any, Any, Any]:
+    """A muted record deleted, and the journal as an undo killed between the create that made
+    it anew and the update of the fields a create does not take left it: (the record deleted,
+    the delete's entry, the record made anew). `where`: the entries' backend and target."""
+    record = store.conversations.create({"contact_id": "c_1"})
+    before = dict(store.conversations.update(record["id"], {"is_muted": True}))
+    store.conversations.delete(record["id"])
+    entry = written.add("delete", record["id"], before, None, **where)
+    made = store.conversations.create({"contact_id": "c_1"})
+    written.add(
+        "create", made["id"], None, dict(made), undoes=entry["entry"], unit="started", **where
+    )
+    return before, entry, made
+
+
+def test_finishing_a_unit_cut_short_leaves_a_field_another_writer_set_since_unless_forced(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    _, entry, made = cut_short(backend, written)
+    backend.conversations.update(made["id"], {"is_pinned": True})  # another writer, after the kill
+    result = invoke("undo", entry["entry"])
+    assert result.code == 1 and result.stdout == ""
+    assert "changed since it was made anew as" in result.stderr and "(is_pinned)" in result.stderr
+    now = backend.conversations.retrieve(made["id"])
+    assert (now["is_muted"], now["is_pinned"]) == (False, True)  # nothing written
+    [row] = invoke("undo", entry["entry"], "--force", "-o", "json").ok().json()
+    assert row["id"] == made["id"]
+    now = backend.conversations.retrieve(made["id"])
+    assert (now["is_muted"], now["is_pinned"]) == (True, False)  # the deleted record's values
+
+
+def test_a_dry_run_of_a_unit_cut_short_whose_record_was_deleted_says_what_the_run_does(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    _, entry, made = cut_short(backend, written)
+    [planned] = invoke("undo", entry["entry"], "--dry-run", "-o", "json").ok().json()
+    assert (planned["id"], planned["status"]) == (made["id"], "planned")  # the id it goes to
+    backend.conversations.delete(made["id"])
+    dry = invoke("undo", entry["entry"], "--dry-run", "-o", "json")
+    real = invoke("undo", entry["entry"], "-o", "json")
+    assert dry.code == real.code == 1 and dry.json() == real.json() == []
+    gone = f"{made['id']}, made anew for"
+    assert gone in dry.stderr and gone in real.stderr
+    assert "0 writes planned, 1 refused" in dry.stderr
+    assert backend.conversations.list()["data"] == []
+
+
+def test_as_curl_of_a_unit_cut_short_prints_the_update_of_the_record_it_made(
+    invoke: Invoke, backend: LocalBackend, written: Journal
+) -> None:
+    url = "http://127.0.0.1:9"
+    _, entry, made = cut_short(backend, written, backend="remote", target=url)
+    result = invoke("--base-url", url, "--as-curl", "undo", entry["entry"])
+    assert result.code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert [line.split()[:4] for line in lines] == [
+        ["curl", "-X", "GET", f"{url}/v1/conversations/{made['id']}"],
+        ["curl", "-X", "PUT", f"{url}/v1/conversations/{made['id']}"],
+    ]  # no second create
+    assert '"is_muted":true' in lines[1]
