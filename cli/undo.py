@@ -113,10 +113,10 @@ def undo(
     if run.as_curl and not dry_run:
         print_requests(run, printer, plan.steps)
     else:
-        undoer = Undoer(run, printer, force=force)
         if dry_run:
             undoer = preview(run, printer, plan.steps, force=force)
         else:
+            undoer = Undoer(run, printer, force=force)
             undoer.execute(plan.steps)
         failed += undoer.refused
         first = first or undoer.first

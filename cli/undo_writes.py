@@ -86,11 +86,11 @@ class Undoer:
             self.refuse(step, changed_message(step, verdict, force=False))
         return verdict.kind == "write"
 
-    def execute(self, steps: Sequence[Step]) -> BaseException | None:
+    def execute(self, steps: Sequence[Step]) -> None:
         """Run the steps in order, each journaled as undoing its entry; print each result.
 
         A failure is reported with its entry and the rest go on (a refused token or an
-        unreachable service stops them); the first failure or refusal is returned.
+        unreachable service stops them); the first failure or refusal is kept in `first`.
         """
         from convrisk.api_client.errors import ConvriskError
 
@@ -112,7 +112,6 @@ class Undoer:
                         self.lost.add(key)
                     if stops_the_loop(exc):
                         break
-        return self.first
 
     def step(self, step: Step, sink: Sink) -> None:
         """One step: checked and written, or left alone with a line saying why."""

@@ -534,18 +534,14 @@ class TableResource(Generic[M, C, U, F]):
             return self.retrieve(object_id)
 
         def work(conn: sqlite3.Connection) -> M:
-            changes = dict(values)
-            if spec.has_updated_at:
-                if self._stamps is not None and not self._exists(conn, object_id):
-                    # The sandbox clock steps per record changed: none for a record not there.
-                    raise self._not_found(object_id)
-                changes["updated_at"] = int((self._stamps or self._clock)())
-            assignments = ", ".join(f"{name} = ?" for name in changes)
-            cursor = conn.execute(
-                f"UPDATE {spec.table} SET {assignments} WHERE id = ?",
-                (*changes.values(), object_id),
-            )
-            if cursor.rowcount == 0:
+            if (
+                spec.has_updated_at
+                and self._stamps is not None
+                and not self._exists(conn, object_id)
+            ):
+                # The sandbox clock steps per record changed: none for a record not there.
+                raise self._not_found(object_id)
+            if self._set(conn, object_id, values) == 0:
                 raise self._not_found(object_id)
             return self._fetch(conn, object_id)
 
@@ -554,8 +550,7 @@ class TableResource(Generic[M, C, U, F]):
     def change(self, id: str, params: U, *, expect: Mapping[str, Any] | None = None) -> Change[M]:
         """Update, with the record before it read in the write's own transaction; with
         `expect`, compared there too (ChangedSince, nothing written)."""
-        spec = self._spec
-        values = spec.update_values(params)  # the body first, as `update`
+        values = self._spec.update_values(params)  # the body first, as `update`
         object_id = self._check_id(id)
 
         def work(conn: sqlite3.Connection) -> Change[M]:
@@ -563,17 +558,22 @@ class TableResource(Generic[M, C, U, F]):
             self._compare(object_id, before, expect)
             if not values:
                 return Change(before, before)
-            changes = dict(values)
-            if spec.has_updated_at:
-                changes["updated_at"] = int((self._stamps or self._clock)())
-            assignments = ", ".join(f"{name} = ?" for name in changes)
-            conn.execute(
-                f"UPDATE {spec.table} SET {assignments} WHERE id = ?",
-                (*changes.values(), object_id),
-            )
+            self._set(conn, object_id, values)
             return Change(before, self._fetch(conn, object_id))
 
         return self._db.write(work)
+
+    def _set(self, conn: sqlite3.Connection, object_id: str, values: Mapping[str, Any]) -> int:
+        """The UPDATE of one record's columns (its updated_at moved too); the rows it changed."""
+        changes = dict(values)
+        if self._spec.has_updated_at:
+            changes["updated_at"] = int((self._stamps or self._clock)())
+        assignments = ", ".join(f"{name} = ?" for name in changes)
+        cursor = conn.execute(
+            f"UPDATE {self._spec.table} SET {assignments} WHERE id = ?",
+            (*changes.values(), object_id),
+        )
+        return cursor.rowcount
 
     def remove(self, id: str, *, expect: Mapping[str, Any] | None = None) -> Removal[M]:
         """Delete, with the record as it was read in the delete's own transaction; with
