@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import select
 import signal
 import subprocess
@@ -67,12 +68,19 @@ def first_line_then(proc: subprocess.Popen[str], action: Callable[[], object]) -
     on the full pipe within a few hundred writes: `action` lands while it is still writing.
     """
     assert proc.stdout is not None
-    ready, _, _ = select.select([proc.stdout], [], [], SAFETY_TIMEOUT)
-    assert ready, "the command printed nothing"
-    first = proc.stdout.readline()
+    fd = proc.stdout.fileno()
+    # Read from the pipe itself: what a buffered readline took beyond its line would be lost to
+    # communicate(), which reads the pipe, not the file object's buffer.
+    seen = b""
+    while b"\n" not in seen:
+        ready, _, _ = select.select([fd], [], [], SAFETY_TIMEOUT)
+        assert ready, f"the command printed no line: {seen!r}"
+        chunk = os.read(fd, 4096)
+        assert chunk, f"the command ended before a line: {seen!r}"
+        seen += chunk
     action()
     rest, stderr = proc.communicate(timeout=SAFETY_TIMEOUT)
-    return first + rest, stderr
+    return seen.decode() + rest, stderr
 
 
 @pytest.mark.parametrize(("kind", "count"), [("local", 3000), ("remote", 700)])
