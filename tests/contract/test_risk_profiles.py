@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -209,7 +210,11 @@ def test_unknown_ids_are_not_found(leg: Leg) -> None:
 
 @pytest.mark.parametrize("bad", ["conv_00000000000000000000000000", "x", "rp_1"])
 def test_ids_that_cannot_be_risk_profile_ids_are_refused_naming_the_id(leg: Leg, bad: str) -> None:
-    for call in (leg.client.risk_profiles.retrieve, leg.client.risk_profiles.delete):
+    calls: tuple[Callable[[str], object], ...] = (
+        leg.client.risk_profiles.retrieve,
+        leg.client.risk_profiles.delete,
+    )
+    for call in calls:
         with pytest.raises(InvalidRequestError) as caught:
             call(bad)
         assert caught.value.param == "id" and "not a risk profile id" in caught.value.message

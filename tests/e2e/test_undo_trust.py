@@ -134,7 +134,8 @@ class Interposer(JSONService):
         body = self.rfile.read(length) if length else None
         if not self.server.hook(self.command, self.path, "before"):
             return self.hold()
-        upstream = http.client.HTTPConnection(*self.server.upstream, timeout=SAFETY_TIMEOUT)
+        host, port = self.server.upstream
+        upstream = http.client.HTTPConnection(host, port, timeout=SAFETY_TIMEOUT)
         headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
         upstream.request(self.command, self.path, body, headers)
         answer = upstream.getresponse()
