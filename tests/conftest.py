@@ -1,11 +1,24 @@
-"""What every test shares: children started with SIGINT's default action, whatever pytest got."""
+"""What every test shares: a HOME and XDG folders of its own, a guard that fails a test touching
+the real user's convrisk files or writing into the checkout, and children started with SIGINT's
+default action, whatever pytest got."""
 
 from __future__ import annotations
 
+import os
 import signal
+from collections.abc import Iterator
+from pathlib import Path
 from types import FrameType
 
 import pytest
+
+from tests.isolation import ISOLATED_VARIABLES, Guard, guarding, real_user_folders
+
+pytest_plugins = ["pytester"]
+
+CHECKOUT = Path(__file__).resolve().parent.parent
+# Read once, before any test has changed the environment: the folders of whoever runs pytest.
+REAL_USER_FOLDERS = real_user_folders(dict(os.environ))
 
 
 def _ignore(signum: int, frame: FrameType | None) -> None:
@@ -18,3 +31,26 @@ def pytest_configure(config: pytest.Config) -> None:
     handler instead of SIG_IGN is not passed on: exec resets a handled signal to its default."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, _ignore)
+
+
+@pytest.fixture(autouse=True)
+def own_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
+    """Every test: its own empty HOME and XDG folders, no CONVRISK_* or NO_COLOR variable, and
+    an error if it touched the real user's convrisk files or wrote into the checkout."""
+    home = tmp_path_factory.mktemp("home")
+    for name in list(os.environ):
+        if name.startswith("CONVRISK_") or name == "NO_COLOR":
+            monkeypatch.delenv(name)
+    for name in ISOLATED_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    with guarding(Guard(REAL_USER_FOLDERS, CHECKOUT)) as guard:
+        yield home
+    if guard.touched:
+        pytest.fail(
+            "the test touched the real user's files or the checkout:\n  "
+            + "\n  ".join(dict.fromkeys(guard.touched)),
+            pytrace=False,
+        )

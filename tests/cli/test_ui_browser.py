@@ -220,7 +220,8 @@ def test_the_status_bar_names_the_profile_and_the_database(db_path: Path, invoke
         assert str(db_path) in status(app)
         await pilot.press("q")
 
-    browse(script)
+    # Wide enough for the whole path, however deep pytest's temporary folder is (xdist adds one).
+    browse(script, size=(len(str(db_path)) + 80, 30))
 
 
 def test_q_quits_with_exit_0_and_ctrl_c_too(invoke: Invoke) -> None:

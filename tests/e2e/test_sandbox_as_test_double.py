@@ -99,7 +99,17 @@ def _run_suite(
     """The application's pytest suite, run as its CI would, against the sandbox."""
     env = isolated_env(home, CONVRISK_BASE_URL=served.url, CONVRISK_TOKEN=served.token, **extra)
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(folder)],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            str(folder),
+        ],
         cwd=folder,
         env=env,
         capture_output=True,
