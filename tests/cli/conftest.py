@@ -147,3 +147,55 @@ def walk(cmd: Command, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, 
     yield path, cmd
     for name, sub in sorted(getattr(cmd, "commands", {}).items()):
         yield from walk(sub, (*path, name))
+
+
+REMOTE_TOKEN = "cli-remote-token-7c41"
+
+
+@dataclass
+class Backends:
+    """convrisk run in-process on one backend: `local` (the default database of the test's
+    HOME) or `remote` (a `serve` in this process over that same database, reached over HTTP)."""
+
+    name: str
+    invoke: Invoke
+    db_path: Path
+    url: str | None
+    log: list[str]
+
+    @property
+    def remote(self) -> bool:
+        """Whether convrisk talks HTTP to the in-process serve."""
+        return self.url is not None
+
+
+@pytest.fixture(scope="module")
+def cli_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One in-process serve for a module's remote runs, each test over its own database."""
+    from tests.shared_server import shared_server
+
+    with shared_server(tmp_path_factory.mktemp("cli-serve"), REMOTE_TOKEN) as running:
+        yield running
+
+
+@pytest.fixture(params=["local", "remote"])
+def either(
+    request: pytest.FixtureRequest,
+    invoke: Invoke,
+    db_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Backends]:
+    """Each test runs once on the local database and once against an in-process serve of it:
+    the in-process twin of tests/e2e's `cli` fixture, for the variants of a behaviour."""
+    from convrisk.local_backend.store import LocalBackend
+
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    if request.param == "local":
+        yield Backends("local", invoke, db_path, None, [])
+        return
+    server = request.getfixturevalue("cli_server")
+    log: list[str] = []
+    with LocalBackend(db_path) as backend, server.serving(backend, log) as running:
+        monkeypatch.setenv("CONVRISK_BASE_URL", running.url)
+        monkeypatch.setenv("CONVRISK_TOKEN", REMOTE_TOKEN)
+        yield Backends("remote", invoke, db_path, running.url, log)
