@@ -72,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         args.save.write_text(json.dumps(now, indent=1) + "\n", encoding="utf-8")
     if args.compare:
         before = json.loads(args.compare.read_text(encoding="utf-8"))
-        lost = sorted(set(before["names"]) - set(now["names"]))  # type: ignore[arg-type]
+        names: list[str] = now["names"]  # type: ignore[assignment]
+        lost = sorted(set(before["names"]) - set(names))
         print(
             f"before: {before['tests']} tests ({before['e2e_tests']} e2e), "
             f"{before['behaviours']} behaviours ({before['e2e_behaviours']} with an e2e test)"
