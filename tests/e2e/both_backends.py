@@ -288,3 +288,27 @@ def cli(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cli]:
         if made.serve is not None and made.serve.proc.poll() is None:
             code, log = made.serve.stop()
             assert code == 0, log[-2000:]
+
+
+@pytest.fixture
+def over_serve(tmp_path: Path) -> Iterator[Cli]:
+    """convrisk against its own `convrisk serve`: the one e2e run of a behaviour whose local
+    variant is tested in-process (tests/cli, the `either` fixture)."""
+    made = remote_cli(tmp_path)
+    try:
+        yield made
+    finally:
+        made.close()
+        if made.serve is not None and made.serve.proc.poll() is None:
+            code, log = made.serve.stop()
+            assert code == 0, log[-2000:]
+
+
+@pytest.fixture
+def on_local(tmp_path: Path) -> Iterator[Cli]:
+    """convrisk on a local database: the one e2e run of a local-only behaviour."""
+    made = local_cli(tmp_path)
+    try:
+        yield made
+    finally:
+        made.close()
