@@ -4,7 +4,7 @@ Client in file order, with one result per record; re-running the same file creat
 A record without `id` is a create with the create fields; with `id` an update of the fields it
 carries. Creates go to the backend in batches (`create_many`: one transaction locally, a few
 concurrent requests remotely), each with an idempotency key derived from the record and its line
-(see `import_plan.idempotency_key` and docs/decisions.md, Import), so that a re-run after an
+(see `import_plan.idempotency_key` and docs/design/import.md), so that a re-run after an
 interruption replays what was done instead of doing it again. A result's status is the
 service's word: `replayed` when it answered an earlier identical request and wrote nothing
 (DESIGN 5.2).

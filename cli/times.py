@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from .errors import UsageProblem
 
-# TIME (see docs/decisions.md, Command line): `now`; `@SECONDS`; a plain number of seconds; an
+# TIME (see docs/design/command-line.md, Values): `now`; `@SECONDS`; a plain number of seconds; an
 # ISO 8601 calendar date or date-time, extended or basic form, without a zone meaning UTC.
 _SECONDS = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 # datetime.fromisoformat reads the ISO forms; it also takes week dates (2024-W18-3) and any

@@ -2,5 +2,6 @@
 and the local store and sandbox server (`convrisk.local_backend`).
 
 The three packages live in the repository's top-level folders `cli/`, `api_client/` and
-`local_backend/`; this folder links them under one name (see docs/decisions.md, "One namespace").
+`local_backend/`; this folder links them under one name (see docs/design/command-line.md,
+"Packages, one namespace, layers").
 """

@@ -2,8 +2,8 @@
 which creates of a batch replay an earlier answer, repeat another item or are new.
 
 A key whose record was deleted since is forgotten when it is next used, in that create's own
-transaction, and the create makes the record anew: a deleted record is never replayed (issue 29,
-item 4; docs/decisions.md, "Import after undo").
+transaction, and the create makes the record anew: a deleted record is never replayed
+(docs/design/import.md, "After a record was deleted").
 """
 
 from __future__ import annotations

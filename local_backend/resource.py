@@ -527,7 +527,7 @@ class TableResource(Generic[M, C, U, F]):
         """Change the supplied attributes; an empty params returns the object unchanged."""
         spec = self._spec
         # The body first, as the remote client checks it before it sends anything: a bad body
-        # is the same error on both backends, whatever the id (DESIGN 5.2, docs/decisions.md).
+        # is the same error on both backends, whatever the id (DESIGN 5.2, docs/design/records.md).
         values = spec.update_values(params)
         object_id = self._check_id(id)
         if not values:
