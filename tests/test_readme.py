@@ -1,6 +1,8 @@
-"""README.md stays true to the command line: every command and option of `--help` is in its
-command reference, every `convrisk ...` command it shows parses, and its Quick start is the two
-commands that the fresh-machine promise and `.ci/run` rely on."""
+"""README.md is the front door and stays true to the command line: at most 300 lines, its Quick
+start is the two commands that the fresh-machine promise and `.ci/run` rely on, every
+`convrisk ...` command it and the guide pages show parses, and every relative link in README.md
+and docs/ leads to a file (and heading) that exists. The reference of every command and option is
+generated into docs/reference/ and checked by its own tests."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import shlex
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 from click.core import Command, Context
@@ -21,12 +24,17 @@ from convrisk.cli.context import AppContext
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+GUIDE = sorted((ROOT / "docs" / "guide").glob("*.md"))
+DEVELOPMENT = ROOT / "docs" / "guide" / "development.md"
+# Every Markdown page whose links must lead somewhere: README.md and all of docs/.
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,}).*?^ {0,3}\1[`~]*[ \t]*$", re.M | re.S)
 
 
-def section(title: str) -> str:
-    """The text under a `## title` heading, up to the next `## ` heading."""
-    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## )", README, re.M | re.S)
-    assert match, f"README has no '## {title}' section"
+def section(title: str, text: str = README) -> str:
+    """The text under a `## title` heading, up to the next `## ` heading or the end."""
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    assert match, f"no '## {title}' section"
     return match.group(1)
 
 
@@ -75,36 +83,24 @@ def parse(args: list[str]) -> None:
         pass
 
 
-def test_every_command_is_in_the_reference() -> None:
-    reference = section("Command reference")
-    for path, _ in walk(command()):
-        if len(path) == 2 and path[0] == "config":
-            assert re.search(rf"convrisk config [a-z |]*\b{path[1]}\b", reference), path
-        else:
-            assert f"convrisk {' '.join(path)}".strip() in reference, path
+def test_every_command_of_the_readme_and_the_guide_parses() -> None:
+    pages = [ROOT / "README.md", *GUIDE]
+    failures, count = [], 0
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for args in (args for block in shell_blocks(text) for args in convrisk_commands(block)):
+            count += 1
+            try:
+                parse(args)
+            except UsageError as exc:
+                name = page.relative_to(ROOT)
+                failures.append(f"{name}: convrisk {shlex.join(args)}: {exc.format_message()}")
+    assert count > 40
+    assert not failures, "\n".join(failures)
 
 
-def test_every_option_is_in_the_reference() -> None:
-    reference = section("Command reference")
-    missing = []
-    for path, cmd in walk(command()):
-        for param in cmd.params:
-            for opt in [*param.opts, *param.secondary_opts]:
-                if opt.startswith("-") and not re.search(
-                    rf"(?<![\w-]){re.escape(opt)}(?![\w-])", reference
-                ):
-                    missing.append(f"convrisk {' '.join(path)} {opt}")
-    assert not missing, missing
-
-
-def test_every_readme_command_parses() -> None:
-    commands = [args for block in shell_blocks(README) for args in convrisk_commands(block)]
-    assert len(commands) > 40
-    for args in commands:
-        try:
-            parse(args)
-        except UsageError as exc:
-            pytest.fail(f"README: convrisk {shlex.join(args)}: {exc.format_message()}")
+def test_the_readme_is_at_most_300_lines() -> None:
+    assert len(README.splitlines()) <= 300
 
 
 def test_every_help_example_parses() -> None:
@@ -149,11 +145,6 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert shown.stdout.strip() == test
 
 
-def test_the_reference_links_the_decisions_page() -> None:
-    assert "(docs/decisions.md)" in README
-    assert (ROOT / "docs" / "decisions.md").is_file()
-
-
 def test_the_ci_recipe_deletes_only_what_it_created() -> None:
     """It used to end with `conv list --archived --all -o id | conv delete - --yes`, which
     deleted every archived conversation of the service, not only the job's own."""
@@ -166,8 +157,9 @@ def test_the_ci_recipe_deletes_only_what_it_created() -> None:
 
 
 def test_the_layout_lists_every_module_and_only_modules_that_exist() -> None:
-    block = re.search(r"^Layout\..*?^```text\n(.*?)^```", section("Development"), re.M | re.S)
-    assert block, "README's Development section has no Layout block"
+    layout = section("Layout", DEVELOPMENT.read_text(encoding="utf-8"))
+    block = re.search(r"^```text\n(.*?)^```", layout, re.M | re.S)
+    assert block, "docs/guide/development.md's Layout section has no ```text block"
     listed: set[str] = set()
     package = ""
     for line in block.group(1).splitlines():
@@ -182,5 +174,69 @@ def test_the_layout_lists_every_module_and_only_modules_that_exist() -> None:
         for path in (ROOT / folder).glob("*.py")
         if path.name != "__init__.py"
     }
-    assert sorted(modules - listed) == [], "modules missing from README's layout"
-    assert sorted(listed - modules) == [], "README's layout names modules that do not exist"
+    assert sorted(modules - listed) == [], "modules missing from the layout"
+    assert sorted(listed - modules) == [], "the layout names modules that do not exist"
+
+
+def without_code(text: str) -> str:
+    """The page with its fenced code blocks and inline code spans blanked out."""
+    text = FENCE.sub("", text)
+    return re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "", text, flags=re.S)
+
+
+def anchors(page: Path) -> set[str]:
+    """The `#anchor`s a page has, as GitHub makes them: each heading lowercased, its punctuation
+    dropped, its spaces made hyphens, a repeat given -1, -2...; and any HTML id or name."""
+    text = FENCE.sub("", page.read_text(encoding="utf-8"))
+    found: set[str] = set(re.findall(r"""<[^>]*\b(?:id|name)=["']([^"']+)["']""", text))
+    seen: dict[str, int] = {}
+    for heading in re.findall(r"^ {0,3}#{1,6}[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$", text, re.M):
+        heading = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link: its text
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        found.add(slug if n == 0 else f"{slug}-{n}")
+    return found
+
+
+def links(text: str) -> Iterator[str]:
+    """The targets of a page's Markdown links and images, inline and by reference."""
+    text = without_code(text)
+    yield from re.findall(r"\]\(\s*<?([^)\s>]+)>?(?:\s+[\"'(][^)]*)?\)", text)
+    yield from re.findall(r"^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)", text, re.M)
+
+
+def broken_link(page: Path, target: str) -> str | None:
+    """What is wrong with a relative link from a page, or None; other links are not checked."""
+    if re.match(r"[a-z][a-z0-9+.-]*:", target, re.I):  # https:, mailto:...
+        return None
+    path, _, anchor = target.partition("#")
+    path = unquote(path.split("?", 1)[0])
+    base = ROOT if path.startswith("/") else page.parent
+    file = (base / path.lstrip("/")).resolve() if path else page
+    if not file.is_relative_to(ROOT):
+        return f"{target}: outside the repository"
+    if not file.exists():
+        return f"{target}: no such file"
+    if anchor and file.suffix == ".md" and unquote(anchor).lower() not in anchors(file):
+        return f"{target}: {file.relative_to(ROOT)} has no heading for #{anchor}"
+    return None
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
+def test_every_relative_link_leads_to_a_file_and_heading_that_exist(page: Path) -> None:
+    targets = links(page.read_text(encoding="utf-8"))
+    problems = [problem for target in targets if (problem := broken_link(page, target))]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_link_check_catches_mistakes() -> None:
+    page = ROOT / "docs" / "guide" / "live-service.md"
+    assert broken_link(page, "importing.md#running-it-again-is-safe") is None
+    assert broken_link(page, "#look-first---dry-run") is None  # `--dry-run` in the heading
+    assert broken_link(page, "../ui/") is None
+    assert broken_link(page, "https://jqlang.github.io/jq/manual/") is None
+    for wrong in ("importing.md#no-such-heading", "no-such-page.md", "#Look First", "../../../x"):
+        assert broken_link(page, wrong), wrong
+    text = "`[not](code.md)`\n```sh\n[nor](fenced.md)\n```\n[a](this.md) ![b](x.svg)\n[c]: <y.md>\n"
+    assert list(links(text)) == ["this.md", "x.svg", "y.md"]
