@@ -127,7 +127,8 @@ def test_quick_start_is_two_commands_install_and_run_then_test() -> None:
     assert run.startswith("python3 -m venv .venv && .venv/bin/pip install . && ")
     assert "convrisk conv create" in run and run.endswith("convrisk conv list")
     assert (
-        test == "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/pytest -q"
+        test
+        == "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/pytest -q -n auto"
     )
 
 

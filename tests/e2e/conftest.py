@@ -18,12 +18,27 @@ from .odd_service import OddRecords
 _HERE = Path(__file__).parent
 
 
+# The e2e modules .ci/lowest runs beside the quick loop (`-m "not e2e or lowest"`): each is where
+# the installed script meets a library in a way no in-process test does.
+LOWEST = {
+    "test_version_and_help.py": "the console script's entry point, click and typer's --help",
+    "test_terminal.py": "rich on a real pseudo-terminal: widths, colour, escapes",
+    "test_ui.py": "Textual on a real pseudo-terminal, keys and quitting",
+    "test_serve_cli.py": "uvicorn and Starlette in serve's own process: start, signals, stop",
+    "test_remote_cli.py": "httpx from the installed script against a service on loopback",
+    "test_shape.py": "jq (--jq) and the output sinks in the installed script",
+    "test_import.py": "import's files, pipes and batches through the installed script",
+}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test of this folder is an e2e test (the quick loop, `-m "not e2e"`, leaves it out),
-    whether or not its file says so."""
+    whether or not its file says so; the modules of LOWEST are marked `lowest` too."""
     for item in items:
         if item.path.is_relative_to(_HERE):
             item.add_marker(pytest.mark.e2e)
+            if item.path.name in LOWEST:
+                item.add_marker(pytest.mark.lowest)
 
 
 @pytest.fixture
