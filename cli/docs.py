@@ -85,9 +85,7 @@ class Node:
 def root() -> Node:
     """The root of the command tree, `convrisk`."""
     group = command()
-    context = click.Context(
-        group, info_name=NAME, obj=AppContext(), **group.context_settings
-    )
+    context = click.Context(group, info_name=NAME, obj=AppContext(), **group.context_settings)
     return Node((), group, context)
 
 
