@@ -75,28 +75,6 @@ def parse(args: list[str]) -> None:
         pass
 
 
-def test_every_command_is_in_the_reference() -> None:
-    reference = section("Command reference")
-    for path, _ in walk(command()):
-        if len(path) == 2 and path[0] == "config":
-            assert re.search(rf"convrisk config [a-z |]*\b{path[1]}\b", reference), path
-        else:
-            assert f"convrisk {' '.join(path)}".strip() in reference, path
-
-
-def test_every_option_is_in_the_reference() -> None:
-    reference = section("Command reference")
-    missing = []
-    for path, cmd in walk(command()):
-        for param in cmd.params:
-            for opt in [*param.opts, *param.secondary_opts]:
-                if opt.startswith("-") and not re.search(
-                    rf"(?<![\w-]){re.escape(opt)}(?![\w-])", reference
-                ):
-                    missing.append(f"convrisk {' '.join(path)} {opt}")
-    assert not missing, missing
-
-
 def test_every_readme_command_parses() -> None:
     commands = [args for block in shell_blocks(README) for args in convrisk_commands(block)]
     assert len(commands) > 40
