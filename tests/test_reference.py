@@ -102,6 +102,35 @@ def test_the_generator_is_loaded_by_no_command() -> None:
     assert importers == []
 
 
+def test_hidden_commands_and_options_stay_out() -> None:
+    @click.group(help="A group.\n\n\b\nExample:\n  convrisk g shown --shown 1")
+    def group() -> None:
+        """Not run."""
+
+    @group.command(help="Shown.")
+    @click.option("--shown", metavar="N", help="Shown too.")
+    @click.option("--secret", hidden=True, help="Hidden.")
+    def shown(shown: str | None, secret: str | None) -> None:
+        """Not run."""
+
+    @group.command(hidden=True, help="Hidden.")
+    def unlisted() -> None:
+        """Not run."""
+
+    page = docs.command_page(docs.Node(("g",), group, click.Context(group, info_name="g")))
+    assert "## convrisk g shown" in page and "`--shown N`" in page
+    assert "--secret" not in page and "unlisted" not in page and "Hidden" not in page
+    assert "```sh\nconvrisk g shown --shown 1\n```" in page
+
+
+def test_help_text_reads_as_written_in_markdown() -> None:
+    assert docs.inline("kept in <db>.token, marked with *, $HOME, /__sandbox/, base_url") == (
+        "kept in \\<db>.token, marked with \\*, \\$HOME, /\\_\\_sandbox/, base_url"
+    )
+    assert docs.inline("`a|b` or c|d", cell=True) == "`a\\|b` or c\\|d"
+    assert docs.paragraph("- not a list\nitem") == "\\- not a list item"
+
+
 # The command tree in the reference -----------------------------------------------------------
 
 
