@@ -518,7 +518,7 @@ def test_the_example_runs(
             path, rest = parse(step.words[1:])
         except click.UsageError as exc:
             pytest.fail(f"{example}: {exc.format_message()}")
-        paths.add(path[0])
+        paths.add(path[0] if path else "")
         reasons += [
             PARSED_ONLY[k] for k in (" ".join(path), shlex.join([*path, *rest])) if k in PARSED_ONLY
         ]
@@ -539,7 +539,7 @@ def test_the_example_runs(
                 data = tool(step.words, stdin)
             else:
                 path, _ = parse(step.words[1:])
-                if path[0] in ON_THE_SANDBOX:
+                if path and path[0] in ON_THE_SANDBOX:
                     patch.setenv("CONVRISK_BASE_URL", sandbox)
                     patch.setenv("CONVRISK_TOKEN", TOKEN)
                 if answer is not None:
