@@ -225,8 +225,8 @@ def get(ctx: typer.Context, key: Key, profile: Profile = None) -> None:
 
     \b
     Example:
-      convrisk config get base_url
-      convrisk config get --profile staging timeout
+      convrisk config get --profile staging base_url
+      convrisk config get timeout
     """
     run, name, path = _target(ctx, profile)
     check_key(key)

@@ -71,7 +71,7 @@ def list_(
       convrisk conv list --muted --not-archived --limit 50
       convrisk conv list --all -o jsonl --jq 'select(.group_id) | .id'
       convrisk conv list --contact-id c_1 --all -o jsonl
-      convrisk conv list --ending-before conv_01HV... --limit 20
+      convrisk conv list --ending-before conv_01HVZ8Q2K4M6P8R0T2V4X6Z8B0 --limit 20
     """
 
     def filters() -> "ConversationFilters":
@@ -132,7 +132,7 @@ app.command("get")(
 
         \b
         Example:
-          convrisk conv get conv_01HV... -o json
+          convrisk conv get conv_01HVZ8Q2K4M6P8R0T2V4X6Z8B0 -o json
           convrisk conv list --muted -o id | convrisk conv get - -o jsonl
         """,
     )
@@ -178,8 +178,8 @@ def update(
 
     \b
     Example:
-      convrisk conv update conv_01HV... --mute --archive
-      convrisk conv update conv_01HV... --archived-at 2024-05-01T12:00:00Z
+      convrisk conv update conv_01HVZ8Q2K4M6P8R0T2V4X6Z8B0 --mute --archive
+      convrisk conv update conv_01HVZ8Q2K4M6P8R0T2V4X6Z8B0 --archived-at 2024-05-01T12:00:00Z
       convrisk conv list --muted -o id | convrisk conv update - --unmute
       convrisk conv list --muted --all -o id | convrisk conv update - --unmute --dry-run
     """
@@ -205,7 +205,7 @@ app.command("delete")(
 
         \b
         Example:
-          convrisk conv delete conv_01HV...
+          convrisk conv delete conv_01HVZ8Q2K4M6P8R0T2V4X6Z8B0
           convrisk conv list --archived --all -o id | convrisk conv delete - --yes
           convrisk conv list --muted --all -o id | convrisk conv delete - --dry-run
         """,

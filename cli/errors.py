@@ -16,6 +16,20 @@ from click.exceptions import Abort, BadParameter, ClickException, MissingParamet
 
 # Exit codes (DESIGN section 3).
 OK, FAILED, USAGE, NOT_FOUND, AUTHENTICATION, UNREACHABLE, INTERRUPTED = 0, 1, 2, 3, 4, 5, 130
+# What each exit code means: the table of docs/reference/index.md is generated from this.
+EXIT_CODES: dict[int, str] = {
+    OK: "Success (also an empty list of ids, and an output pipe closed by its reader).",
+    FAILED: "The service failed or refused the request; or something else failed: a record of "
+    "an import, a --jq program, `sandbox verify` or `check` finding a difference, `config get` "
+    "of a key not set. Also a question answered no (nothing changed, no `Error:`).",
+    USAGE: "Usage or invalid input, caught before any request: nothing was sent or changed (the "
+    "same on the local database and a remote service).",
+    NOT_FOUND: "Not found.",
+    AUTHENTICATION: "Authentication: the token is missing or refused; or a write the service "
+    "does not permit (HTTP 403, `serve --read-only`).",
+    UNREACHABLE: "The service cannot be reached (connection, timeout).",
+    INTERRUPTED: "Interrupted (Ctrl-C).",
+}
 
 
 class CliError(Exception):

@@ -54,7 +54,7 @@ def history(
     \b
     Example:
       convrisk history
-      convrisk history --id conv_01HV... -o json
+      convrisk history --id conv_01HVZ8Q2K4M6P8R0T2V4X6Z8B0 -o json
       convrisk history --limit 3 -o id
     """
     from .journal import JournalError, journal_path, read_newest

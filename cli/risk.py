@@ -57,7 +57,7 @@ def list_(
     Example:
       convrisk risk list --profile-type aggressive --limit 100
       convrisk risk list --all -o csv > risk-profiles.csv
-      convrisk risk list --customer-id cus_1 --ending-before rp_01HV... --all
+      convrisk risk list --customer-id cus_1 --ending-before rp_01HVZ8Q2K4M6P8R0T2V4X6Z8B0 --all
     """
 
     def filters() -> "RiskProfileFilters":
@@ -133,7 +133,7 @@ app.command("get")(
 
         \b
         Example:
-          convrisk risk get rp_01HV... -o json
+          convrisk risk get rp_01HVZ8Q2K4M6P8R0T2V4X6Z8B0 -o json
           convrisk risk list --customer-id cus_1 -o id | convrisk risk get - -o jsonl
         """,
     )
@@ -158,8 +158,8 @@ def update(
 
     \b
     Example:
-      convrisk risk update rp_01HV... --score 80
-      echo '{"reviewed": true}' | convrisk risk update rp_01HV... --details -
+      convrisk risk update rp_01HVZ8Q2K4M6P8R0T2V4X6Z8B0 --score 80
+      echo '{"reviewed": true}' | convrisk risk update rp_01HVZ8Q2K4M6P8R0T2V4X6Z8B0 --details -
       convrisk risk list --customer-id cus_1 -o id | convrisk risk update - --score 0 --dry-run
     """
     run = app_context(ctx)
@@ -192,9 +192,10 @@ app.command("delete")(
 
         \b
         Example:
-          convrisk risk delete rp_01HV...
+          convrisk risk delete rp_01HVZ8Q2K4M6P8R0T2V4X6Z8B0
           convrisk risk list --customer-id cus_1 --all -o id | convrisk risk delete - --yes
-          convrisk risk delete rp_01HV... rp_01HW... --dry-run -o json
+          convrisk risk delete rp_01HVZ8Q2K4M6P8R0T2V4X6Z8B0 rp_01HWA3C5E7G9J1K3M5P7R9T1V3 \\
+            --dry-run -o json
         """,
     )
 )

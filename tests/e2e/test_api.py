@@ -519,7 +519,7 @@ def test_every_example_of_the_help_works(tmp_path: Path) -> None:
     examples = [line for line in lines if line.startswith("convrisk api ")]
     assert len(examples) == 4, help_text
     for example in examples:
-        line = example.replace("conv_123", conv_id)
+        line = example.replace("conv_01HVZ8Q2K4M6P8R0T2V4X6Z8B0", conv_id)
         result = subprocess.run(
             ["sh", "-c", line.replace("convrisk", str(CONVRISK), 1)],
             env=local.env,
