@@ -126,10 +126,8 @@ def test_quick_start_is_two_commands_install_and_run_then_test() -> None:
     assert "\n" not in run and "\n" not in test
     assert run.startswith("python3 -m venv .venv && .venv/bin/pip install . && ")
     assert "convrisk conv create" in run and run.endswith("convrisk conv list")
-    assert (
-        test
-        == "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/pytest -q -n auto"
-    )
+    install = "python3 -m venv .venv && .venv/bin/pip install -e '.[test]'"
+    assert test == f"{install} && .venv/bin/pytest -q -n auto"
 
 
 def test_ci_runs_the_readme_test_command() -> None:
