@@ -35,10 +35,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(autouse=True)
 def own_home(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[Path]:
     """Every test: its own empty HOME and XDG folders, no CONVRISK_* or NO_COLOR variable, and
-    an error if it touched the real user's convrisk files or wrote into the checkout."""
+    an error if it touched the real user's convrisk files or wrote into the checkout (but for
+    the folders a `writes_into("tests/...")` mark names)."""
     home = tmp_path_factory.mktemp("home")
     for name in list(os.environ):
         if name.startswith("CONVRISK_") or name == "NO_COLOR":
@@ -46,7 +49,12 @@ def own_home(
     for name in ISOLATED_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(home))
-    with guarding(Guard(REAL_USER_FOLDERS, CHECKOUT)) as guard:
+    writable = tuple(
+        CHECKOUT / folder
+        for mark in request.node.iter_markers("writes_into")
+        for folder in mark.args
+    )
+    with guarding(Guard(REAL_USER_FOLDERS, CHECKOUT, writable)) as guard:
         yield home
     if guard.touched:
         pytest.fail(

@@ -73,6 +73,7 @@ class Guard:
 
     forbidden: tuple[Path, ...]
     checkout: Path | None = None
+    writable: tuple[Path, ...] = ()  # folders of the checkout the test writes on purpose
     touched: list[str] = field(default_factory=list)
 
     def see(self, event: str, args: Sequence[Any]) -> None:
@@ -97,9 +98,16 @@ class Guard:
             self.checkout is not None
             and _writes(event, args)
             and path.is_relative_to(self.checkout)
-            and not _CHECKOUT_CACHES.intersection(path.relative_to(self.checkout).parts)
+            and not self._may_write(path)
         ):
             self.touched.append(f"{event} {path} (inside the checkout)")
+
+    def _may_write(self, path: Path) -> bool:
+        """Whether a write into the checkout is to its caches or to a folder written on purpose."""
+        assert self.checkout is not None
+        return bool(_CHECKOUT_CACHES.intersection(path.relative_to(self.checkout).parts)) or any(
+            path.is_relative_to(folder) for folder in self.writable
+        )
 
 
 def _relative_to_a_folder(event: str, args: Sequence[Any]) -> bool:

@@ -91,3 +91,12 @@ def test_a_test_that_touches_the_real_users_files_fails(
             "  open */real-home/.config/convrisk/config.toml",
         ]
     )
+
+
+def test_a_folder_written_on_purpose_is_not_a_touch(tmp_path: Path) -> None:
+    checkout = tmp_path / "checkout"
+    (checkout / "tests" / "snapshots").mkdir(parents=True)
+    with guarding(Guard((), checkout, (checkout / "tests" / "snapshots",))) as guard:
+        (checkout / "tests" / "snapshots" / "screen.svg").write_text("<svg/>")
+        (checkout / "tests" / "stray.txt").write_text("x")
+    assert guard.touched == [f"open {checkout / 'tests' / 'stray.txt'} (inside the checkout)"]

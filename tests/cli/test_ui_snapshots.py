@@ -38,6 +38,7 @@ def screen_text(svg: str) -> str:
     return "\n".join(line.replace("&#160;", " ") for line in lines)
 
 
+@pytest.mark.writes_into("tests/cli/snapshots/ui")  # with CONVRISK_UPDATE_SNAPSHOTS=1 only
 @pytest.mark.parametrize("shot", SHOTS, ids=[shot.name for shot in SHOTS])
 def test_each_screen_looks_as_its_snapshot(
     shot: Shot, fixed_env: dict[str, str], tmp_path: Path
