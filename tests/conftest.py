@@ -4,6 +4,7 @@ default action, whatever pytest got."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 from collections.abc import Iterator
@@ -33,16 +34,23 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, _ignore)
 
 
+@pytest.fixture(scope="session")
+def homes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """HOMEs, a new one for each test: `next(homes)` (one folder listing per session, where
+    mktemp per test would list every HOME made before it)."""
+    folder = tmp_path_factory.mktemp("homes")
+    return (folder / str(n) for n in itertools.count())
+
+
 @pytest.fixture(autouse=True)
 def own_home(
-    request: pytest.FixtureRequest,
-    tmp_path_factory: pytest.TempPathFactory,
-    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest, homes: Iterator[Path], monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Path]:
     """Every test: its own empty HOME and XDG folders, no CONVRISK_* or NO_COLOR variable, and
     an error if it touched the real user's convrisk files or wrote into the checkout (but for
     the folders a `writes_into("tests/...")` mark names)."""
-    home = tmp_path_factory.mktemp("home")
+    home = next(homes)
+    home.mkdir()
     for name in list(os.environ):
         if name.startswith("CONVRISK_") or name == "NO_COLOR":
             monkeypatch.delenv(name)
