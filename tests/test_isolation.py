@@ -68,7 +68,7 @@ def test_a_test_that_touches_the_real_users_files_fails(
     (real_home / ".config" / "convrisk" / "config.toml").write_text("[default]\n")
     monkeypatch.setenv("HOME", str(real_home))
     monkeypatch.setenv("PYTHONPATH", str(CHECKOUT))
-    pytester.makeconftest("from tests.conftest import own_home  # noqa: F401\n")
+    pytester.makeconftest("from tests.conftest import homes, own_home  # noqa: F401\n")
     pytester.makepyfile(
         test_touch="""
         from tests.conftest import REAL_USER_FOLDERS
