@@ -12,7 +12,7 @@ import pytest
 import convrisk.local_backend.server as server_module
 
 
-class ServeStarted(AssertionError):
+class ServeStarted(BaseException):
     """`serve` got as far as listening where it should have refused."""
 
 
