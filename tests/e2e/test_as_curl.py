@@ -1,32 +1,27 @@
 """`--as-curl` and `User-Agent` through the installed convrisk: every command that sends requests
 prints them as curl command lines and sends nothing, on both backends; the lines run, and send
-what convrisk itself sends."""
+what convrisk itself sends. Each behaviour runs once here; its variants (both backends, every
+command) run in-process in tests/cli/test_as_curl.py, under the same test names."""
 
 from __future__ import annotations
 
 import json
 import shlex
 import subprocess
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
-
-import pytest
 
 from convrisk import api_client
 from convrisk.local_backend.store import LocalBackend
-from tests.loopback import JSONService, on_loopback, running, url_of
+from tests.cli.recording_service import comparable, recorder
 
-from .both_backends import Cli, Serve, cli, isolated_env, local_cli, remote_cli, serving  # noqa: F401
+from .both_backends import Cli, Serve, isolated_env, local_cli, over_serve, remote_cli
 from .console import SAFETY_TIMEOUT, assert_loads_none_of, run
 
+__all__ = ["over_serve"]  # a fixture
+
 USER_AGENT = f"convrisk/{api_client.__version__}"
-# The headers a curl line must send as convrisk does (curl writes Host and Content-Length).
-SENT_HEADERS = ("user-agent", "accept", "authorization", "content-type", "idempotency-key")
 
 
 def curl_lines(result: subprocess.CompletedProcess[str]) -> list[str]:
@@ -78,15 +73,12 @@ def assert_no_request_reached(served: Serve, logged_before: int) -> None:
     assert len(new) == 1 and "GET /v1/conversations?limit=1 200" in new[0], new
 
 
-def test_every_command_that_sends_prints_its_requests_and_sends_nothing(cli: Cli) -> None:  # noqa: F811
-    a, b = (
-        cli.run("conv", "create", "--contact-id", f"c_{n}", "-o", "id").stdout.strip()
-        for n in (1, 2)
-    )
-    rp = cli.run(
-        "risk", "create", "--customer-id", "cus_1", "--profile-type", "moderate",
-        "--score", "50", "-o", "id",
-    ).stdout.strip()  # fmt: skip
+def test_every_command_that_sends_prints_its_requests_and_sends_nothing(over_serve: Cli) -> None:
+    # One command (an import: creates and updates), --as-curl before and after it; every
+    # command on both backends in-process.
+    cli = over_serve
+    assert cli.serve is not None
+    a, b = (cli.store.conversations.create({"contact_id": f"c_{n}"})["id"] for n in (1, 2))
     records = cli.home / "records.jsonl"
     records.write_text(
         '{"contact_id": "c_new"}\n{"group_id": "g_new"}\n'
@@ -95,33 +87,19 @@ def test_every_command_that_sends_prints_its_requests_and_sends_nothing(cli: Cli
         + json.dumps({"id": b, "is_pinned": True})
     )
     before = stored(cli.db_path)
-    logged = len(cli.serve.log) if cli.serve is not None else 0
-    cases = [
-        (["conv", "create", "--contact-id", "c_9"], ["POST"]),
-        (["conv", "update", a, b, "--mute"], ["PUT", "PUT"]),
-        (["conv", "delete", a, b], ["DELETE", "DELETE"]),  # no --yes, no terminal: no question
-        (["risk", "delete", rp, "--yes"], ["DELETE"]),
-        (["conv", "get", a, b, "-o", "json"], ["GET", "GET"]),
-        (["conv", "list", "--all", "-o", "jsonl"], ["GET"]),
-        (["conv", "import", str(records)], ["POST", "POST", "PUT", "PUT"]),
-        (["conv", "import", str(records), "--dry-run"], ["GET", "GET"]),
-        (["api", "-X", "PUT", f"/v1/conversations/{a}", "-d", '{"is_muted": true}'], ["PUT"]),
-        (["status", "-o", "json"], ["GET"]),
-        (["conv", "update", a, "--unmute", "--dry-run"], ["GET"]),
-    ]
-    for args, methods in cases:
-        for argv in (["--as-curl", *args], [*args, "--as-curl"]):
-            result = cli.run(*argv)
-            assert [method_of(line) for line in curl_lines(result)] == methods, argv
-            assert "nothing was sent" in result.stderr
-            if cli.serve is not None:
-                assert cli.serve.token not in result.stdout + result.stderr
+    logged = len(cli.serve.log)
+    args = ["conv", "import", str(records)]
+    for argv in (["--as-curl", *args], [*args, "--as-curl"]):
+        result = cli.run(*argv)
+        assert [method_of(line) for line in curl_lines(result)] == ["POST", "POST", "PUT", "PUT"]
+        assert "nothing was sent" in result.stderr
+        assert cli.serve.token not in result.stdout + result.stderr
     assert stored(cli.db_path) == before
-    if cli.serve is not None:
-        assert_no_request_reached(cli.serve, logged)
+    assert_no_request_reached(cli.serve, logged)
 
 
-def test_a_list_prints_its_first_page_and_says_why_it_stops_there(cli: Cli) -> None:  # noqa: F811
+def test_a_list_prints_its_first_page_and_says_why_it_stops_there(over_serve: Cli) -> None:
+    cli = over_serve
     whole = cli.run("conv", "list", "--all", "--as-curl")
     assert len(curl_lines(whole)) == 1
     assert "only the first page" in whole.stderr
@@ -129,33 +107,23 @@ def test_a_list_prints_its_first_page_and_says_why_it_stops_there(cli: Cli) -> N
     assert "limit=5" in curl_lines(short)[0] and "first page" not in short.stderr
 
 
-def test_commands_that_send_nothing_refuse_as_curl(cli: Cli) -> None:  # noqa: F811
-    for argv in (
-        ["config", "path", "--as-curl"],
-        ["--as-curl", "serve", "--port", "0"],
-        ["history", "--as-curl"],
-    ):
-        result = cli.run(*argv)
-        assert result.returncode == 2 and "sends none" in result.stderr, argv
-        assert result.stdout == ""
+def test_commands_that_send_nothing_refuse_as_curl(over_serve: Cli) -> None:
+    # serve (which would start a process that listens) and a plan; `config path` and
+    # `history` as well, in-process.
+    cli = over_serve
+    result = cli.run("--as-curl", "serve", "--port", "0")
+    assert result.returncode == 2 and "sends none" in result.stderr
+    assert result.stdout == ""
     planned = cli.run("conv", "create", "--contact-id", "c_1", "--dry-run", "--as-curl")
     assert planned.returncode == 0 and planned.stdout == ""
     assert "made no request" in planned.stderr
 
 
-@pytest.fixture
-def target(cli: Cli, tmp_path: Path) -> Iterator[Serve]:  # noqa: F811
-    """The serve the printed lines are run against: the remote backend's own, or a new one."""
-    if cli.serve is not None:
-        yield cli.serve
-        return
-    home = tmp_path / "target"
-    home.mkdir()
-    with serving(home) as served:
-        yield served
-
-
-def test_printed_lines_run_with_curl_against_serve(cli: Cli, target: Serve) -> None:  # noqa: F811
+def test_printed_lines_run_with_curl_against_serve(over_serve: Cli) -> None:
+    # The remote backend's lines, against its own serve (the local backend's: in-process).
+    cli = over_serve
+    assert cli.serve is not None
+    target = cli.serve
     shell = {"CONVRISK_TOKEN": target.token, "CONVRISK_BASE_URL": target.url}
     (create,) = curl_lines(cli.run("conv", "create", "--contact-id", "c_curl", "--as-curl"))
     made = json.loads(bash(create, **shell).stdout)
@@ -182,70 +150,19 @@ def test_both_backends_print_the_same_requests(tmp_path: Path) -> None:
     remote = remote_cli(tmp_path / "remote")
     assert remote.serve is not None
     try:
-        records = tmp_path / "records.jsonl"
-        id = "conv_01HV0000000000000000000000"
-        records.write_text('{"contact_id": "c_1"}\n' + json.dumps({"id": id, "is_pinned": True}))
-        for args in (["conv", "import", str(records)], ["conv", "update", id, "--mute"]):
-            printed = [curl_lines(c.run(*args, "--as-curl")) for c in (local, remote)]
-            from_local, from_remote = ([shlex.split(line) for line in lines] for lines in printed)
-            with_url = [
-                [word.replace("$CONVRISK_BASE_URL", remote.serve.url) for word in words]
-                for words in from_local
-            ]
-            assert with_url == from_remote
+        # One command here; an import as well, in-process.
+        args = ["conv", "update", "conv_01HV0000000000000000000000", "--mute"]
+        printed = [curl_lines(c.run(*args, "--as-curl")) for c in (local, remote)]
+        from_local, from_remote = ([shlex.split(line) for line in lines] for lines in printed)
+        with_url = [
+            [word.replace("$CONVRISK_BASE_URL", remote.serve.url) for word in words]
+            for words in from_local
+        ]
+        assert with_url == from_remote
     finally:
         local.close()
         remote.close()
         remote.serve.stop()
-
-
-class Recorder(JSONService):
-    """A service that answers every request plausibly and records it: method, path, headers
-    (names in lower case) and body."""
-
-    seen: list[tuple[str, str, dict[str, str], bytes]]
-    lock = threading.Lock()
-
-    def _record(self) -> tuple[str, str]:
-        size = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(size) if size else b""
-        path = urlsplit(self.path).path
-        headers = {name.lower(): value for name, value in self.headers.items()}
-        with self.lock:
-            self.seen.append((self.command, self.path, headers, body))
-        return path, path.rsplit("/", 1)[-1]
-
-    def do_GET(self) -> None:
-        path, last = self._record()
-        if path.count("/") == 2:
-            self.send_json(200, {"has_more": False, "data": [{"id": "conv_1"}]})
-        else:
-            self.send_json(200, {"id": last})
-
-    def do_POST(self) -> None:
-        self._record()
-        self.send_json(201, {"id": "conv_new"})
-
-    def do_PUT(self) -> None:
-        _, last = self._record()
-        self.send_json(200, {"id": last})
-
-    def do_DELETE(self) -> None:
-        _, last = self._record()
-        self.send_json(200, {"id": last, "deleted": True})
-
-    def do_PATCH(self) -> None:
-        _, last = self._record()
-        self.send_json(200, {"id": last})
-
-
-@contextmanager
-def recorder() -> Iterator[tuple[str, list[tuple[str, str, dict[str, str], bytes]]]]:
-    """A Recorder on 127.0.0.1: its URL and what it has seen."""
-    seen: list[tuple[str, str, dict[str, str], bytes]] = []
-    handler = type("Recording", (Recorder,), {"seen": seen})
-    with running(on_loopback(handler)) as server:
-        yield url_of(server), seen
 
 
 def test_every_request_carries_the_user_agent(tmp_path: Path) -> None:
@@ -253,24 +170,13 @@ def test_every_request_carries_the_user_agent(tmp_path: Path) -> None:
     records.write_text(
         '{"contact_id": "c_1"}\n{"contact_id": "c_2"}\n{"id": "conv_1", "is_muted": true}\n'
     )
-    commands = [
-        ["conv", "list", "--all"],
-        ["conv", "get", "conv_1", "conv_2"],
-        ["conv", "create", "--contact-id", "c_1"],
-        ["conv", "update", "conv_1", "--mute"],
-        ["conv", "delete", "conv_1", "--yes"],
-        ["conv", "import", str(records)],
-        ["risk", "list"],
-        ["api", "-X", "POST", "/v1/risk-profiles", "-d", "{}"],
-        ["status"],
-    ]
+    # One command (an import: reads, creates, an update), its version as the installed script
+    # has it; every command in-process.
     with recorder() as (url, seen):
         env = isolated_env(tmp_path, CONVRISK_BASE_URL=url, CONVRISK_TOKEN="tok")
-        for args in commands:
-            result = run(env, *args)
-            assert result.returncode == 0, (args, result.stderr)
-        # At least one request per command's operation (a journaled write may read first).
-        assert len(seen) >= 12 and {m for m, *_ in seen} == {"GET", "POST", "PUT", "DELETE"}
+        result = run(env, "conv", "import", str(records))
+        assert result.returncode == 0, result.stderr
+        assert len(seen) >= 3 and {"POST", "PUT"} <= {m for m, *_ in seen}
         assert {headers.get("user-agent") for _, _, headers, _ in seen} == {USER_AGENT}
 
 
@@ -279,81 +185,53 @@ def test_printed_lines_send_what_convrisk_sends(tmp_path: Path) -> None:
     records.write_text(
         '{"contact_id": "c_1"}\n{"group_id": "g_é"}\n{"id": "conv_1", "archived_at": 1714564800}\n'
     )
-    commands = [
-        ["conv", "import", str(records)],
-        ["conv", "update", "conv_1", "conv_2", "--pin", "--archived-at", "2024-05-01"],
-        ["conv", "delete", "conv_1", "--yes"],
-        ["risk", "create", "--customer-id", "c", "--profile-type", "low", "--score", "1"],
-        ["api", "-X", "PATCH", "/v1/conversations/conv_1?x=1", "-d", '{\n "a": "\\u00e9"\n}'],
-    ]
+    # One command (an import: several requests at once); every command in-process.
+    args = ["conv", "import", str(records)]
     with recorder() as (url, seen):
         env = isolated_env(tmp_path, CONVRISK_BASE_URL=url, CONVRISK_TOKEN="tok")
-        for args in commands:
-            del seen[:]
-            # The journal reads a record before changing it, for itself: --as-curl journals
-            # nothing, so the operation's own requests are compared.
-            assert run({**env, "CONVRISK_JOURNAL": "off"}, *args).returncode == 0
-            sent = list(seen)
-            del seen[:]
-            for line in curl_lines(run(env, *args, "--as-curl")):
-                bash(line, CONVRISK_TOKEN="tok")
-            by_curl = list(seen)
-            assert len(sent) == len(by_curl) > 0, args
-
-            def kept(requests: list[tuple[str, str, dict[str, str], bytes]]) -> list[Any]:
-                """The requests' parts that must agree, in one order (an import sends several
-                creates at once)."""
-                return sorted(
-                    (method, path, [headers.get(h) for h in SENT_HEADERS], body)
-                    for method, path, headers, body in requests
-                )
-
-            if args[1] == "create":  # a create's random key: the one printed is another
-                for requests in (sent, by_curl):
-                    for request in requests:
-                        request[2].pop("idempotency-key")
-            assert kept(sent) == kept(by_curl), args
+        # The journal reads a record before changing it, for itself: --as-curl journals
+        # nothing, so the operation's own requests are compared.
+        assert run({**env, "CONVRISK_JOURNAL": "off"}, *args).returncode == 0
+        sent = list(seen)
+        del seen[:]
+        for line in curl_lines(run(env, *args, "--as-curl")):
+            bash(line, CONVRISK_TOKEN="tok")
+        by_curl = list(seen)
+        assert len(sent) == len(by_curl) > 0
+        assert comparable(sent) == comparable(by_curl)
 
 
 def test_guarded_profiles_print_without_a_question_and_nothing_is_journaled(
-    cli: Cli,  # noqa: F811
-    tmp_path: Path,
+    over_serve: Cli, tmp_path: Path
 ) -> None:
-    made = cli.run("conv", "create", "--contact-id", "c_1", "-o", "id", CONVRISK_JOURNAL="off")
-    a = made.stdout.strip()
-    records = tmp_path / "records.jsonl"
-    records.write_text('{"contact_id": "c_2"}\n' + json.dumps({"id": a, "is_pinned": True}))
-    for key in ("read_only", "protected"):
-        assert cli.run("config", "set", "--profile", key, key, "true").returncode == 0
+    # A delete under a protected profile; every write under it and a read-only one, on both
+    # backends, in-process.
+    cli = over_serve
+    a = cli.store.conversations.create({"contact_id": "c_1"})["id"]
+    assert cli.run("config", "set", "--profile", "prod", "protected", "true").returncode == 0
     journal = tmp_path / "journal.jsonl"
     before = stored(cli.db_path)
-    writes = [
-        ["conv", "create", "--contact-id", "c_3"],
-        ["conv", "update", a, "--mute"],
-        ["conv", "delete", a],
-        ["conv", "import", str(records)],
-        ["api", "-X", "DELETE", f"/v1/conversations/{a}"],
-    ]
-    for profile in ("read_only", "protected"):
-        for args in writes:
-            # No terminal and no --yes: a question or a refusal would be exit 2.
-            result = cli.run(
-                "--profile", profile, *args, "--as-curl", CONVRISK_JOURNAL=str(journal)
-            )
-            assert curl_lines(result), (profile, args)
-            assert "nothing was sent" in result.stderr
-            # Run by hand, the line writes past every guard: said once, as a warning.
-            mark = profile.replace("_", "-")
-            warning = f"Warning: The profile {profile!r} is {mark}: the printed writes, run by hand"
-            assert warning in result.stderr
+    # No terminal and no --yes: a question or a refusal would be exit 2.
+    result = cli.run(
+        "--profile", "prod", "conv", "delete", a, "--as-curl", CONVRISK_JOURNAL=str(journal)
+    )
+    assert [method_of(line) for line in curl_lines(result)] == ["DELETE"]
+    assert "nothing was sent" in result.stderr
+    # Run by hand, the line writes past every guard: said once, as a warning.
+    warning = "Warning: The profile 'prod' is protected: the printed writes, run by hand"
+    assert warning in result.stderr
     assert stored(cli.db_path) == before
     assert not journal.exists()
 
 
 def test_on_a_terminal_a_protected_write_asks_nothing_and_the_line_shows_no_control(
-    cli: Cli,  # noqa: F811
+    over_serve: Cli,
 ) -> None:
     from .screen import Terminal
+
+    # On a real terminal, two writes: a delete (which would ask) and a body holding a control
+    # character (escaped in its line); the local backend's in-process.
+    cli = over_serve
 
     a = cli.run("conv", "create", "--contact-id", "c_1", "-o", "id").stdout.strip()
     assert cli.run("config", "set", "--profile", "prod", "protected", "true").returncode == 0
@@ -377,18 +255,15 @@ def test_on_a_terminal_a_protected_write_asks_nothing_and_the_line_shows_no_cont
     assert stored(cli.db_path) == before
 
 
-@pytest.mark.parametrize(
-    ("args", "absent"),
-    [
+def test_as_curl_loads_only_when_used_and_never_the_database(env: dict[str, str]) -> None:
+    # What a run imports can be seen only in a fresh interpreter: one child per command.
+    for args, absent in (
         # Without --as-curl nothing of it is loaded (nor httpx, for the local database).
         (["conv", "list", "-o", "json"], {"convrisk.cli.as_curl", "convrisk.api_client.capture"}),
         (["conv", "create", "--contact-id", "c_1"], {"convrisk.cli.as_curl", "httpx"}),
         # With it, the local backend is never loaded: the database is not even opened.
         (["conv", "list", "--as-curl"], {"convrisk.local_backend", "sqlite3"}),
         (["conv", "import", "-", "--as-curl"], {"convrisk.local_backend", "sqlite3"}),
-    ],
-)
-def test_as_curl_loads_only_when_used_and_never_the_database(
-    env: dict[str, str], args: list[str], absent: set[str]
-) -> None:
-    assert_loads_none_of(env, f"from convrisk.cli.app import main\ncode = main({args!r})\n", absent)
+    ):
+        call = f"from convrisk.cli.app import main\ncode = main({args!r})\n"
+        assert_loads_none_of(env, call, absent)

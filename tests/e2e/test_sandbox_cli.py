@@ -1,5 +1,7 @@
 """`convrisk sandbox` through the installed script, against a sandbox's admin routes on
-127.0.0.1 (a stand-in that keeps the interface: tests/e2e/fake_sandbox.py)."""
+127.0.0.1 (a stand-in that keeps the interface: tests/e2e/fake_sandbox.py). Each behaviour runs
+once here; the variants of its refusals run in-process in tests/cli/test_sandbox_cli.py, under
+the same test names."""
 
 from __future__ import annotations
 
@@ -54,21 +56,14 @@ def test_requests_lists_what_the_sandbox_received_with_its_filters(
     ]
 
 
-@pytest.mark.parametrize(
-    ("args", "named"),
-    [
-        (["--path", "/v1/[conv"], "never closed"),
-        (["--method", "PO ST"], "--method"),
-        (["--status", "abc"], "--status"),
-        (["--status", "99"], "--status"),
-    ],
-)
 def test_requests_refuses_bad_filters_before_sending(
-    env: dict[str, str], sandbox: type[FakeSandbox], args: list[str], named: str
+    env: dict[str, str], sandbox: type[FakeSandbox]
 ) -> None:
-    result = run(_env(env, sandbox), "sandbox", "requests", *args)
+    result = run(
+        _env(env, sandbox), "sandbox", "requests", "--status", "99"
+    )  # every one: in-process
     assert result.returncode == 2
-    assert named in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "--status" in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert sandbox.seen == []
 
 
@@ -137,18 +132,11 @@ def test_verify_body_jq_checks_the_bodies(env: dict[str, str], sandbox: type[Fak
     )
 
 
-@pytest.mark.parametrize(
-    "args",
-    [
-        ["--method", "POST", "--path", "/v1/*", "--body-jq", ".score >"],
-        ["--method", "POST", "--path", "/v1/[x"],
-        ["--method", "POST", "--path", "/v1/*", "--count", "1", "--at-least", "1"],
-        ["--path", "/v1/*"],
-    ],
-)
 def test_verify_refuses_bad_input_with_exit_2_before_sending(
-    env: dict[str, str], sandbox: type[FakeSandbox], args: list[str]
+    env: dict[str, str], sandbox: type[FakeSandbox]
 ) -> None:
+    # Options that cannot go together; every bad input in-process.
+    args = ["--method", "POST", "--path", "/v1/*", "--count", "1", "--at-least", "1"]
     result = run(_env(env, sandbox), "sandbox", "verify", *args)
     assert result.returncode == 2, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
@@ -165,10 +153,8 @@ class NotASandbox(JSONService):
     do_POST = do_GET
 
 
-@pytest.mark.parametrize("args", [["requests"], ["reset"], ["snapshot", "-"]])
-def test_a_target_that_is_no_sandbox_is_exit_2_in_one_line(
-    env: dict[str, str], args: list[str]
-) -> None:
+def test_a_target_that_is_no_sandbox_is_exit_2_in_one_line(env: dict[str, str]) -> None:
+    args = ["snapshot", "-"]  # reset and requests as well, in-process
     with running(on_loopback(NotASandbox)) as server:
         remote = {**env, "CONVRISK_BASE_URL": url_of(server), "CONVRISK_TOKEN": TOKEN}
         result = run(remote, "sandbox", *args)
@@ -180,10 +166,9 @@ def test_a_target_that_is_no_sandbox_is_exit_2_in_one_line(
 
 
 def test_the_local_backend_has_no_sandbox(env: dict[str, str]) -> None:
-    for args in (["requests"], ["reset"], ["verify", "--method", "GET", "--path", "/"]):
-        result = run(env, "sandbox", *args)
-        assert result.returncode == 2
-        assert "talks to a running `convrisk serve`" in result.stderr
+    result = run(env, "sandbox", "reset")  # requests and verify as well, in-process
+    assert result.returncode == 2
+    assert "talks to a running `convrisk serve`" in result.stderr
 
 
 def test_a_wrong_token_is_exit_4(env: dict[str, str], sandbox: type[FakeSandbox]) -> None:
@@ -224,32 +209,16 @@ def test_snapshot_and_restore_carry_the_records_across(
     assert from_stdin.returncode == 0, from_stdin.stderr
 
 
-@pytest.mark.parametrize(
-    ("content", "problem"),
-    [
-        (b'{"resource": "conversations", "id": "c"}\nnot json\n', "line 2 is not JSON"),
-        (b'{"id": "c"}\n', 'line 1 has no "resource"'),
-        (b'{"resource": "conversations", "id": "\xff"}\n', "line 1 is not UTF-8 text"),
-        (b"[1]\n", "line 1 is not a JSON object"),
-    ],
-)
 def test_restore_refuses_what_is_no_snapshot_and_sends_nothing(
-    env: dict[str, str],
-    sandbox: type[FakeSandbox],
-    tmp_path: Path,
-    content: bytes,
-    problem: str,
+    env: dict[str, str], sandbox: type[FakeSandbox], tmp_path: Path
 ) -> None:
     sandbox.records[:] = RECORDS
     file = tmp_path / "bad.jsonl"
-    file.write_bytes(content)
+    file.write_bytes(b'{"resource": "conversations", "id": "c"}\nnot json\n')  # others: in-process
     result = run(_env(env, sandbox), "sandbox", "restore", str(file))
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        f"Error: {file}: {problem}: it is not a snapshot; nothing was sent."
-        if "resource" not in problem
-        else f"Error: {file}: {problem} of conversations or risk_profiles: it is not a snapshot; "
-        "nothing was sent."
+        f"Error: {file}: line 2 is not JSON: it is not a snapshot; nothing was sent."
     ]
     assert sandbox.seen == [] and sandbox.records == RECORDS
 
@@ -341,16 +310,11 @@ def test_requests_says_how_many_the_journal_dropped(
     ]
 
 
-@pytest.mark.parametrize(
-    ("mark", "refusal"),
-    [
-        ("CONVRISK_READ_ONLY", "is read-only (CONVRISK_READ_ONLY is set): refusing to"),
-        ("CONVRISK_PROTECTED", "is protected: refusing to"),
-    ],
-)
 def test_reset_and_restore_keep_the_profiles_guards(
-    env: dict[str, str], sandbox: type[FakeSandbox], tmp_path: Path, mark: str, refusal: str
+    env: dict[str, str], sandbox: type[FakeSandbox], tmp_path: Path
 ) -> None:
+    # The mark of a protected profile, from the environment; a read-only one too, in-process.
+    mark, refusal = "CONVRISK_PROTECTED", "is protected: refusing to"
     file = tmp_path / "seed.jsonl"
     file.write_text(json.dumps(RECORDS[0]) + "\n")
     guarded = {**_env(env, sandbox), mark: "1"}

@@ -1,5 +1,6 @@
 """The installed `convrisk serve` as a test double: its request journal, reset, snapshot and
-restore under /__sandbox/, and `serve --load FILE`."""
+restore under /__sandbox/, and `serve --load FILE`. Each behaviour runs once here; the variants
+of one (every file --load refuses) run in-process in tests/cli/test_sandbox_serve.py."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import subprocess
 from pathlib import Path
 
 import httpx
-import pytest
 
 from .both_backends import TOKEN, isolated_env, serving, start_serve
 from .console import CONVRISK
@@ -125,20 +125,10 @@ def test_serve_load_without_db_serves_a_temporary_database(tmp_path: Path) -> No
     assert not [path for path in home.rglob("*") if path.is_file()]
 
 
-@pytest.mark.parametrize(
-    ("content", "says"),
-    [
-        (b'{"resource": "conversations", "id": "conv_x"}\n', "line 1: not a conversation"),
-        (b"\n\xff\n", "line 2: not UTF-8"),
-        (None, "No such file"),
-    ],
-)
-def test_a_bad_load_file_is_exit_2_with_one_line_and_nothing_served(
-    tmp_path: Path, content: bytes | None, says: str
-) -> None:
+def test_a_bad_load_file_is_exit_2_with_one_line_and_nothing_served(tmp_path: Path) -> None:
+    # A file that is not UTF-8; a record that is none and a missing file as well, in-process.
     snapshot = tmp_path / "bad.jsonl"
-    if content is not None:
-        snapshot.write_bytes(content)
+    snapshot.write_bytes(b"\n\xff\n")
     result = subprocess.run(
         [CONVRISK, "serve", "--port", "0", "--db", str(tmp_path / "s.db"), "--load", str(snapshot)],
         capture_output=True,
@@ -147,7 +137,7 @@ def test_a_bad_load_file_is_exit_2_with_one_line_and_nothing_served(
         env=isolated_env(tmp_path),
     )
     assert result.returncode == 2
-    assert says in result.stderr
+    assert "line 2: not UTF-8" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert "listening" not in result.stderr
     assert not (tmp_path / "s.db").exists()
