@@ -66,12 +66,16 @@ class Twin:
         """How convrisk names its target in a protected profile's banner."""
         return self.url if self.url is not None else f"database {self.db_path}"
 
-    def run(self, *args: str, input: str | None = None, **extra_env: str) -> Result:
-        """Run convrisk's main() to its end with `env` and `extra_env` set in os.environ (each
-        restored after); stdin is empty unless `input` is given."""
+    def run(self, *args: str, input: str | None = None, **extra_env: str | None) -> Result:
+        """Run convrisk's main() to its end with `env` and `extra_env` set in os.environ (None:
+        unset; each restored after); stdin is empty unless `input` is given."""
         changed = {**self.env, **extra_env}
         saved = {name: os.environ.get(name) for name in changed}
-        os.environ.update(changed)
+        for name, value in changed.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         try:
             return self.either.invoke(*args, input=input)
         finally:
