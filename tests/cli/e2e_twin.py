@@ -119,8 +119,8 @@ def every(resource: Any) -> list[Any]:
 @pytest.fixture
 def twin(either: Backends, home: Path) -> Iterator[Twin]:
     """convrisk in-process on the local database and on an in-process serve, in turn; its
-    journal under HOME/state, as the e2e tests' environment puts it."""
-    made = Twin(either, home, {"XDG_STATE_HOME": str(home / "state")})
+    journal under HOME/state and NO_COLOR set, as the e2e tests' environment has them."""
+    made = Twin(either, home, {"XDG_STATE_HOME": str(home / "state"), "NO_COLOR": "1"})
     try:
         yield made
     finally:
