@@ -6,6 +6,7 @@ module to use it."""
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -17,6 +18,24 @@ import pytest
 from convrisk.local_backend.store import LocalBackend
 
 from .conftest import REMOTE_TOKEN, Backends, Result
+
+
+class Pipe(io.RawIOBase):
+    """Bytes read once, front to back, as from a pipe: not seekable, so convrisk reads them as
+    it reads a pipe on stdin (the e2e tests' `input=` is one)."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = memoryview(data)
+        self._at = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        size = min(len(buffer), len(self._data) - self._at)
+        buffer[:size] = self._data[self._at : self._at + size]
+        self._at += size
+        return size
 
 
 @dataclass
@@ -66,9 +85,10 @@ class Twin:
         """How convrisk names its target in a protected profile's banner."""
         return self.url if self.url is not None else f"database {self.db_path}"
 
-    def run(self, *args: str, input: str | None = None, **extra_env: str | None) -> Result:
+    def run(self, *args: str, input: str | bytes | None = None, **extra_env: str | None) -> Result:
         """Run convrisk's main() to its end with `env` and `extra_env` set in os.environ (None:
-        unset; each restored after); stdin is empty unless `input` is given."""
+        unset; each restored after); stdin is empty unless `input` is given, and then a pipe
+        (see Pipe)."""
         changed = {**self.env, **extra_env}
         saved = {name: os.environ.get(name) for name in changed}
         for name, value in changed.items():
@@ -77,7 +97,10 @@ class Twin:
             else:
                 os.environ[name] = value
         try:
-            return self.either.invoke(*args, input=input)
+            if input is None:
+                return self.either.invoke(*args)
+            data = input.encode("utf-8") if isinstance(input, str) else input
+            return self.either.invoke(*args, input=io.BufferedReader(Pipe(data)))
         finally:
             for name, value in saved.items():
                 if value is None:
