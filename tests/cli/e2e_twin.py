@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
@@ -85,10 +85,13 @@ class Twin:
         """How convrisk names its target in a protected profile's banner."""
         return self.url if self.url is not None else f"database {self.db_path}"
 
-    def run(self, *args: str, input: str | bytes | None = None, **extra_env: str | None) -> Result:
+    def run(
+        self, *args: str, input: str | bytes | IO[bytes] | None = None, **extra_env: str | None
+    ) -> Result:
         """Run convrisk's main() to its end with `env` and `extra_env` set in os.environ (None:
-        unset; each restored after); stdin is empty unless `input` is given, and then a pipe
-        (see Pipe)."""
+        unset; each restored after). stdin is empty unless `input` is given: text or bytes are
+        read as from a pipe (see Pipe); a binary stream is stdin itself (io.BytesIO: as a file
+        redirected to stdin, which can be read again)."""
         changed = {**self.env, **extra_env}
         saved = {name: os.environ.get(name) for name in changed}
         for name, value in changed.items():
@@ -99,8 +102,10 @@ class Twin:
         try:
             if input is None:
                 return self.either.invoke(*args)
-            data = input.encode("utf-8") if isinstance(input, str) else input
-            return self.either.invoke(*args, input=io.BufferedReader(Pipe(data)))
+            if isinstance(input, str | bytes):
+                data = input.encode("utf-8") if isinstance(input, str) else input
+                input = io.BufferedReader(Pipe(data))
+            return self.either.invoke(*args, input=input)
         finally:
             for name, value in saved.items():
                 if value is None:

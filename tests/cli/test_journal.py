@@ -410,11 +410,11 @@ def test_a_full_disk_leaves_no_half_line_and_the_write_stands(
             raise OSError(errno.EFBIG, os.strerror(errno.EFBIG))
         return write(fd, bytes(data)[:room])
 
-    monkeypatch.setattr(os, "write", up_to_the_limit)
-    result = twin.run(
-        "conv", "create", "--contact-id", "c_1", "-o", "id", CONVRISK_JOURNAL=str(path)
-    )
-    monkeypatch.undo()
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "write", up_to_the_limit)
+        result = twin.run(
+            "conv", "create", "--contact-id", "c_1", "-o", "id", CONVRISK_JOURNAL=str(path)
+        )
     assert result.code == 0, result.stderr
     (warning,) = result.stderr.splitlines()
     assert "The journal was not written" in warning and "too large" in warning.lower()
