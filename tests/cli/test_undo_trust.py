@@ -27,7 +27,9 @@ def ok(twin: Twin, *args: str, input: str | None = None) -> str:
 def test_a_record_changed_while_a_long_undo_runs_is_kept(
     twin: Twin, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    count = 700 if twin.remote else 3000  # as many as the e2e variants undo
+    # Long enough that the change lands while undo writes: right after its first write, here
+    # (the e2e test needs 700 over serve for its reader to block the undo part way).
+    count = 300
     twin.env["CONVRISK_JOURNAL"] = str(twin.home / "journal.jsonl")
     made = twin.store.risk_profiles.create_many(
         [
