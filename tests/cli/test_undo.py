@@ -1,18 +1,25 @@
 """`convrisk undo` on the local backend, over journal entries written with journal.append: which
-entries it takes, how each is reversed, and what it refuses (the round trips through the
-installed script, after real writes, are in tests/e2e/test_undo.py)."""
+entries it takes, how each is reversed, and what it refuses; and, at the end, undo after real
+writes through the command line on both backends (in-process: the local database, a serve over
+HTTP), the variants of tests/e2e/test_undo.py, which runs the installed script once each."""
 
 from __future__ import annotations
 
+import json
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from convrisk.api_client.resources import RESOURCES
 from convrisk.cli import journal
 from convrisk.local_backend.store import LocalBackend
 
 from .conftest import Invoke
+from .e2e_twin import Twin
+from .e2e_twin import twin as twin  # a fixture: each test on the local db and on serve
 
 
 @pytest.fixture
@@ -545,3 +552,388 @@ def test_as_curl_of_a_unit_cut_short_prints_the_update_of_the_record_it_made(
         ["curl", "-X", "PUT", f"{url}/v1/conversations/{made['id']}"],
     ]  # no second create
     assert '"is_muted":true' in lines[1]
+
+
+# -- undo after real writes through the command line, on both backends (the variants of
+# tests/e2e/test_undo.py, whose tests run the installed script once each) ---------------------
+
+
+def _journaled(twin: Twin) -> Path:
+    """Point the journal into the test's folder; its path."""
+    path = twin.home / "journal.jsonl"
+    twin.env["CONVRISK_JOURNAL"] = str(path)
+    return path
+
+
+def _entries(path: Path) -> list[journal.Entry]:
+    """The journal's entries, oldest first (a line that is not one fails the test)."""
+    read = list(journal.read(path))
+    assert all(not isinstance(item, journal.Problem) for item in read), read
+    return read  # type: ignore[return-value]
+
+
+def _ok(twin: Twin, *args: str, input: str | None = None) -> str:
+    """Run convrisk, which must succeed; its stdout."""
+    result = twin.run(*args, input=input)
+    assert result.code == 0, result.stderr
+    return result.stdout
+
+
+def _record(twin: Twin, resource: str, id: str) -> dict[str, Any] | None:
+    """A record as the database holds it, or None when it is gone."""
+    from convrisk.api_client.errors import NotFoundError
+
+    try:
+        return dict(getattr(twin.store, resource).retrieve(id))
+    except NotFoundError:
+        return None
+
+
+def _settable(resource: str, row: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a record that a client sets (the service moves the others itself)."""
+    return {f.name: row.get(f.name) for f in RESOURCES[resource].writable()}  # type: ignore[index]
+
+
+def test_undo_of_a_create_removes_the_record(twin: Twin) -> None:
+    _journaled(twin)
+    id = _ok(twin, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
+    [row] = json.loads(_ok(twin, "undo", "--last", "-o", "json"))
+    assert (row["operation"], row["id"], row["status"]) == ("delete", id, "undone")
+    assert _record(twin, "conversations", id) is None
+
+
+@pytest.mark.parametrize(
+    ("group", "resource", "make", "change"),
+    [
+        (
+            "conv",
+            "conversations",
+            ["--contact-id", "c_1"],
+            ["--mute", "--pin", "--pinned-message-id", "m_1", "--archived-at", "1700000000"],
+        ),
+        (
+            "risk",
+            "risk_profiles",
+            ["--customer-id", "cus_1", "--profile-type", "moderate", "--score", "72",
+             "--details", '{"a": [1, 2]}'],
+            ["--profile-type", "aggressive", "--score", "9.5", "--details", '{"b": null}'],
+        ),
+    ],
+)  # fmt: skip
+def test_undo_of_an_update_puts_every_field_back(
+    twin: Twin,
+    group: str,
+    resource: str,
+    make: list[str],
+    change: list[str],
+) -> None:
+    _journaled(twin)
+    id = _ok(twin, group, "create", *make, "-o", "id").strip()
+    before = _record(twin, resource, id)
+    _ok(twin, group, "update", id, *change)
+    assert _record(twin, resource, id) != before
+    [row] = json.loads(_ok(twin, "undo", "--last", "-o", "json"))
+    assert (row["operation"], row["id"]) == ("update", id)
+    after = _record(twin, resource, id)
+    assert after is not None and before is not None
+    for name in RESOURCES[resource].names():  # type: ignore[index]
+        if name != "updated_at":  # the undo is an update: the service moves its time
+            assert after[name] == before[name], name
+
+
+@pytest.mark.parametrize(
+    ("group", "resource", "make", "change", "writes"),
+    [
+        (
+            "conv",
+            "conversations",
+            ["--group-id", "g_1"],
+            ["--mute", "--archived-at", "1700000000"],
+            ["create", "update"],  # a create does not take is_muted or archived_at
+        ),
+        (
+            "risk",
+            "risk_profiles",
+            ["--customer-id", "cus_1", "--profile-type", "moderate", "--score", "72"],
+            ["--details", '{"x": [1, {"y": null}]}'],
+            ["create"],
+        ),
+    ],
+)
+def test_undo_of_a_delete_makes_a_new_record_with_the_old_fields(
+    twin: Twin,
+    group: str,
+    resource: str,
+    make: list[str],
+    change: list[str],
+    writes: list[str],
+) -> None:
+    path = _journaled(twin)
+    old = _ok(twin, group, "create", *make, "-o", "id").strip()
+    _ok(twin, group, "update", old, *change)
+    before = _record(twin, resource, old)
+    assert before is not None
+    _ok(twin, group, "delete", old, "--yes")
+    deleted = _entries(path)[-1]
+    result = twin.run("undo", "--last")
+    assert result.code == 0, result.stderr
+    [line] = result.stdout.splitlines()
+    new = line.split()[1]
+    assert line.startswith(f"create {new} in place of {old}: ")
+    assert line.endswith(f"(undoes {deleted['entry']})")
+    made = _record(twin, resource, new)
+    assert new != old and made is not None and _record(twin, resource, old) is None
+    assert _settable(resource, made) == _settable(resource, before)
+    # The journal says which old id the new record stands for, and which entry it undoes.
+    undoing = [e for e in _entries(path) if e.get("undoes") == deleted["entry"]]
+    assert [e["operation"] for e in undoing] == writes
+    assert all(e["id"] == new and e.get("stands_for") == old for e in undoing)
+
+
+def test_a_dry_run_of_undoing_a_delete_names_the_old_id_not_none(twin: Twin) -> None:
+    path = _journaled(twin)
+    old = _ok(twin, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
+    _ok(twin, "conv", "delete", old, "--yes")
+    deleted = _entries(path)[-1]
+    line = _ok(twin, "undo", "--last", "--dry-run")
+    assert line.startswith(f"would create a new record in place of {old}: "), line
+    [planned] = [
+        json.loads(x) for x in _ok(twin, "undo", "--last", "--dry-run", "-o", "jsonl").split()
+    ]
+    # The old id is what the new record stands for, not the id it will have.
+    assert (planned["id"], planned["stands_for"]) == (None, old)
+    assert planned["entry"] == deleted["entry"]
+    assert _ok(twin, "undo", "--last", "--dry-run", "-o", "id") == ""
+
+
+def test_undo_last_after_an_api_write_refuses_it_and_leaves_the_older_command_alone(
+    twin: Twin,
+) -> None:
+    path = _journaled(twin)
+    made = ["--customer-id", "cus_1", "--profile-type", "moderate", "--score", "5"]
+    kept = _ok(twin, "risk", "create", *made, "-o", "id").strip()
+    _ok(twin, "risk", "update", kept, "--score", "9")  # meant
+    gone = _ok(twin, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
+    _ok(twin, "api", "-X", "DELETE", f"/v1/conversations/{gone}")  # the mistake
+    api = _entries(path)[-1]
+    result = twin.run("undo", "--last")
+    # The last command that wrote is the `api` one: undo says it cannot put it back, and does
+    # not reach past it to undo the update before it.
+    assert result.code == 1, result.stderr
+    assert f"{api['entry']}: an `api` request (DELETE /v1/conversations/{gone})" in result.stderr
+    assert result.stdout == ""
+    now = _record(twin, "risk_profiles", kept)
+    assert now is not None and now["score"] == 9
+    assert not any(e.get("undoes") for e in _entries(path))
+
+
+def test_an_entry_undone_twice_is_refused_the_second_time(twin: Twin) -> None:
+    path = _journaled(twin)
+    id = _ok(twin, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
+    created = _entries(path)[-1]
+    _ok(twin, "undo", created["entry"])
+    undone = _entries(path)[-1]
+    assert (undone["operation"], undone["id"], undone.get("undoes")) == (
+        "delete",
+        id,
+        created["entry"],
+    )
+    again = twin.run("undo", created["entry"])
+    assert again.code == 1
+    assert f"{created['entry']}: already undone by {undone['entry']}." in again.stderr
+    # and --last passes over both: nothing else was written here.
+    last = twin.run("undo", "--last")
+    assert last.code == 1 and "Nothing to undo" in last.stderr
+
+
+def test_a_record_journaled_with_the_token_hidden_is_not_put_back_as_stars(
+    twin: Twin,
+) -> None:
+    # The journal hides the token wherever it stands, in the records too: a record that holds
+    # the token's text is journaled with `***` in its place. Undo must not write that back.
+    path = _journaled(twin)
+    token = twin.token or "moderate"
+    twin.env["CONVRISK_TOKEN"] = token
+    made = ["--customer-id", token, "--profile-type", "moderate", "--score", "50"]
+    old = _ok(twin, "risk", "create", *made, "-o", "id").strip()
+    _ok(twin, "risk", "delete", old, "--yes")
+    deleted = _entries(path)[-1]
+    assert deleted["before"] is not None and deleted["before"]["customer_id"] == "***"
+    assert deleted.get("redacted") is True
+    result = twin.run("undo", "--last")
+    assert result.code == 1, result.stdout
+    assert f"{deleted['entry']}: the journal holds {old} with the token's text hidden" in (
+        result.stderr
+    )
+    assert result.stdout == "" and twin.count("risk_profiles") == 0
+    assert all(not e.get("undoes") for e in _entries(path))
+
+
+def test_undo_of_a_1000_record_import_puts_the_store_back(twin: Twin) -> None:
+    _journaled(twin)
+    store = twin.store.conversations
+    kept: list[dict[str, Any]] = [dict(store.create({"contact_id": f"c_{n}"})) for n in range(300)]
+    for row in kept[::3]:
+        store.update(row["id"], {"is_muted": True})
+    earlier = {row["id"]: dict(store.retrieve(row["id"])) for row in kept}
+    lines = [
+        json.dumps({"id": row["id"], "is_muted": n % 2 == 0, "archived_at": 1700000000 + n})
+        for n, row in enumerate(kept)
+    ]
+    lines += [json.dumps({"group_id": f"g_{n}"}) for n in range(700)]
+    _ok(twin, "conv", "import", "-", input="\n".join(lines) + "\n")
+    assert twin.count("conversations") == 1000
+    started = time.perf_counter()
+    result = twin.run("undo", "--last", "-o", "jsonl")
+    took = time.perf_counter() - started
+    assert result.code == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(rows) == 1000 and {r["status"] for r in rows} == {"undone"}
+    now = {row["id"]: dict(row) for row in _every(twin)}
+    assert now.keys() == earlier.keys()  # the 700 created are gone, nothing else is
+    for id, was in earlier.items():
+        assert now[id] == was, id  # field by field, times included
+    print(f"undo of a 1,000-record import ({twin.name}): {took:.2f} s")
+
+
+def _every(twin: Twin) -> list[dict[str, Any]]:
+    """Every conversation the database holds (at most 100,000)."""
+    rows: list[dict[str, Any]] = []
+    cursor = None
+    for _ in range(1000):
+        page = twin.store.conversations.list(limit=100, starting_after=cursor)
+        rows += [dict(row) for row in page["data"]]
+        if not page["has_more"]:
+            return rows
+        cursor = page["data"][-1]["id"]
+    raise AssertionError("more than 100,000 conversations")
+
+
+def test_undo_is_refused_on_a_read_only_profile(twin: Twin) -> None:
+    _journaled(twin)
+    id = _ok(twin, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
+    _ok(twin, "config", "set", "read_only", "true")
+    result = twin.run("undo", "--last")
+    assert result.code == 2
+    assert "The profile 'default' is read-only" in result.stderr
+    assert _record(twin, "conversations", id) is not None
+    # --dry-run writes nothing: it is allowed, and shows what undo would do.
+    planned = twin.run("undo", "--last", "--dry-run")
+    assert planned.code == 0, planned.stderr
+    assert planned.stdout.startswith(f"would delete {id} ")
+
+
+def test_undo_on_a_protected_profile_needs_yes_without_a_terminal(twin: Twin) -> None:
+    path = _journaled(twin)
+    ids = _ok(twin, "conv", "import", "-", input='{"contact_id": "a"}\n{"contact_id": "b"}\n')
+    _ok(twin, "config", "set", "protected", "true")
+    refused = twin.run("undo", "--last")
+    assert refused.code == 2 and "Pass --yes" in refused.stderr
+    assert twin.count("conversations") == 2
+    before = len(_entries(path))
+    done = twin.run("undo", "--last", "--yes")
+    assert done.code == 0, done.stderr
+    assert "Protected profile 'default'" in done.stderr and ": 2 records." in done.stderr
+    assert twin.count("conversations") == 0 and len(ids.splitlines()) == 2
+    assert len(_entries(path)) == before + 2  # the two deletes, journaled
+
+
+def test_max_affected_and_dry_run_write_nothing(twin: Twin) -> None:
+    path = _journaled(twin)
+    lines = "".join(f'{{"contact_id": "c_{n}"}}\n' for n in range(5))
+    _ok(twin, "conv", "import", "-", input=lines)
+    written = len(_entries(path))
+    over = twin.run("undo", "--last", "--max-affected", "4")
+    assert over.code == 2
+    assert "5 records, more than --max-affected 4; nothing was sent." in over.stderr
+    planned = twin.run("undo", "--last", "--dry-run", "-o", "jsonl")
+    assert planned.code == 0, planned.stderr
+    assert [json.loads(line)["status"] for line in planned.stdout.splitlines()] == ["planned"] * 5
+    assert twin.count("conversations") == 5 and len(_entries(path)) == written
+    _ok(twin, "undo", "--last", "--max-affected", "5")
+    assert twin.count("conversations") == 0
+
+
+def test_a_record_changed_since_is_named_and_kept_unless_forced(twin: Twin) -> None:
+    _journaled(twin)
+    id = _ok(twin, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
+    _ok(twin, "conv", "update", id, "--pin")  # the last command: undo it, then the create
+    _ok(twin, "undo", "--last")
+    _ok(twin, "conv", "update", id, "--mute")
+    _ok(twin, "undo", "--last")
+    _ok(twin, "conv", "update", id, "--archive")  # and not undone: the create is refused
+    journal_entries = _entries(twin.home / "journal.jsonl")
+    create = next(e for e in journal_entries if e["operation"] == "create")
+    refused = twin.run("undo", create["entry"])
+    assert refused.code == 1
+    assert f"{create['entry']}: {id} changed since it was created (archived_at)" in refused.stderr
+    assert _record(twin, "conversations", id) is not None
+    _ok(twin, "undo", create["entry"], "--force")
+    assert _record(twin, "conversations", id) is None
+
+
+def test_unknown_entries_and_entries_written_elsewhere_are_usage_errors(twin: Twin) -> None:
+    path = _journaled(twin)
+    here = _ok(twin, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
+    elsewhere = {"CONVRISK_DB": str(twin.home / "other.db"), "CONVRISK_BASE_URL": None}
+    made = twin.run("conv", "create", "--group-id", "g", **elsewhere, CONVRISK_TOKEN=None)
+    assert made.code == 0, made.stderr
+    there = _entries(path)[-1]
+    refused = twin.run("undo", _entries(path)[0]["entry"], there["entry"])
+    assert refused.code == 2
+    assert f"{there['entry']} (profile default (local {twin.home / 'other.db'}))" in refused.stderr
+    unknown = twin.run("undo", "j_000000000000abcdef")
+    assert unknown.code == 2 and "No entry j_000000000000abcdef" in unknown.stderr
+    assert _record(twin, "conversations", here) is not None
+    # --last passes over the other database's command: it undoes the create made here.
+    _ok(twin, "undo", "--last")
+    assert _record(twin, "conversations", here) is None
+
+
+def test_undo_on_a_protected_profile_asks_for_the_count_on_a_terminal(
+    twin: Twin, terminal: Callable[..., None]
+) -> None:
+    # On a real pseudo-terminal, once, in tests/e2e/test_undo.py.
+    _journaled(twin)
+    _ok(twin, "conv", "import", "-", input='{"contact_id": "a"}\n{"contact_id": "b"}\n')
+    _ok(twin, "config", "set", "protected", "true")
+    terminal("stdin", "stdout", "stderr")
+    result = twin.run("undo", "--last", input="2\n")
+    assert result.code == 0, result.stderr
+    assert "Type the number of records (2)" in result.stderr
+    assert "to undo journal entries" in result.stderr
+    assert "(undoes " in result.stdout
+    assert twin.count("conversations") == 0
+
+
+def test_as_curl_prints_the_check_and_the_write_and_sends_nothing(twin: Twin) -> None:
+    path = _journaled(twin)
+    kept = _ok(twin, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
+    gone = _ok(twin, "conv", "create", "--group-id", "g_1", "-o", "id").strip()
+    _ok(twin, "conv", "delete", gone, "--yes")
+    _ok(twin, "config", "set", "read_only", "true")  # printing a request is not a write
+    written = _entries(path)
+    result = twin.run("undo", "--last", "3", "--as-curl")
+    assert result.code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    # Each write after the read that checks its record, right before it.
+    assert [line.split()[:3] for line in lines] == [
+        ["curl", "-X", "GET"],  # the deleted record: still gone?
+        ["curl", "-X", "POST"],  # the deleted record made anew
+        ["curl", "-X", "GET"],  # the record created first: still as created?
+        ["curl", "-X", "DELETE"],  # the record created first, removed
+    ]
+    # The undo of gone's create goes to the id the POST would answer: not printed, said so.
+    assert (
+        "--as-curl: not printed, as they go to the id a create would answer: 1 write to a "
+        "record made anew and the update of the fields a create does not take (1 record)."
+    ) in result.stderr
+    assert lines[0].split()[3].endswith(f"/v1/conversations/{gone}")
+    assert f"'Idempotency-Key: undo-{written[-1]['entry']}'" in lines[1]
+    assert """--data-binary '{"group_id":"g_1"}'""" in lines[1]
+    assert lines[2].split()[3].endswith(f"/v1/conversations/{kept}")
+    assert lines[3].split()[3].endswith(f"/v1/conversations/{kept}")
+    assert "4 requests printed as curl command lines; nothing was sent." in result.stderr
+    assert _entries(path) == written
+    assert _record(twin, "conversations", kept) is not None
+    assert _record(twin, "conversations", gone) is None and twin.count("conversations") == 1

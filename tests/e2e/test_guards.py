@@ -1,6 +1,7 @@
-"""Protected and read-only profiles and --max-affected (DESIGN 5.3): the installed convrisk on
-the local database and against a `convrisk serve` subprocess; the protected question on a real
-terminal, rendered at 80 columns."""
+"""Protected and read-only profiles and --max-affected (DESIGN 5.3): the installed convrisk
+against a `convrisk serve` subprocess (on the local database where stdin or a signal is the
+point); the protected question on a real terminal, rendered at 80 columns. The variants (both
+backends, every mark, answer and source) run in-process in tests/cli/test_guards.py."""
 
 from __future__ import annotations
 
@@ -9,9 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from .both_backends import Cli, cli  # noqa: F401
+from .both_backends import Cli
+from .both_backends import over_serve as over_serve  # a fixture: convrisk against its own serve
 from .screen import Terminal
 
 WRITE_METHODS = (" POST ", " PUT ", " PATCH ", " DELETE ")
@@ -22,13 +22,13 @@ def ok(result: Any) -> str:
     return str(result.stdout)
 
 
-def mark(cli: Cli, profile: str, *keys: str) -> None:  # noqa: F811
+def mark(cli: Cli, profile: str, *keys: str) -> None:
     """Make `profile` (on the same backend as `cli`) carry these marks."""
     for key in keys:
         ok(cli.run("config", "set", "--profile", profile, key, "true"))
 
 
-def seed(cli: Cli, conversations: int = 2) -> tuple[list[str], str]:  # noqa: F811
+def seed(cli: Cli, conversations: int = 2) -> tuple[list[str], str]:
     """Conversations and one risk profile, made under the default profile: their ids."""
     convs = [
         ok(cli.run("conv", "create", "--contact-id", f"c_{n}", "-o", "id")).strip()
@@ -38,14 +38,14 @@ def seed(cli: Cli, conversations: int = 2) -> tuple[list[str], str]:  # noqa: F8
     return convs, ok(cli.run("risk", "create", *risk)).strip()
 
 
-def everything(cli: Cli) -> str:  # noqa: F811
+def everything(cli: Cli) -> str:
     """Every record of both resources, as JSON lines: equal before and after means unchanged."""
     return ok(cli.run("conv", "list", "--all", "-o", "jsonl")) + ok(
         cli.run("risk", "list", "--all", "-o", "jsonl")
     )
 
 
-def settle_log(cli: Cli, marker: str) -> int:  # noqa: F811
+def settle_log(cli: Cli, marker: str) -> int:
     """Send one GET that serve logs, wait for its line: the log's length then (every request
     sent before it is in the log by now)."""
     assert cli.serve is not None
@@ -57,7 +57,7 @@ def settle_log(cli: Cli, marker: str) -> int:  # noqa: F811
     return len(cli.serve.log)
 
 
-def writes_sent(cli: Cli, start: int, end: int) -> list[str]:  # noqa: F811
+def writes_sent(cli: Cli, start: int, end: int) -> list[str]:
     """The write requests serve logged between two settle_log marks."""
     assert cli.serve is not None
     return [line for line in cli.serve.log[start:end] if any(m in line for m in WRITE_METHODS)]
@@ -93,85 +93,87 @@ def write_commands(tmp_path: Path, convs: list[str], rp: str) -> list[tuple[list
 
 
 def test_a_read_only_profile_refuses_every_write_before_any_request(
-    cli: Cli,  # noqa: F811
+    over_serve: Cli,
     tmp_path: Path,
 ) -> None:
-    convs, rp = seed(cli)
-    mark(cli, "ro", "read_only")
-    before = everything(cli)
-    start = settle_log(cli, "before") if cli.remote else 0
+    convs, rp = seed(over_serve)
+    mark(over_serve, "ro", "read_only")
+    before = everything(over_serve)
+    start = settle_log(over_serve, "before") if over_serve.remote else 0
     for args, stdin in write_commands(tmp_path, convs, rp):
-        result = cli.run("--profile", "ro", *args, input=stdin)
+        result = over_serve.run("--profile", "ro", *args, input=stdin)
         assert result.returncode == 2, (args, result.stderr)
         assert result.stdout == "", args
         lines = result.stderr.splitlines()
         assert len(lines) == 1, (args, lines)
         assert lines[0].startswith("Error: The profile 'ro' is read-only"), lines
         assert lines[0].endswith("nothing was sent."), lines
-    assert everything(cli) == before
-    if cli.remote:
-        assert writes_sent(cli, start, settle_log(cli, "after")) == []
+    assert everything(over_serve) == before
+    if over_serve.remote:
+        assert writes_sent(over_serve, start, settle_log(over_serve, "after")) == []
 
 
-def test_a_read_only_profile_still_reads_and_plans(cli: Cli) -> None:  # noqa: F811
-    convs, _ = seed(cli)
-    mark(cli, "ro", "read_only")
-    before = everything(cli)
-    assert ok(cli.run("--profile", "ro", "conv", "list", "-o", "id")).split() == convs[::-1]
-    ok(cli.run("--profile", "ro", "api", "/v1/conversations"))
-    planned = cli.run("--profile", "ro", "conv", "delete", *convs, "--dry-run", "-o", "json")
+def test_a_read_only_profile_still_reads_and_plans(over_serve: Cli) -> None:
+    convs, _ = seed(over_serve)
+    mark(over_serve, "ro", "read_only")
+    before = everything(over_serve)
+    assert ok(over_serve.run("--profile", "ro", "conv", "list", "-o", "id")).split() == convs[::-1]
+    ok(over_serve.run("--profile", "ro", "api", "/v1/conversations"))
+    planned = over_serve.run("--profile", "ro", "conv", "delete", *convs, "--dry-run", "-o", "json")
     assert [row["operation"] for row in json.loads(ok(planned))] == ["delete", "delete"]
-    ok(cli.run("--profile", "ro", "conv", "create", "--contact-id", "c", "--dry-run"))
-    assert everything(cli) == before
+    ok(over_serve.run("--profile", "ro", "conv", "create", "--contact-id", "c", "--dry-run"))
+    assert everything(over_serve) == before
 
 
 def test_read_only_from_the_environment_refuses_and_false_there_does_not_lift_the_profile_s(
-    cli: Cli,  # noqa: F811
+    over_serve: Cli,
 ) -> None:
-    by_env = cli.run("conv", "create", "--contact-id", "c", CONVRISK_READ_ONLY="1")
+    by_env = over_serve.run("conv", "create", "--contact-id", "c", CONVRISK_READ_ONLY="1")
     assert by_env.returncode == 2
     assert "The profile 'default' is read-only (CONVRISK_READ_ONLY is set)" in by_env.stderr
-    mark(cli, "ro", "read_only")
-    lifted = cli.run(
+    mark(over_serve, "ro", "read_only")
+    lifted = over_serve.run(
         "--profile", "ro", "conv", "create", "--contact-id", "c", CONVRISK_READ_ONLY="0"
     )
     assert lifted.returncode == 2 and "is read-only" in lifted.stderr
-    assert cli.count("conversations") == 0
+    assert over_serve.count("conversations") == 0
 
 
 # -- protected ------------------------------------------------------------------------------------
 
 
 def test_a_protected_profile_without_a_terminal_refuses_every_write_without_yes(
-    cli: Cli,  # noqa: F811
+    over_serve: Cli,
     tmp_path: Path,
 ) -> None:
-    convs, rp = seed(cli)
-    mark(cli, "prod", "protected")
-    before = everything(cli)
-    start = settle_log(cli, "before") if cli.remote else 0
+    convs, rp = seed(over_serve)
+    mark(over_serve, "prod", "protected")
+    before = everything(over_serve)
+    start = settle_log(over_serve, "before") if over_serve.remote else 0
     for args, stdin in write_commands(tmp_path, convs, rp):
         args = [arg for arg in args if arg != "--yes"]
-        result = cli.run("--profile", "prod", *args, input=stdin)
+        result = over_serve.run("--profile", "prod", *args, input=stdin)
         assert result.returncode == 2, (args, result.stderr)
         assert result.stdout == ""
         assert result.stderr.startswith("Error: The profile 'prod' is protected"), result.stderr
         assert "Pass --yes" in result.stderr and "nothing was sent" in result.stderr
-    assert everything(cli) == before
-    if cli.remote:
-        assert writes_sent(cli, start, settle_log(cli, "after")) == []
+    assert everything(over_serve) == before
+    if over_serve.remote:
+        assert writes_sent(over_serve, start, settle_log(over_serve, "after")) == []
 
 
 def test_a_protected_profile_with_yes_writes_after_a_banner_naming_the_profile_and_target(
-    cli: Cli,  # noqa: F811
+    over_serve: Cli,
     tmp_path: Path,
 ) -> None:
-    convs, rp = seed(cli, 3)
-    mark(cli, "prod", "protected")
-    where = cli.serve.url if cli.serve is not None else f"database {cli.db_path}"
+    convs, rp = seed(over_serve, 3)
+    mark(over_serve, "prod", "protected")
+    where = (
+        over_serve.serve.url if over_serve.serve is not None else f"database {over_serve.db_path}"
+    )
 
     def banner_of(*args: str, stdin: str | None = None) -> str:
-        result = cli.run("--profile", "prod", *args, "--yes", input=stdin)
+        result = over_serve.run("--profile", "prod", *args, "--yes", input=stdin)
         assert result.returncode == 0, (args, result.stderr)
         lines = result.stderr.splitlines()
         assert lines[0].startswith(f"Protected profile 'prod' ({where}): "), lines
@@ -182,9 +184,9 @@ def test_a_protected_profile_with_yes_writes_after_a_banner_naming_the_profile_a
     assert banner_of("conv", "update", *convs[:2], "--mute").endswith(
         ": update conversations: 2 records."
     )
-    assert json.loads(ok(cli.run("conv", "get", convs[0], "-o", "json")))["is_muted"] is True
+    assert json.loads(ok(over_serve.run("conv", "get", convs[0], "-o", "json")))["is_muted"] is True
     banner_of("risk", "update", rp, "--score", "50")
-    assert json.loads(ok(cli.run("risk", "get", rp, "-o", "json")))["score"] == 50
+    assert json.loads(ok(over_serve.run("risk", "get", rp, "-o", "json")))["score"] == 50
     records = tmp_path / "more.jsonl"
     records.write_text('{"contact_id": "c_a"}\n{"contact_id": "c_b"}\n')
     banner_of("conv", "import", str(records))
@@ -192,17 +194,20 @@ def test_a_protected_profile_with_yes_writes_after_a_banner_naming_the_profile_a
     assert banner_of("conv", "delete", "-", stdin=f"{convs[2]}\n").endswith(
         ": delete conversations."
     )
-    contacts = {c["contact_id"] for c in json.loads(ok(cli.run("conv", "list", "-o", "json")))}
+    contacts = {
+        c["contact_id"] for c in json.loads(ok(over_serve.run("conv", "list", "-o", "json")))
+    }
     assert contacts == {"c_0", "c_1", "c_new", "c_a", "c_b", "c_api"}
     # An ordinary profile prints no banner and asks nothing.
-    plain = cli.run("conv", "create", "--contact-id", "c_plain", "-o", "id")
+    plain = over_serve.run("conv", "create", "--contact-id", "c_plain", "-o", "id")
     assert plain.returncode == 0 and plain.stderr == ""
 
 
-@pytest.mark.parametrize("mark_key", ["protected", "read_only"])
-def test_a_refused_write_does_not_wait_for_its_stdin(tmp_path: Path, mark_key: str) -> None:
+def test_a_refused_write_does_not_wait_for_its_stdin(tmp_path: Path) -> None:
     """Refused before stdin is read: stdin stays open with nothing written to it, and the
-    command still ends at once."""
+    command still ends at once. A protected profile here, on a real pipe; both marks, with a
+    stdin that notes any read, in-process in tests/cli/test_guards.py."""
+    mark_key = "protected"
     import subprocess
 
     from .both_backends import local_cli
@@ -256,10 +261,10 @@ def test_a_refused_write_does_not_wait_for_its_stdin(tmp_path: Path, mark_key: s
 
 
 def test_max_affected_refuses_an_update_or_delete_of_more_ids_and_writes_nothing(
-    cli: Cli,  # noqa: F811
+    over_serve: Cli,
 ) -> None:
-    convs, _ = seed(cli, 3)
-    before = everything(cli)
+    convs, _ = seed(over_serve, 3)
+    before = everything(over_serve)
     stdin = "\n".join(convs) + "\n"
     for args, given in [
         (["conv", "update", *convs, "--mute"], None),
@@ -267,24 +272,27 @@ def test_max_affected_refuses_an_update_or_delete_of_more_ids_and_writes_nothing
         (["conv", "delete", *convs, "--yes"], None),
         (["conv", "delete", "-", "--yes"], stdin),
     ]:
-        result = cli.run(*args, "--max-affected", "2", input=given)
+        result = over_serve.run(*args, "--max-affected", "2", input=given)
         assert result.returncode == 2, (args, result.stderr)
         assert result.stdout == ""
         assert "3 records, more than --max-affected 2; nothing was sent." in result.stderr
-    assert everything(cli) == before
-    muted = cli.run("conv", "update", "-", "--mute", "--max-affected", "3", "-o", "id", input=stdin)
+    assert everything(over_serve) == before
+    muted = over_serve.run(
+        "conv", "update", "-", "--mute", "--max-affected", "3", "-o", "id", input=stdin
+    )
     assert ok(muted).split() == convs
-    gone = cli.run("conv", "delete", *convs[:2], "--yes", "--max-affected", "2", "-o", "id")
+    gone = over_serve.run("conv", "delete", *convs[:2], "--yes", "--max-affected", "2", "-o", "id")
     assert ok(gone).split() == convs[:2]
-    assert cli.count("conversations") == 1
+    assert over_serve.count("conversations") == 1
 
 
-@pytest.mark.parametrize("where", ["file", "stdin"])
 def test_max_affected_counts_an_import_s_records_before_writing_any(
-    cli: Cli,  # noqa: F811
+    over_serve: Cli,
     tmp_path: Path,
-    where: str,
 ) -> None:
+    # From a pipe on stdin, which cannot be read twice (kept in a file to be counted first); a
+    # file, and the local database, in-process in tests/cli/test_guards.py.
+    where = "stdin"
     text = "".join(
         f'{{"customer_id": "cus_{n}", "profile_type": "moderate", "score": {n}}}\n'
         for n in range(5)
@@ -293,52 +301,56 @@ def test_max_affected_counts_an_import_s_records_before_writing_any(
     path.write_text(text)
     source = [str(path)] if where == "file" else ["-"]
     stdin = text if where == "stdin" else None
-    refused = cli.run("risk", "import", *source, "--max-affected", "4", input=stdin)
+    refused = over_serve.run("risk", "import", *source, "--max-affected", "4", input=stdin)
     assert refused.returncode == 2, refused.stderr
     assert "import risk profiles: 5 records, more than --max-affected 4" in refused.stderr
-    assert cli.count("risk_profiles") == 0
-    done = cli.run("risk", "import", *source, "--max-affected", "5", "-o", "json", input=stdin)
+    assert over_serve.count("risk_profiles") == 0
+    done = over_serve.run(
+        "risk", "import", *source, "--max-affected", "5", "-o", "json", input=stdin
+    )
     assert [row["status"] for row in json.loads(ok(done))] == ["created"] * 5
     assert [row["line"] for row in json.loads(done.stdout)] == [1, 2, 3, 4, 5]
-    assert cli.count("risk_profiles") == 5
+    assert over_serve.count("risk_profiles") == 5
 
 
-def test_max_affected_that_is_not_a_whole_number_is_exit_2_naming_it(cli: Cli) -> None:  # noqa: F811
-    convs, _ = seed(cli, 1)
+def test_max_affected_that_is_not_a_whole_number_is_exit_2_naming_it(over_serve: Cli) -> None:
+    convs, _ = seed(over_serve, 1)
     for bad in ("x", "-1", "1.5"):
-        result = cli.run("conv", "update", convs[0], "--mute", "--max-affected", bad)
+        result = over_serve.run("conv", "update", convs[0], "--mute", "--max-affected", bad)
         assert result.returncode == 2
         assert "--max-affected must be" in result.stderr
-    assert json.loads(ok(cli.run("conv", "get", convs[0], "-o", "json")))["is_muted"] is False
+    assert (
+        json.loads(ok(over_serve.run("conv", "get", convs[0], "-o", "json")))["is_muted"] is False
+    )
 
 
 # -- the marks shown ------------------------------------------------------------------------------
 
 
-def test_status_and_config_profiles_show_both_marks(cli: Cli) -> None:  # noqa: F811
-    mark(cli, "prod", "protected")
-    mark(cli, "ro", "read_only")
-    mark(cli, "both", "protected", "read_only")
+def test_status_and_config_profiles_show_both_marks(over_serve: Cli) -> None:
+    mark(over_serve, "prod", "protected")
+    mark(over_serve, "ro", "read_only")
+    mark(over_serve, "both", "protected", "read_only")
     for profile, protected, read_only, writes in [
         ("default", False, False, "allowed"),
         ("both", True, True, "refused: the profile is read-only (and protected)"),
         ("prod", True, False, "protected: each asks for the number of records typed back"),
         ("ro", False, True, "refused: the profile is read-only"),
     ]:
-        shown = json.loads(ok(cli.run("--profile", profile, "status", "-o", "json")))
+        shown = json.loads(ok(over_serve.run("--profile", profile, "status", "-o", "json")))
         assert (shown["protected"], shown["read_only"]) == (protected, read_only)
-        lines = ok(cli.run("--profile", profile, "status")).splitlines()
+        lines = ok(over_serve.run("--profile", profile, "status")).splitlines()
         assert lines[3].startswith(f"writes   {writes}"), lines
-    rows = json.loads(ok(cli.run("config", "profiles", "-o", "json")))
+    rows = json.loads(ok(over_serve.run("config", "profiles", "-o", "json")))
     assert [(r["name"], r["protected"], r["read_only"]) for r in rows] == [
         ("default", False, False),
         ("prod", True, False),
         ("ro", False, True),
         ("both", True, True),
     ]
-    csv = ok(cli.run("config", "profiles", "-o", "csv")).splitlines()
+    csv = ok(over_serve.run("config", "profiles", "-o", "csv")).splitlines()
     assert csv[0].endswith(",protected,read_only") and csv[2].endswith(",true,false")
-    term = Terminal(cli.env, ["config", "profiles"], columns=80)
+    term = Terminal(over_serve.env, ["config", "profiles"], columns=80)
     assert term.finish() == 0
     screen = term.text()
     assert screen[0].split() == ["PROFILE", "BACKEND", "TOKEN", "MARKS"]
@@ -350,30 +362,30 @@ def test_status_and_config_profiles_show_both_marks(cli: Cli) -> None:  # noqa: 
 # -- bad values -----------------------------------------------------------------------------------
 
 
-def config_file(cli: Cli) -> Path:  # noqa: F811
+def config_file(cli: Cli) -> Path:
     return Path(cli.env["XDG_CONFIG_HOME"]) / "convrisk" / "config.toml"
 
 
-def test_a_mark_that_is_not_true_or_false_is_exit_2_naming_the_key(cli: Cli) -> None:  # noqa: F811
-    ok(cli.run("config", "set", "--profile", "prod", "timeout", "5"))
-    saved = config_file(cli).read_bytes()
+def test_a_mark_that_is_not_true_or_false_is_exit_2_naming_the_key(over_serve: Cli) -> None:
+    ok(over_serve.run("config", "set", "--profile", "prod", "timeout", "5"))
+    saved = config_file(over_serve).read_bytes()
     for key in ("protected", "read_only"):
-        result = cli.run("config", "set", "--profile", "prod", key, "maybe")
+        result = over_serve.run("config", "set", "--profile", "prod", key, "maybe")
         assert result.returncode == 2
         assert result.stderr.strip() == f"Error: {key} must be true or false."
-    assert config_file(cli).read_bytes() == saved
+    assert config_file(over_serve).read_bytes() == saved
     for value in ('"maybe"', "1", "[]"):
-        config_file(cli).write_text(f"[prod]\nread_only = {value}\n")
+        config_file(over_serve).write_text(f"[prod]\nread_only = {value}\n")
         for args in (["conv", "create", "--contact-id", "c"], ["conv", "list"], ["status"]):
-            result = cli.run("--profile", "prod", *args)
+            result = over_serve.run("--profile", "prod", *args)
             assert result.returncode == 2, (value, args)
             assert "[prod]: read_only must be true or false." in result.stderr
-        listed = cli.run("config", "profiles")
+        listed = over_serve.run("config", "profiles")
         assert listed.returncode == 2 and "read_only must be true or false" in listed.stderr
-    env_bad = cli.run("conv", "create", "--contact-id", "c", CONVRISK_PROTECTED="perhaps")
+    env_bad = over_serve.run("conv", "create", "--contact-id", "c", CONVRISK_PROTECTED="perhaps")
     assert env_bad.returncode == 2
     assert "CONVRISK_PROTECTED: protected must be true or false." in env_bad.stderr
-    assert cli.count("conversations") == 0
+    assert over_serve.count("conversations") == 0
 
 
 # -- the protected question on a terminal ---------------------------------------------------------
@@ -382,21 +394,23 @@ QUESTION = "Type the number of records ({n}) to {what}:"
 
 
 def test_the_protected_question_on_a_terminal_writes_when_the_count_is_typed_back(
-    cli: Cli,  # noqa: F811
+    over_serve: Cli,
 ) -> None:
-    convs, _ = seed(cli, 3)
-    mark(cli, "prod", "protected")
-    term = Terminal(cli.env, ["--profile", "prod", "conv", "delete", *convs[:2]], columns=80)
+    convs, _ = seed(over_serve, 3)
+    mark(over_serve, "prod", "protected")
+    term = Terminal(over_serve.env, ["--profile", "prod", "conv", "delete", *convs[:2]], columns=80)
     term.read_until(b"to delete conversations: ")
     screen = term.text()
     assert screen[0].startswith("Protected profile 'prod' ("), screen
-    where = cli.serve.url if cli.serve is not None else f"database {cli.db_path}"
+    where = (
+        over_serve.serve.url if over_serve.serve is not None else f"database {over_serve.db_path}"
+    )
     banner = f"Protected profile 'prod' ({where}): delete conversations: 2 records."
     assert "".join(term.screen().display).replace(" ", "").startswith(banner.replace(" ", ""))
     assert screen[-1] == QUESTION.format(n=2, what="delete conversations")
     term.send(b"2\r")
     assert term.finish() == 0
-    assert cli.count("conversations") == 1
+    assert over_serve.count("conversations") == 1
     shown = term.text()
     question = shown.index(QUESTION.format(n=2, what="delete conversations") + " 2")
     assert shown[question + 1].split() == ["ID", "DELETED"]
@@ -405,21 +419,24 @@ def test_the_protected_question_on_a_terminal_writes_when_the_count_is_typed_bac
     assert not any("[y/N]" in line for line in shown)
 
 
-@pytest.mark.parametrize("answer", [b"3\r", b"y\r", b"\r", b"\x04"])
 def test_a_wrong_count_or_no_answer_at_the_protected_question_writes_nothing(
-    cli: Cli,  # noqa: F811
-    answer: bytes,
+    over_serve: Cli,
 ) -> None:
-    convs, _ = seed(cli, 2)
-    mark(cli, "prod", "protected")
-    term = Terminal(cli.env, ["--profile", "prod", "conv", "update", *convs, "--mute"], columns=80)
+    # Ctrl-D, the end of input only a terminal sends; a wrong count, "y" and an empty answer, and
+    # the local database, in-process in tests/cli/test_guards.py.
+    answer = b"\x04"
+    convs, _ = seed(over_serve, 2)
+    mark(over_serve, "prod", "protected")
+    term = Terminal(
+        over_serve.env, ["--profile", "prod", "conv", "update", *convs, "--mute"], columns=80
+    )
     term.read_until(b"to update conversations: ")
     term.send(answer)
     assert term.finish() == 1
     last = term.text()[-1]
     said = "no answer" if answer == b"\x04" else "the answer was not 2"
     assert last == f"Aborted ({said}): nothing was sent."
-    rows = json.loads(ok(cli.run("conv", "list", "-o", "json")))
+    rows = json.loads(ok(over_serve.run("conv", "list", "-o", "json")))
     assert [row["is_muted"] for row in rows] == [False, False]
 
 

@@ -1,5 +1,6 @@
 """Ids that cannot be ids, and `conv list --contact-id` (issue 18, items 8 and 6): the installed
-convrisk on the local database and against a `convrisk serve` on loopback."""
+convrisk against a `convrisk serve` on loopback (and the local database where only it checks);
+the two-backend variants run in-process in tests/cli/test_ids_and_contacts.py."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from .both_backends import Cli, cli, isolated_env, remote_cli  # noqa: F401
+from .both_backends import Cli, remote_cli
+from .both_backends import over_serve as over_serve  # a fixture: convrisk against its own serve
 from .console import CONVRISK, SAFETY_TIMEOUT, run
 from .screen import Terminal
 
@@ -26,7 +28,7 @@ def _one_short_line(stderr: str, limit: int = 300) -> str:
     return lines[0]
 
 
-def _seed(cli: Cli, contacts: list[str]) -> list[str]:  # noqa: F811
+def _seed(cli: Cli, contacts: list[str]) -> list[str]:
     """One conversation per contact, in order; their ids."""
     return [cli.store.conversations.create({"contact_id": c})["id"] for c in contacts]
 
@@ -34,46 +36,46 @@ def _seed(cli: Cli, contacts: list[str]) -> list[str]:  # noqa: F811
 # -- item 8: ids that cannot be ids ---------------------------------------------------------------
 
 
-def test_a_short_cursor_is_refused_not_an_empty_list(cli: Cli) -> None:  # noqa: F811
-    _seed(cli, ["c_1", "c_2"])
-    result = cli.run("conv", "list", "--starting-after", "conv_01M8")
+def test_a_short_cursor_is_refused_not_an_empty_list(over_serve: Cli) -> None:
+    _seed(over_serve, ["c_1", "c_2"])
+    result = over_serve.run("conv", "list", "--starting-after", "conv_01M8")
     line = _one_short_line(result.stderr)
     assert "conv_01M8" in line and "not a conversation id" in line
     assert result.stdout == ""
     # Locally the shape is ours to check (exit 2); a remote service judges ids of its own form
     # itself (serve refuses it with a 400: exit 1).
-    assert result.returncode == (1 if cli.remote else 2)
+    assert result.returncode == (1 if over_serve.remote else 2)
 
 
-def test_the_help_placeholder_as_a_cursor_is_refused(cli: Cli) -> None:  # noqa: F811
-    _seed(cli, [f"c_{i}" for i in range(25)])
-    result = cli.run("conv", "list", "--ending-before", "conv_01HV...", "--limit", "20")
-    assert result.returncode == (1 if cli.remote else 2), result.stderr
+def test_the_help_placeholder_as_a_cursor_is_refused(over_serve: Cli) -> None:
+    _seed(over_serve, [f"c_{i}" for i in range(25)])
+    result = over_serve.run("conv", "list", "--ending-before", "conv_01HV...", "--limit", "20")
+    assert result.returncode == (1 if over_serve.remote else 2), result.stderr
     assert result.stdout == ""
     assert "not a conversation id" in _one_short_line(result.stderr)
 
 
-def test_an_id_of_64_kib_is_a_usage_error_of_one_short_line(cli: Cli) -> None:  # noqa: F811
+def test_an_id_of_64_kib_is_a_usage_error_of_one_short_line(over_serve: Cli) -> None:
     huge = "conv_" + "A" * (64 * 1024)
     for args in (["conv", "get", huge], ["conv", "list", "--starting-after", huge]):
-        result = cli.run(*args)
+        result = over_serve.run(*args)
         assert result.returncode == 2, result.stderr[:500]
         line = _one_short_line(result.stderr)
         assert "65541 characters" in line or "longer than" in line, line
 
 
-def test_an_id_of_another_resource_or_alphabet_is_a_usage_error(cli: Cli) -> None:  # noqa: F811
-    result = cli.run("conv", "get", "rp_01ARZ3NDEKTSV4RRFFQ69G5FAV")
+def test_an_id_of_another_resource_or_alphabet_is_a_usage_error(over_serve: Cli) -> None:
+    result = over_serve.run("conv", "get", "rp_01ARZ3NDEKTSV4RRFFQ69G5FAV")
     assert result.returncode == 2
     assert "not a conversation id" in _one_short_line(result.stderr)
-    result = cli.run("conv", "get", "conv_01ARZ3\x1b[2J")
+    result = over_serve.run("conv", "get", "conv_01ARZ3\x1b[2J")
     assert result.returncode == 2
     line = _one_short_line(result.stderr)
     assert "\x1b" not in line and "\\x1b" in line
 
 
-def test_a_well_formed_id_that_does_not_exist_is_still_not_found(cli: Cli) -> None:  # noqa: F811
-    result = cli.run("conv", "get", WELL_FORMED_MISSING)
+def test_a_well_formed_id_that_does_not_exist_is_still_not_found(over_serve: Cli) -> None:
+    result = over_serve.run("conv", "get", WELL_FORMED_MISSING)
     assert result.returncode == 3
     assert "No such conversation" in result.stderr
 
@@ -102,17 +104,17 @@ sys.exit(os.waitstatus_to_exitcode(status))
 
 
 def test_a_giant_id_on_stdin_is_refused_in_bounded_memory_and_the_others_go_on(
-    cli: Cli,  # noqa: F811
+    over_serve: Cli,
     tmp_path: Path,
 ) -> None:
-    first, second = _seed(cli, ["c_1", "c_2"])
+    first, second = _seed(over_serve, ["c_1", "c_2"])
     # 64 MiB on one line, between two real ids.
     data = first.encode() + b"\nconv_" + b"A" * (64 * 1024 * 1024) + b"\n" + second.encode() + b"\n"
     peak_file = tmp_path / "peak"
     command = [str(CONVRISK), "conv", "get", "-", "-o", "id"]
     result = subprocess.run(
         [sys.executable, "-c", _PEAK_PROBE, str(peak_file), *command],
-        env=cli.env,
+        env=over_serve.env,
         input=data,
         capture_output=True,
         timeout=SAFETY_TIMEOUT,
@@ -130,36 +132,38 @@ def test_a_giant_id_on_stdin_is_refused_in_bounded_memory_and_the_others_go_on(
 # -- item 6: conv list --contact-id ----------------------------------------------------------------
 
 
-def test_contact_id_lists_that_contacts_conversations_newest_first(cli: Cli) -> None:  # noqa: F811
-    made = _seed(cli, ["c_1", "c_2", "c_1", "c_3", "c_1", "c_2"])
+def test_contact_id_lists_that_contacts_conversations_newest_first(over_serve: Cli) -> None:
+    made = _seed(over_serve, ["c_1", "c_2", "c_1", "c_3", "c_1", "c_2"])
     ones = [made[4], made[2], made[0]]
-    result = cli.run("conv", "list", "--contact-id", "c_1", "-o", "id")
+    result = over_serve.run("conv", "list", "--contact-id", "c_1", "-o", "id")
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ones
     # --limit stops after that many matches, and the hint's cursor goes on from there.
-    first = cli.run("conv", "list", "--contact-id", "c_1", "--limit", "2", "-o", "id")
+    first = over_serve.run("conv", "list", "--contact-id", "c_1", "--limit", "2", "-o", "id")
     assert first.stdout.split() == ones[:2]
     assert f"--starting-after {ones[1]}" in first.stderr
-    rest = cli.run(
+    rest = over_serve.run(
         "conv", "list", "--contact-id", "c_1", "--starting-after", ones[1], "--all", "-o", "jsonl"
     )
     assert [json.loads(line)["id"] for line in rest.stdout.splitlines()] == ones[2:]
-    back = cli.run("conv", "list", "--contact-id", "c_1", "--ending-before", made[0], "-o", "id")
+    back = over_serve.run(
+        "conv", "list", "--contact-id", "c_1", "--ending-before", made[0], "-o", "id"
+    )
     assert back.stdout.split() == [made[2], made[4]]
-    both = cli.run("conv", "list", "--contact-id", "c_2", "--not-muted", "-o", "json")
+    both = over_serve.run("conv", "list", "--contact-id", "c_2", "--not-muted", "-o", "json")
     assert [r["id"] for r in json.loads(both.stdout)] == [made[5], made[1]]
-    none = cli.run("conv", "list", "--contact-id", "c_404", "--all", "-o", "json")
+    none = over_serve.run("conv", "list", "--contact-id", "c_404", "--all", "-o", "json")
     assert none.returncode == 0 and json.loads(none.stdout) == []
     scanning = [line for line in result.stderr.splitlines() if "scan" in line]
-    if cli.remote:
+    if over_serve.remote:
         # The service has no such filter: one line says the client scans every conversation.
         assert len(scanning) == 1, result.stderr
     else:
         assert scanning == [] and result.stderr == ""
 
 
-def test_an_empty_contact_id_is_a_usage_error(cli: Cli) -> None:  # noqa: F811
-    result = cli.run("conv", "list", "--contact-id", " ")
+def test_an_empty_contact_id_is_a_usage_error(over_serve: Cli) -> None:
+    result = over_serve.run("conv", "list", "--contact-id", " ")
     assert result.returncode == 2
     assert "--contact-id" in _one_short_line(result.stderr)
 

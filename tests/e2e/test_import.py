@@ -1,6 +1,7 @@
-"""`conv import` / `risk import`: the installed convrisk on both backends (the local database
-and a `convrisk serve` subprocess), through files and stdin, good and bad input, dry runs, and
-re-runs after an interruption."""
+"""`conv import` / `risk import`: the installed convrisk against a `convrisk serve` subprocess
+(and the local database where the process is the point), through files, pipes and stdin, good and
+bad input, dry runs, and re-runs after an interruption. The variants (every bad file, both
+backends) run in-process in tests/cli/test_import.py."""
 
 from __future__ import annotations
 
@@ -12,17 +13,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from .both_backends import (  # noqa: F401
+from .both_backends import (
     TOKEN,
     Cli,
-    cli,
     isolated_env,
     local_cli,
     start_drained_serve,
     stop_drained_serve,
 )
+from .both_backends import over_serve as over_serve  # a fixture: convrisk against its own serve
 from .console import CONVRISK, SAFETY_TIMEOUT, assert_loads_none_of, on_a_terminal, read_until
 
 MISSING_RP = "rp_00000000000000000000000000"
@@ -58,14 +57,14 @@ def complete_results(stdout: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in stdout.splitlines(keepends=True) if line.endswith("\n")]
 
 
-def customers(cli: Cli) -> list[str]:  # noqa: F811
+def customers(cli: Cli) -> list[str]:
     """The customer ids of every stored risk profile, oldest first."""
     page = cli.store.risk_profiles.list(limit=100)
     return sorted(r["customer_id"] for r in page["data"])
 
 
-def test_a_jsonl_file_creates_and_updates_in_order(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
-    existing = cli.store.risk_profiles.create(profile(0))
+def test_a_jsonl_file_creates_and_updates_in_order(over_serve: Cli, tmp_path: Path) -> None:
+    existing = over_serve.store.risk_profiles.create(profile(0))
     path = jsonl(
         tmp_path / "profiles.jsonl",
         [
@@ -75,7 +74,7 @@ def test_a_jsonl_file_creates_and_updates_in_order(cli: Cli, tmp_path: Path) -> 
             {"customer_id": "cus_2", "profile_type": "aggressive", "score": 2},  # details: {}
         ],
     )
-    result = cli.run("risk", "import", str(path))
+    result = over_serve.run("risk", "import", str(path))
     assert result.returncode == 0, result.stderr
     rows = results(result.stdout)
     assert [(r["line"], r["status"]) for r in rows] == [
@@ -85,15 +84,17 @@ def test_a_jsonl_file_creates_and_updates_in_order(cli: Cli, tmp_path: Path) -> 
     ]
     assert rows[1]["id"] == existing["id"] and "error" not in rows[0]
     assert result.stderr == "3 records: 2 created, 1 updated, 0 replayed, 0 failed.\n"
-    updated = cli.store.risk_profiles.retrieve(existing["id"])
+    updated = over_serve.store.risk_profiles.retrieve(existing["id"])
     assert (updated["score"], updated["details"]) == (99.5, {"reviewed": True})
-    assert cli.store.risk_profiles.retrieve(rows[2]["id"])["details"] == {}
-    assert customers(cli) == ["cus_00000", "cus_00001", "cus_2"]
+    assert over_serve.store.risk_profiles.retrieve(rows[2]["id"])["details"] == {}
+    assert customers(over_serve) == ["cus_00000", "cus_00001", "cus_2"]
 
 
-def test_a_csv_file_with_typed_cells(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
-    conv = cli.store.conversations.create({"contact_id": "c_0"})
-    cli.store.conversations.update(conv["id"], {"pinned_message_id": "m_1", "archived_at": 5})
+def test_a_csv_file_with_typed_cells(over_serve: Cli, tmp_path: Path) -> None:
+    conv = over_serve.store.conversations.create({"contact_id": "c_0"})
+    over_serve.store.conversations.update(
+        conv["id"], {"pinned_message_id": "m_1", "archived_at": 5}
+    )
     path = tmp_path / "conversations.csv"
     path.write_text(
         "\ufeffid,contact_id,group_id,is_muted,is_pinned,archived_at,pinned_message_id\r\n"
@@ -103,7 +104,7 @@ def test_a_csv_file_with_typed_cells(cli: Cli, tmp_path: Path) -> None:  # noqa:
         f"{conv['id']},,,,,2024-05-01T12:00:00Z,\r\n",
         encoding="utf-8",
     )
-    result = cli.run("conv", "import", str(path), "-o", "json")
+    result = over_serve.run("conv", "import", str(path), "-o", "json")
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)
     assert [(r["line"], r["status"]) for r in rows] == [
@@ -112,14 +113,14 @@ def test_a_csv_file_with_typed_cells(cli: Cli, tmp_path: Path) -> None:  # noqa:
         (4, "updated"),
         (5, "updated"),
     ]
-    changed = cli.store.conversations.retrieve(conv["id"])
+    changed = over_serve.store.conversations.retrieve(conv["id"])
     assert (changed["is_muted"], changed["is_pinned"], changed["pinned_message_id"]) == (
         True,
         False,
         None,
     )
     assert changed["archived_at"] == 1714564800
-    made = [cli.store.conversations.retrieve(r["id"]) for r in rows[:2]]
+    made = [over_serve.store.conversations.retrieve(r["id"]) for r in rows[:2]]
     assert (made[0]["contact_id"], made[1]["group_id"]) == ("c_1", "g_1")
 
     risk = tmp_path / "profiles.csv"
@@ -128,14 +129,14 @@ def test_a_csv_file_with_typed_cells(cli: Cli, tmp_path: Path) -> None:  # noqa:
         "cus_1,moderate,72,\n"
         'cus_2,aggressive,-1e3,"{""a"": [1]}"\n'
     )
-    made_risk = cli.run("risk", "import", str(risk), "-o", "id")
+    made_risk = over_serve.run("risk", "import", str(risk), "-o", "id")
     assert made_risk.returncode == 0, made_risk.stderr
-    first, second = (cli.store.risk_profiles.retrieve(i) for i in made_risk.stdout.split())
+    first, second = (over_serve.store.risk_profiles.retrieve(i) for i in made_risk.stdout.split())
     assert (first["score"], first["details"]) == (72, {})
     assert (second["score"], second["details"]) == (-1000.0, {"a": [1]})
 
 
-def test_a_bad_record_fails_alone_and_the_rest_go_on(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
+def test_a_bad_record_fails_alone_and_the_rest_go_on(over_serve: Cli, tmp_path: Path) -> None:
     path = jsonl(
         tmp_path / "mixed.jsonl",
         [
@@ -150,7 +151,7 @@ def test_a_bad_record_fails_alone_and_the_rest_go_on(cli: Cli, tmp_path: Path) -
             profile(9),
         ],
     )
-    result = cli.run("risk", "import", str(path))
+    result = over_serve.run("risk", "import", str(path))
     assert result.returncode == 1
     rows = results(result.stdout)
     assert [r["status"] for r in rows] == ["created", *["failed"] * 7, "created"]
@@ -165,57 +166,41 @@ def test_a_bad_record_fails_alone_and_the_rest_go_on(cli: Cli, tmp_path: Path) -
     for line in failed:
         assert f"Error: line {line}" in result.stderr
     assert result.stderr.endswith("9 records: 2 created, 0 updated, 0 replayed, 7 failed.\n")
-    assert customers(cli) == ["cus_00001", "cus_00009"]
+    assert customers(over_serve) == ["cus_00001", "cus_00009"]
 
 
-def test_stop_on_error_stops_at_the_first_failure(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
+def test_stop_on_error_stops_at_the_first_failure(over_serve: Cli, tmp_path: Path) -> None:
     path = jsonl(tmp_path / "p.jsonl", [profile(1), profile(2), profile(3, score=None)])
     path.write_text(path.read_text() + "".join(json.dumps(profile(n)) + "\n" for n in (4, 5)))
-    result = cli.run("risk", "import", str(path), "--stop-on-error")
+    result = over_serve.run("risk", "import", str(path), "--stop-on-error")
     assert result.returncode == 1
     assert [(r["line"], r["status"]) for r in results(result.stdout)] == [
         (1, "created"),
         (2, "created"),
         (3, "failed"),
     ]
-    assert customers(cli) == ["cus_00001", "cus_00002"]
+    assert customers(over_serve) == ["cus_00001", "cus_00002"]
 
 
-@pytest.mark.parametrize(
-    ("name", "content", "message"),
-    [
-        ("p.jsonl", '[{"customer_id": "c"}]\n', "is not JSON lines of risk profiles: line 1"),
-        ("p.jsonl", "customer_id,score\nc,1\n", "line 1 is not valid JSON"),
-        ("p.jsonl", "null\n", "line 1 is null, not a JSON object"),
-        ("p.csv", "customer_id,scor\nc,1\n", "unknown column 'scor'"),
-        ("p.csv", "customer_id,customer_id\nc,c\n", "column 'customer_id' is given twice"),
-        ("p.csv", "customer_id,score,\nc,1,\n", "empty column name"),
-        ("p.data", "\x89PNG\r\n\x1a\n\x00\x00", "is not UTF-8 text: line 1 has byte 0x89"),
-        ("p.csv", "c" * (1024 * 1024 + 1) + "\ncus_1\n", "line 1 is longer than 1 MiB"),
-        ("p.jsonl", '{"a": "' + "x" * (1024 * 1024) + '"}\n', "line 1 is longer than 1 MiB"),
-    ],
-    # Short ids: pytest < 8.2 puts the whole id in PYTEST_CURRENT_TEST, and a 1 MiB one in the
-    # child's environment is over the kernel's limit (E2BIG).
-    ids=lambda value: value[:24] if isinstance(value, str) else None,
-)
 def test_a_file_that_is_not_jsonl_or_csv_is_exit_2_and_writes_nothing(
-    cli: Cli,  # noqa: F811
+    over_serve: Cli,
     tmp_path: Path,
-    name: str,
-    content: str,
-    message: str,
 ) -> None:
+    # A file of bytes that are not text; JSON that is not JSON lines, CSV with bad columns,
+    # lines over 1 MiB (and the local database) in-process in tests/cli/test_import.py.
+    name, content = "p.data", "\x89PNG\r\n\x1a\n\x00\x00"
+    message = "is not UTF-8 text: line 1 has byte 0x89"
     path = tmp_path / name
     path.write_bytes(content.encode("latin-1"))
-    result = cli.run("risk", "import", str(path))
+    result = over_serve.run("risk", "import", str(path))
     assert result.returncode == 2, result.stderr
     assert message in result.stderr and str(path) in result.stderr
     assert result.stdout == "" and len(result.stderr.splitlines()) == 1
-    assert cli.count("risk_profiles") == 0
+    assert over_serve.count("risk_profiles") == 0
 
 
 def test_bytes_that_are_not_utf8_after_a_good_first_line_are_exit_2_and_nothing_is_written(
-    cli: Cli,  # noqa: F811
+    over_serve: Cli,
     tmp_path: Path,
 ) -> None:
     # Issue 29, finding 9: line 1 was written, line 2 failed (exit 1), line 3 was written.
@@ -226,20 +211,20 @@ def test_bytes_that_are_not_utf8_after_a_good_first_line_are_exit_2_and_nothing_
         + json.dumps(profile(3)).encode() + b"\n"
     )  # fmt: skip
     expected = f"Error: {path} is not UTF-8 text: line 2 has byte 0xc0; nothing was written.\n"
-    result = cli.run("risk", "import", str(path))
+    result = over_serve.run("risk", "import", str(path))
     assert (result.returncode, result.stdout, result.stderr) == (2, "", expected)
     with path.open("rb") as stdin:
         redirected = subprocess.run(
-            [CONVRISK, "risk", "import", "-"], stdin=stdin, env=cli.env, capture_output=True,
+            [CONVRISK, "risk", "import", "-"], stdin=stdin, env=over_serve.env, capture_output=True,
             text=True, timeout=SAFETY_TIMEOUT,
         )  # fmt: skip
     assert redirected.returncode == 2, redirected.stderr
     assert redirected.stderr == expected.replace(str(path), "stdin")
-    assert cli.count("risk_profiles") == 0
+    assert over_serve.count("risk_profiles") == 0
 
 
 def test_a_pipe_is_read_as_it_comes_and_a_line_that_is_not_utf8_fails_alone(
-    cli: Cli,  # noqa: F811
+    over_serve: Cli,
 ) -> None:
     # What the README says of a pipe: it cannot be read twice, so it is not checked ahead.
     data = (
@@ -248,7 +233,7 @@ def test_a_pipe_is_read_as_it_comes_and_a_line_that_is_not_utf8_fails_alone(
         + json.dumps(profile(3)).encode() + b"\n"
     )  # fmt: skip
     piped = subprocess.run(
-        [CONVRISK, "risk", "import", "-"], input=data, env=cli.env, capture_output=True,
+        [CONVRISK, "risk", "import", "-"], input=data, env=over_serve.env, capture_output=True,
         timeout=SAFETY_TIMEOUT,
     )  # fmt: skip
     assert piped.returncode == 1, piped.stderr
@@ -259,10 +244,10 @@ def test_a_pipe_is_read_as_it_comes_and_a_line_that_is_not_utf8_fails_alone(
         (3, "created"),
     ]
     assert "line 2 is not UTF-8 text (byte 0xff)" in rows[1]["error"]["message"]
-    assert customers(cli) == ["cus_00001", "cus_00003"]
+    assert customers(over_serve) == ["cus_00001", "cus_00003"]
     # Counted first (--max-affected), the pipe is kept in a file: checked whole, as a file is.
     counted = subprocess.run(
-        [CONVRISK, "risk", "import", "-", "--max-affected", "10"], input=data, env=cli.env,
+        [CONVRISK, "risk", "import", "-", "--max-affected", "10"], input=data, env=over_serve.env,
         capture_output=True, timeout=SAFETY_TIMEOUT,
     )  # fmt: skip
     assert counted.returncode == 2, counted.stderr
@@ -270,42 +255,42 @@ def test_a_pipe_is_read_as_it_comes_and_a_line_that_is_not_utf8_fails_alone(
         counted.stderr
         == b"Error: stdin is not UTF-8 text: line 2 has byte 0xff; nothing was written.\n"
     )
-    assert customers(cli) == ["cus_00001", "cus_00003"]
+    assert customers(over_serve) == ["cus_00001", "cus_00003"]
 
 
-def test_files_that_cannot_be_read_and_a_bad_format(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
-    missing = cli.run("risk", "import", str(tmp_path / "nope.jsonl"))
+def test_files_that_cannot_be_read_and_a_bad_format(over_serve: Cli, tmp_path: Path) -> None:
+    missing = over_serve.run("risk", "import", str(tmp_path / "nope.jsonl"))
     assert missing.returncode == 2 and "no such file" in missing.stderr
-    folder = cli.run("risk", "import", str(tmp_path))
+    folder = over_serve.run("risk", "import", str(tmp_path))
     assert folder.returncode == 2 and "is a directory" in folder.stderr
     path = jsonl(tmp_path / "p.jsonl", [profile(1)])
-    xml = cli.run("risk", "import", str(path), "--format", "xml")
+    xml = over_serve.run("risk", "import", str(path), "--format", "xml")
     assert xml.returncode == 2 and "--format must be one of jsonl, csv" in xml.stderr
-    as_csv = cli.run("risk", "import", str(path), "--format", "csv")
+    as_csv = over_serve.run("risk", "import", str(path), "--format", "csv")
     assert as_csv.returncode == 2 and "unknown column" in as_csv.stderr
-    empty = cli.run("risk", "import", str(jsonl(tmp_path / "e.jsonl", ["", "  "])))
+    empty = over_serve.run("risk", "import", str(jsonl(tmp_path / "e.jsonl", ["", "  "])))
     assert empty.returncode == 0 and empty.stdout == ""
     assert empty.stderr == "0 records: 0 created, 0 updated, 0 replayed, 0 failed.\n"
-    assert cli.count("risk_profiles") == 0
+    assert over_serve.count("risk_profiles") == 0
 
 
-def test_stdin_is_read_with_the_format_told_or_seen(cli: Cli) -> None:  # noqa: F811
+def test_stdin_is_read_with_the_format_told_or_seen(over_serve: Cli) -> None:
     lines = "".join(json.dumps(profile(n)) + "\n" for n in range(3))
-    seen = cli.run("risk", "import", "-", input=lines)
+    seen = over_serve.run("risk", "import", "-", input=lines)
     assert seen.returncode == 0, seen.stderr
     assert [r["line"] for r in results(seen.stdout)] == [1, 2, 3]
     csv = "customer_id,profile_type,score\ncus_csv,moderate,5\n"
-    told = cli.run("risk", "import", "-", "--format", "csv", "-o", "csv", input=csv)
+    told = over_serve.run("risk", "import", "-", "--format", "csv", "-o", "csv", input=csv)
     assert told.returncode == 0, told.stderr
     assert told.stdout.splitlines()[0] == "line,status,id,error"
     assert told.stdout.splitlines()[1].startswith("2,created,rp_")
-    assert "cus_csv" in customers(cli)
+    assert "cus_csv" in customers(over_serve)
 
 
-def test_running_the_same_file_again_creates_nothing_twice(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
+def test_running_the_same_file_again_creates_nothing_twice(over_serve: Cli, tmp_path: Path) -> None:
     path = jsonl(tmp_path / "p.jsonl", [profile(1), profile(1), profile(2, score="x"), profile(3)])
-    first = cli.run("risk", "import", str(path))
-    again = cli.run("risk", "import", str(path))
+    first = over_serve.run("risk", "import", str(path))
+    again = over_serve.run("risk", "import", str(path))
     assert first.returncode == again.returncode == 1
     # What the first run created, the second replays (the same ids); the failure fails again.
     replayed = [
@@ -314,10 +299,10 @@ def test_running_the_same_file_again_creates_nothing_twice(cli: Cli, tmp_path: P
     ]
     assert results(again.stdout) == replayed
     # The same record on two lines is two records: both created, once each.
-    assert customers(cli) == ["cus_00001", "cus_00001", "cus_00003"]
+    assert customers(over_serve) == ["cus_00001", "cus_00001", "cus_00003"]
     # Fixed in place, the failed line is created and the others are still not repeated.
     path.write_text(path.read_text().replace('"score": "x"', '"score": 2'))
-    fixed = cli.run("risk", "import", str(path))
+    fixed = over_serve.run("risk", "import", str(path))
     assert fixed.returncode == 0, fixed.stderr
     assert [r["status"] for r in results(fixed.stdout)] == [
         "replayed",
@@ -325,37 +310,39 @@ def test_running_the_same_file_again_creates_nothing_twice(cli: Cli, tmp_path: P
         "created",
         "replayed",
     ]
-    assert customers(cli) == ["cus_00001", "cus_00001", "cus_00002", "cus_00003"]
+    assert customers(over_serve) == ["cus_00001", "cus_00001", "cus_00002", "cus_00003"]
     # On purpose, a new CONVRISK_IMPORT_RUN imports the file once more.
-    more = cli.run("risk", "import", str(path), CONVRISK_IMPORT_RUN="second")
-    assert more.returncode == 0 and cli.count("risk_profiles") == 8
+    more = over_serve.run("risk", "import", str(path), CONVRISK_IMPORT_RUN="second")
+    assert more.returncode == 0 and over_serve.count("risk_profiles") == 8
 
 
-def test_updates_run_again_set_the_same_values(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
-    rp = cli.store.risk_profiles.create(profile(1))["id"]
+def test_updates_run_again_set_the_same_values(over_serve: Cli, tmp_path: Path) -> None:
+    rp = over_serve.store.risk_profiles.create(profile(1))["id"]
     path = jsonl(tmp_path / "u.jsonl", [{"id": rp, "profile_type": "conservative"}])
     for _ in range(2):
-        result = cli.run("risk", "import", str(path), "-o", "jsonl")
+        result = over_serve.run("risk", "import", str(path), "-o", "jsonl")
         assert result.returncode == 0, result.stderr
         assert results(result.stdout) == [{"line": 1, "status": "updated", "id": rp}]
-    assert cli.store.risk_profiles.retrieve(rp)["profile_type"] == "conservative"
-    assert cli.count("risk_profiles") == 1
+    assert over_serve.store.risk_profiles.retrieve(rp)["profile_type"] == "conservative"
+    assert over_serve.count("risk_profiles") == 1
 
 
-def test_a_record_over_1_mib_fails_alone(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
+def test_a_record_over_1_mib_fails_alone(over_serve: Cli, tmp_path: Path) -> None:
     big = profile(2, details={"blob": "x" * (1024 * 1024)})
     path = jsonl(tmp_path / "big.jsonl", [profile(1), big, profile(3)])
-    result = cli.run("risk", "import", str(path))
+    result = over_serve.run("risk", "import", str(path))
     assert result.returncode == 1
     assert [r["status"] for r in results(result.stdout)] == ["created", "failed", "created"]
     assert "longer than 1 MiB" in result.stderr
-    assert customers(cli) == ["cus_00001", "cus_00003"]
+    assert customers(over_serve) == ["cus_00001", "cus_00003"]
 
 
-def test_dry_run_checks_every_record_and_id_and_writes_nothing(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
-    rp = cli.store.risk_profiles.create(profile(0))["id"]
+def test_dry_run_checks_every_record_and_id_and_writes_nothing(
+    over_serve: Cli, tmp_path: Path
+) -> None:
+    rp = over_serve.store.risk_profiles.create(profile(0))["id"]
     good = jsonl(tmp_path / "good.jsonl", [profile(1), {"id": rp, "score": 5}])
-    planned = cli.run("risk", "import", str(good), "--dry-run", "-o", "jsonl")
+    planned = over_serve.run("risk", "import", str(good), "--dry-run", "-o", "jsonl")
     assert planned.returncode == 0, planned.stderr
     assert results(planned.stdout) == [
         {
@@ -377,17 +364,17 @@ def test_dry_run_checks_every_record_and_id_and_writes_nothing(cli: Cli, tmp_pat
         "2 records: 2 planned (1 create and 1 update), 0 would_replay, 0 failed the checks."
         in planned.stderr
     )
-    readable = cli.run("risk", "import", str(good), "--dry-run")
+    readable = over_serve.run("risk", "import", str(good), "--dry-run")
     assert readable.stdout.splitlines()[1] == f'would update {rp}: {{"score":5}}'
     invalid = jsonl(tmp_path / "bad.jsonl", [profile(1), profile(2, score=True)])
-    bad = cli.run("risk", "import", str(invalid), "--dry-run")
+    bad = over_serve.run("risk", "import", str(invalid), "--dry-run")
     assert bad.returncode == 2 and "Error: line 2: score must be a number" in bad.stderr
     missing = jsonl(tmp_path / "missing.jsonl", [{"id": MISSING_RP, "score": 1}])
-    gone = cli.run("risk", "import", str(missing), "--dry-run", "-o", "json")
+    gone = over_serve.run("risk", "import", str(missing), "--dry-run", "-o", "json")
     assert gone.returncode == 3 and json.loads(gone.stdout) == []
     assert json.loads(gone.stderr.splitlines()[0])["error"]["line"] == 1
-    assert cli.count("risk_profiles") == 1
-    assert cli.store.risk_profiles.retrieve(rp)["score"] == 0
+    assert over_serve.count("risk_profiles") == 1
+    assert over_serve.store.risk_profiles.retrieve(rp)["score"] == 0
 
 
 # -- interrupted imports ----------------------------------------------------------------------
@@ -400,7 +387,7 @@ def big_file(tmp_path: Path) -> Path:
     return jsonl(tmp_path / "2000.jsonl", [profile(n) for n in range(RECORDS)])
 
 
-def wait_for_rows(cli: Cli, at_least: int) -> int:  # noqa: F811
+def wait_for_rows(cli: Cli, at_least: int) -> int:
     """Poll the database (bounded in time) until it holds at least this many risk profiles."""
     deadline = time.monotonic() + SAFETY_TIMEOUT
     while time.monotonic() < deadline:
@@ -411,7 +398,7 @@ def wait_for_rows(cli: Cli, at_least: int) -> int:  # noqa: F811
     raise AssertionError(f"fewer than {at_least} rows after {SAFETY_TIMEOUT} s")
 
 
-def settled_count(cli: Cli) -> int:  # noqa: F811
+def settled_count(cli: Cli) -> int:
     """The risk profiles once the count stops moving: against serve, a create sent just before
     the client died may still commit after it (bounded: at most SAFETY_TIMEOUT)."""
     deadline = time.monotonic() + SAFETY_TIMEOUT
@@ -423,7 +410,7 @@ def settled_count(cli: Cli) -> int:  # noqa: F811
     return count
 
 
-def rerun_finishes_exactly(cli: Cli, path: Path, seen: list[dict[str, Any]]) -> None:  # noqa: F811
+def rerun_finishes_exactly(cli: Cli, path: Path, seen: list[dict[str, Any]]) -> None:
     """Run the import again: every record created once; what the first run wrote is replayed
     (its ids kept), the rest created."""
     done = cli.count("risk_profiles")
@@ -447,7 +434,7 @@ def rerun_finishes_exactly(cli: Cli, path: Path, seen: list[dict[str, Any]]) -> 
     assert stored == sorted(profile(n)["customer_id"] for n in range(RECORDS))
 
 
-def _all_profiles(cli: Cli) -> list[Any]:  # noqa: F811
+def _all_profiles(cli: Cli) -> list[Any]:
     out: list[Any] = []
     cursor = None
     while True:
@@ -458,12 +445,25 @@ def _all_profiles(cli: Cli) -> list[Any]:  # noqa: F811
         cursor = page["data"][-1]["id"]
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
 def test_an_import_killed_part_way_then_run_again_creates_exactly_every_record(
-    cli: Cli,  # noqa: F811
+    over_serve: Cli,
     tmp_path: Path,
-    sig: int,
 ) -> None:
+    # Two signals only a real process gets, each once: SIGKILL (nothing can wind down) against
+    # serve, and SIGINT (Ctrl-C: exit 130 and how to finish) on the local database, whose
+    # transaction it interrupts. Ctrl-C between batches and inside one, on both backends, is
+    # in-process in tests/cli/test_import.py.
+    (tmp_path / "local").mkdir()
+    on_local = local_cli(tmp_path / "local")
+    for cli, sig in ((over_serve, signal.SIGKILL), (on_local, signal.SIGINT)):
+        try:
+            killed_then_run_again(cli, tmp_path, sig)
+        finally:
+            cli.close()
+
+
+def killed_then_run_again(cli: Cli, tmp_path: Path, sig: int) -> None:
+    """Import 2,000 records, stop the import with `sig` part way, and run it again."""
     path = big_file(tmp_path)
     child = cli.popen("risk", "import", str(path), CONVRISK_MAX_RETRIES="0")
     try:
@@ -547,9 +547,9 @@ def test_a_local_import_loads_neither_httpx_nor_rich(tmp_path: Path) -> None:
     assert_loads_none_of(local.env, call, absent)
 
 
-def test_conversation_records_from_stdin_and_their_mixed_fields(cli: Cli) -> None:  # noqa: F811
-    conv = cli.store.conversations.create({"group_id": "g_1"})["id"]
-    cli.store.conversations.update(conv, {"archived_at": 10})
+def test_conversation_records_from_stdin_and_their_mixed_fields(over_serve: Cli) -> None:
+    conv = over_serve.store.conversations.create({"group_id": "g_1"})["id"]
+    over_serve.store.conversations.update(conv, {"archived_at": 10})
     lines = [
         {"contact_id": "c_new"},
         {"id": conv, "is_muted": True, "archived_at": None, "pinned_message_id": "m_1"},
@@ -558,7 +558,7 @@ def test_conversation_records_from_stdin_and_their_mixed_fields(cli: Cli) -> Non
         {"contact_id": "c_x", "group_id": "g_x"},
     ]
     text = "".join(json.dumps(line) + "\n" for line in lines)
-    planned = cli.run("conv", "import", "-", "--dry-run", "-o", "jsonl", input=text)
+    planned = over_serve.run("conv", "import", "-", "--dry-run", "-o", "jsonl", input=text)
     assert planned.returncode == 2
     assert [(p["operation"], p["id"]) for p in results(planned.stdout)] == [
         ("create", None),
@@ -571,8 +571,8 @@ def test_conversation_records_from_stdin_and_their_mixed_fields(cli: Cli) -> Non
     assert errors[3].startswith("line 3 has no id, so it is a create, and is_pinned")
     assert errors[4].startswith("line 4 has an id, so it is an update, and group_id")
     assert errors[5].startswith("Exactly one of contact_id or group_id")
-    assert cli.count("conversations") == 1
-    result = cli.run("conv", "import", "-", input=text)
+    assert over_serve.count("conversations") == 1
+    result = over_serve.run("conv", "import", "-", input=text)
     assert result.returncode == 1
     assert [r["status"] for r in results(result.stdout)] == [
         "created",
@@ -581,25 +581,27 @@ def test_conversation_records_from_stdin_and_their_mixed_fields(cli: Cli) -> Non
         "failed",
         "failed",
     ]
-    changed = cli.store.conversations.retrieve(conv)
+    changed = over_serve.store.conversations.retrieve(conv)
     assert (changed["is_muted"], changed["archived_at"], changed["pinned_message_id"]) == (
         True,
         None,
         "m_1",
     )
-    assert cli.count("conversations") == 2
+    assert over_serve.count("conversations") == 2
 
 
-def test_dry_run_with_stop_on_error_stops_at_the_first_bad_record(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
+def test_dry_run_with_stop_on_error_stops_at_the_first_bad_record(
+    over_serve: Cli, tmp_path: Path
+) -> None:
     path = jsonl(tmp_path / "p.jsonl", [profile(1), profile(2, score="x"), profile(3, score="y")])
-    result = cli.run("risk", "import", str(path), "--dry-run", "--stop-on-error")
+    result = over_serve.run("risk", "import", str(path), "--dry-run", "--stop-on-error")
     assert result.returncode == 2
     assert "line 2" in result.stderr and "line 3" not in result.stderr
     assert len(result.stdout.splitlines()) == 1
 
 
 def test_jq_on_import_results_picks_the_failures_and_counts_by_status(
-    cli: Cli,  # noqa: F811
+    over_serve: Cli,
     tmp_path: Path,
 ) -> None:
     source = tmp_path / "profiles.jsonl"
@@ -608,7 +610,7 @@ def test_jq_on_import_results_picks_the_failures_and_counts_by_status(
         '{"customer_id": "c2", "score": 5}\n'
         '{"customer_id": "c3", "profile_type": "aggressive", "score": 70}\n'
     )
-    failures = cli.run(
+    failures = over_serve.run(
         "risk",
         "import",
         str(source),
@@ -619,7 +621,7 @@ def test_jq_on_import_results_picks_the_failures_and_counts_by_status(
     )
     assert failures.returncode == 1
     assert failures.stdout == "line 2: profile_type\n"
-    counts = cli.run(
+    counts = over_serve.run(
         "risk",
         "import",
         str(source),
@@ -628,9 +630,11 @@ def test_jq_on_import_results_picks_the_failures_and_counts_by_status(
     )
     assert counts.returncode == 1
     assert json.loads(counts.stdout) == {"replayed": 2, "failed": 1}
-    assert cli.count("risk_profiles") == 2  # the second run replayed the first's creates
-    plan = cli.run("risk", "import", str(source), "--dry-run", "-o", "jsonl", "--jq", ".operation")
+    assert over_serve.count("risk_profiles") == 2  # the second run replayed the first's creates
+    plan = over_serve.run(
+        "risk", "import", str(source), "--dry-run", "-o", "jsonl", "--jq", ".operation"
+    )
     assert plan.returncode == 2 and plan.stdout == "create\ncreate\n"
-    bad = cli.run("risk", "import", str(source), "--jq", ".[")
+    bad = over_serve.run("risk", "import", str(source), "--jq", ".[")
     assert bad.returncode == 2 and "--jq does not compile" in bad.stderr
-    assert cli.count("risk_profiles") == 2
+    assert over_serve.count("risk_profiles") == 2

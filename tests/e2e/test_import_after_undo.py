@@ -1,7 +1,8 @@
 """Import after undo (issue 29, item 4): once `undo` has removed what an import created, the same
 file imports those records again, and no result says `replayed` with an id that is not there.
 On the local database and against `convrisk serve` the deleted record's key is forgotten and the
-record made anew; a service that still replays a deleted record's key gets `gone`, exit 1."""
+record made anew; a service that still replays a deleted record's key gets `gone`, exit 1.
+The two-backend variants run in-process in tests/cli/test_import_after_undo.py."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .both_backends import Cli, cli, isolated_env  # noqa: F401
+from .both_backends import Cli, isolated_env
+from .both_backends import over_serve as over_serve  # a fixture: convrisk against its own serve
 from .console import run
 from .keeping_service import keeping_service
 
@@ -26,54 +28,54 @@ def five(folder: Path) -> Path:
     return path
 
 
-def imported(cli: Cli, path: Path) -> list[dict[str, Any]]:  # noqa: F811
+def imported(cli: Cli, path: Path) -> list[dict[str, Any]]:
     """`conv import PATH -o jsonl`, which must succeed: its results."""
     result = cli.run("conv", "import", str(path), "-o", "jsonl")
     assert result.returncode == 0, result.stderr
     return results(result.stdout)
 
 
-def test_reimport_after_undo_creates_the_records_again(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
+def test_reimport_after_undo_creates_the_records_again(over_serve: Cli, tmp_path: Path) -> None:
     path = five(tmp_path)
-    first = imported(cli, path)
-    undone = cli.run("undo", "--last")
+    first = imported(over_serve, path)
+    undone = over_serve.run("undo", "--last")
     assert undone.returncode == 0, undone.stderr
-    assert cli.count("conversations") == 0
-    again = cli.run("conv", "import", str(path), "-o", "jsonl")
+    assert over_serve.count("conversations") == 0
+    again = over_serve.run("conv", "import", str(path), "-o", "jsonl")
     assert again.returncode == 0, again.stderr
     rows = results(again.stdout)
     assert [(r["line"], r["status"]) for r in rows] == [(n, "created") for n in range(1, 6)]
     assert not {r["id"] for r in rows} & {r["id"] for r in first}  # new records, new ids
     assert again.stderr.startswith("5 records: 5 created, 0 updated, 0 replayed, 0 failed.\n")
     for row in rows:
-        got = cli.run("conv", "get", row["id"], "-o", "json")
+        got = over_serve.run("conv", "get", row["id"], "-o", "json")
         assert got.returncode == 0, got.stderr
         assert json.loads(got.stdout)["contact_id"] == f"c_{row['line'] - 1}"
-    assert cli.count("conversations") == 5
+    assert over_serve.count("conversations") == 5
     # The keys now hold the new records: a third run replays them, and each is there.
-    third = imported(cli, path)
+    third = imported(over_serve, path)
     assert [(r["status"], r["id"]) for r in third] == [("replayed", r["id"]) for r in rows]
-    assert cli.count("conversations") == 5
+    assert over_serve.count("conversations") == 5
     # And the records made again are undone like the first ones.
-    assert cli.run("undo", "--last").returncode == 0
-    assert cli.count("conversations") == 0
+    assert over_serve.run("undo", "--last").returncode == 0
+    assert over_serve.count("conversations") == 0
 
 
 def test_reimport_after_deleting_some_replays_the_rest_and_makes_those_anew(
-    cli: Cli,  # noqa: F811
+    over_serve: Cli,
     tmp_path: Path,
 ) -> None:
     path = five(tmp_path)
-    first = imported(cli, path)
+    first = imported(over_serve, path)
     for row in first[1::2]:  # lines 2 and 4
-        deleted = cli.run("conv", "delete", row["id"], "--yes")
+        deleted = over_serve.run("conv", "delete", row["id"], "--yes")
         assert deleted.returncode == 0, deleted.stderr
-    rows = imported(cli, path)
+    rows = imported(over_serve, path)
     assert [r["status"] for r in rows] == ["replayed", "created", "replayed", "created", "replayed"]
     assert [r["id"] for r in rows[::2]] == [r["id"] for r in first[::2]]
-    stored = {c["id"] for c in cli.store.conversations.list(limit=10)["data"]}
+    stored = {c["id"] for c in over_serve.store.conversations.list(limit=10)["data"]}
     assert {r["id"] for r in rows} == stored
-    assert cli.count("conversations") == 5
+    assert over_serve.count("conversations") == 5
 
 
 def test_a_dry_run_after_undo_plans_the_records_anew(tmp_path: Path) -> None:

@@ -1,8 +1,9 @@
 """`import --copy` (issue 18, item 7; DESIGN 5.2): what `-o jsonl` prints is read back, each
 record created anew (id and read-only fields ignored, with one note) and its settable fields that
 a create does not take applied by an update; run again, it creates nothing twice. Without
---copy an export is one error that says how to copy. Both resources, into the local database
-and into `convrisk serve`, from a local database."""
+--copy an export is one error that says how to copy. The installed convrisk, from a local
+database into `convrisk serve`; both resources into both backends in-process in
+tests/cli/test_import_copy.py."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
+from convrisk.local_backend.store import LocalBackend
 
-from .both_backends import Cli, cli, isolated_env  # noqa: F401
+from .both_backends import Cli, isolated_env
+from .both_backends import over_serve as over_serve  # a fixture: convrisk against its own serve
 from .console import run
 
 # What the service sets: never compared between the two data sets.
@@ -21,25 +23,21 @@ STAMPS = {"id", "created_at", "updated_at"}
 
 def source(tmp_path: Path) -> dict[str, str]:
     """The environment of a local database A, with conversations and risk profiles of every
-    shape an export can have."""
-    env = isolated_env(tmp_path / "a-home", CONVRISK_DB=str(tmp_path / "a.db"))
-
-    def made(*args: str) -> str:
-        result = run(env, *args, "-o", "id")
-        assert result.returncode == 0, result.stderr
-        return result.stdout.strip()
-
-    plain = made("conv", "create", "--contact-id", "c_1")
-    made("conv", "create", "--group-id", "g_1")
-    made("conv", "update", plain, "--mute", "--pin", "--pinned-message-id", "m_1")
-    archived = made("conv", "create", "--contact-id", "c_2")
-    made("conv", "update", archived, "--archived-at", "2024-05-01T12:00:00Z")
-    for n in range(3):
-        made(
-            "risk", "create", "--customer-id", f"cus_{n}", "--profile-type", "moderate",
-            "--score", str(n * 10), "--details", json.dumps({"n": n, "tags": ["a"]}),
-        )  # fmt: skip
-    return env
+    shape an export can have (seeded in this process: the export is what the script prints)."""
+    with LocalBackend(tmp_path / "a.db") as store:
+        plain = store.conversations.create({"contact_id": "c_1"})["id"]
+        store.conversations.create({"group_id": "g_1"})
+        store.conversations.update(
+            plain, {"is_muted": True, "is_pinned": True, "pinned_message_id": "m_1"}
+        )
+        archived = store.conversations.create({"contact_id": "c_2"})["id"]
+        store.conversations.update(archived, {"archived_at": 1714564800})  # 2024-05-01T12:00:00Z
+        for n in range(3):
+            store.risk_profiles.create(
+                {"customer_id": f"cus_{n}", "profile_type": "moderate", "score": n * 10,
+                 "details": {"n": n, "tags": ["a"]}}
+            )  # fmt: skip
+    return isolated_env(tmp_path / "a-home", CONVRISK_DB=str(tmp_path / "a.db"))
 
 
 def export(env: dict[str, str], group: str) -> tuple[str, list[dict[str, Any]]]:
@@ -51,18 +49,16 @@ def export(env: dict[str, str], group: str) -> tuple[str, list[dict[str, Any]]]:
     return result.stdout, sorted(shown, key=lambda r: json.dumps(r, sort_keys=True))
 
 
-@pytest.mark.parametrize(
-    ("group", "resource"), [("conv", "conversations"), ("risk", "risk_profiles")]
-)
 def test_an_export_copied_twice_is_the_same_data_set_created_once(
-    cli: Cli,  # noqa: F811
+    over_serve: Cli,
     tmp_path: Path,
-    group: str,
-    resource: str,
 ) -> None:
+    # Conversations, whose copy also updates what a create does not take; risk profiles (and
+    # the local database as the target) in tests/cli/test_import_copy.py.
+    group, resource = "conv", "conversations"
     a = source(tmp_path)
     text, wanted = export(a, group)
-    first = cli.run(group, "import", "-", "--copy", input=text)
+    first = over_serve.run(group, "import", "-", "--copy", input=text)
     assert first.returncode == 0, first.stderr
     n = len(wanted)
     assert (
@@ -71,77 +67,79 @@ def test_an_export_copied_twice_is_the_same_data_set_created_once(
     )
     notes = [line for line in first.stderr.splitlines() if "--copy" in line]
     assert len(notes) == 1 and "created_at" in notes[0] and "id" in notes[0]  # one note
-    assert export(cli.env, group)[1] == wanted
-    again = cli.run(group, "import", "-", "--copy", input=text)
+    assert export(over_serve.env, group)[1] == wanted
+    again = over_serve.run(group, "import", "-", "--copy", input=text)
     assert again.returncode == 0, again.stderr
     assert f"{n} records: 0 created, 0 updated, {n} replayed, 0 failed." in again.stderr
     made = [json.loads(line) for line in first.stdout.splitlines()]
     replayed = [json.loads(line) for line in again.stdout.splitlines()]
     assert [r["id"] for r in replayed] == [r["id"] for r in made]
-    assert cli.count(resource) == n and export(cli.env, group)[1] == wanted
+    assert over_serve.count(resource) == n and export(over_serve.env, group)[1] == wanted
 
 
 def test_an_export_without_copy_is_one_error_that_says_how_to_copy(
-    cli: Cli,  # noqa: F811
+    over_serve: Cli,
     tmp_path: Path,
 ) -> None:
     text, _ = export(source(tmp_path), "conv")
-    result = cli.run("conv", "import", "-", input=text)
+    result = over_serve.run("conv", "import", "-", input=text)
     assert result.returncode == 2
     assert len(result.stderr.splitlines()) == 1 and result.stdout == ""
     assert "last_active_at" in result.stderr and "add --copy" in result.stderr
-    assert cli.count("conversations") == 0
+    assert over_serve.count("conversations") == 0
 
 
 def test_a_copy_whose_update_fails_keeps_the_create_and_a_rerun_finishes_it(
-    cli: Cli,  # noqa: F811
+    over_serve: Cli,
 ) -> None:
     line = {"id": "conv_x", "contact_id": "c_9", "is_muted": True, "archived_at": "soon"}
     text = json.dumps(line) + "\n"
-    bad = cli.run("conv", "import", "-", "--copy", "-o", "jsonl", input=text)
+    bad = over_serve.run("conv", "import", "-", "--copy", "-o", "jsonl", input=text)
     assert bad.returncode == 1
     (row,) = [json.loads(x) for x in bad.stdout.splitlines()]
     assert row["status"] == "failed" and "archived_at" in row["error"]["message"]
     fixed = {**line, "archived_at": 1714564800}
-    good = cli.run("conv", "import", "-", "--copy", "-o", "jsonl", input=json.dumps(fixed) + "\n")
+    good = over_serve.run(
+        "conv", "import", "-", "--copy", "-o", "jsonl", input=json.dumps(fixed) + "\n"
+    )
     assert good.returncode == 0, good.stderr
-    assert cli.count("conversations") == 1
-    (stored,) = cli.store.conversations.list()["data"]
+    assert over_serve.count("conversations") == 1
+    (stored,) = over_serve.store.conversations.list()["data"]
     assert (stored["is_muted"], stored["archived_at"]) == (True, 1714564800)
 
 
-def test_a_record_changed_since_it_was_copied_is_not_created_twice(cli: Cli) -> None:  # noqa: F811
+def test_a_record_changed_since_it_was_copied_is_not_created_twice(over_serve: Cli) -> None:
     line = {"id": "rp_src", "customer_id": "cus_1", "profile_type": "moderate", "score": 1}
-    first = cli.run("risk", "import", "-", "--copy", input=json.dumps(line) + "\n")
+    first = over_serve.run("risk", "import", "-", "--copy", input=json.dumps(line) + "\n")
     assert first.returncode == 0, first.stderr
     changed = json.dumps({**line, "score": 2}) + "\n"
-    again = cli.run("risk", "import", "-", "--copy", "-o", "jsonl", input=changed)
+    again = over_serve.run("risk", "import", "-", "--copy", "-o", "jsonl", input=changed)
     assert again.returncode == 1
     (row,) = [json.loads(x) for x in again.stdout.splitlines()]
     assert "already copied in the last 24 hours with other values" in row["error"]["message"]
-    assert cli.count("risk_profiles") == 1
+    assert over_serve.count("risk_profiles") == 1
 
 
 def test_a_copy_run_again_after_the_source_changed_sets_the_changed_fields(
-    cli: Cli,  # noqa: F811
+    over_serve: Cli,
     tmp_path: Path,
 ) -> None:
     a = source(tmp_path)
     text, _ = export(a, "conv")
-    assert cli.run("conv", "import", "-", "--copy", input=text).returncode == 0
+    assert over_serve.run("conv", "import", "-", "--copy", input=text).returncode == 0
     muted = [json.loads(x) for x in text.splitlines() if json.loads(x)["is_muted"]]
     (record,) = muted
     assert run(a, "conv", "update", record["id"], "--unmute").returncode == 0
     newer, wanted = export(a, "conv")
-    again = cli.run("conv", "import", "-", "--copy", input=newer)
+    again = over_serve.run("conv", "import", "-", "--copy", input=newer)
     assert again.returncode == 0, again.stderr
     n = len(wanted)
     assert f"{n} records: 0 created, 1 updated, {n - 1} replayed, 0 failed." in again.stderr
-    assert export(cli.env, "conv")[1] == wanted
+    assert export(over_serve.env, "conv")[1] == wanted
 
 
 def test_a_copy_that_stops_on_an_error_creates_nothing_after_it(
-    cli: Cli,  # noqa: F811
+    over_serve: Cli,
 ) -> None:
     lines = [
         {"id": "conv_a", "contact_id": "c_1", "is_muted": True},
@@ -149,9 +147,11 @@ def test_a_copy_that_stops_on_an_error_creates_nothing_after_it(
         {"id": "conv_c", "contact_id": "c_3", "is_muted": True},
     ]
     text = "".join(json.dumps(line) + "\n" for line in lines)
-    result = cli.run("conv", "import", "-", "--copy", "--stop-on-error", "-o", "jsonl", input=text)
+    result = over_serve.run(
+        "conv", "import", "-", "--copy", "--stop-on-error", "-o", "jsonl", input=text
+    )
     assert result.returncode == 1
     rows = [json.loads(x) for x in result.stdout.splitlines()]
     assert [(r["line"], r["status"]) for r in rows] == [(1, "created"), (2, "failed")]
     assert rows[1]["id"] is not None  # the record its create made is named
-    assert cli.count("conversations") == 2
+    assert over_serve.count("conversations") == 2

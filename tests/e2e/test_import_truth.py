@@ -1,7 +1,8 @@
 """Import reports what it did (issue 18, item 1): a record the service answered from an earlier
 identical request is `replayed`, never `created`; a dry run says `would_replay`; the counts use
 the same words; on a terminal the summary is shown once and the ids of what was done are shown.
-Each test runs on the local database and against `convrisk serve`."""
+The installed convrisk against `convrisk serve` (or the local database, on a terminal); the
+two-backend variants run in-process in tests/cli/test_import_truth.py."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from typing import Any
 from convrisk.local_backend.store import LocalBackend
 from tests.loopback import JSONService, on_loopback, running, url_of
 
-from .both_backends import Cli, cli, isolated_env, local_cli, serving  # noqa: F401
+from .both_backends import Cli, isolated_env, local_cli, serving
+from .both_backends import over_serve as over_serve  # a fixture: convrisk against its own serve
 from .console import run
 from .screen import Terminal
 
@@ -23,34 +25,38 @@ def results(stdout: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in stdout.splitlines()]
 
 
-def contacts(cli: Cli) -> list[str]:  # noqa: F811
+def contacts(cli: Cli) -> list[str]:
     """The contact ids of every stored conversation, sorted."""
     return sorted(str(c.get("contact_id")) for c in cli.store.conversations.list(limit=100)["data"])
 
 
-def test_tuesdays_file_with_mondays_line_reports_it_replayed(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
+def test_tuesdays_file_with_mondays_line_reports_it_replayed(
+    over_serve: Cli, tmp_path: Path
+) -> None:
     monday = tmp_path / "monday.jsonl"
     monday.write_text('{"contact_id":"c_777"}\n')
     tuesday = tmp_path / "tuesday.jsonl"
     tuesday.write_text('{"contact_id":"c_777"}\n{"contact_id":"c_778"}\n')
-    first = cli.run("conv", "import", str(monday))
+    first = over_serve.run("conv", "import", str(monday))
     assert first.returncode == 0, first.stderr
     assert first.stderr == "1 record: 1 created, 0 updated, 0 replayed, 0 failed.\n"
-    second = cli.run("conv", "import", str(tuesday))
+    second = over_serve.run("conv", "import", str(tuesday))
     assert second.returncode == 0, second.stderr
     rows = results(second.stdout)
     assert [(r["line"], r["status"]) for r in rows] == [(1, "replayed"), (2, "created")]
     assert rows[0]["id"] == results(first.stdout)[0]["id"]
     assert second.stderr.startswith("2 records: 1 created, 0 updated, 1 replayed, 0 failed.\n")
     assert "CONVRISK_IMPORT_RUN" in second.stderr  # how to create it again on purpose
-    assert contacts(cli) == ["c_777", "c_778"]
+    assert contacts(over_serve) == ["c_777", "c_778"]
 
 
-def test_a_rerun_reports_every_record_replayed_and_writes_nothing(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
+def test_a_rerun_reports_every_record_replayed_and_writes_nothing(
+    over_serve: Cli, tmp_path: Path
+) -> None:
     path = tmp_path / "p.jsonl"
     path.write_text("".join(json.dumps({"contact_id": f"c_{n}"}) + "\n" for n in range(300)))
-    first = cli.run("conv", "import", str(path))
-    again = cli.run("conv", "import", str(path))
+    first = over_serve.run("conv", "import", str(path))
+    again = over_serve.run("conv", "import", str(path))
     assert first.returncode == again.returncode == 0, again.stderr
     assert {r["status"] for r in results(first.stdout)} == {"created"}
     assert {r["status"] for r in results(again.stdout)} == {"replayed"}
@@ -58,20 +64,22 @@ def test_a_rerun_reports_every_record_replayed_and_writes_nothing(cli: Cli, tmp_
     assert (
         again.stderr.splitlines()[0] == "300 records: 0 created, 0 updated, 300 replayed, 0 failed."
     )
-    assert cli.count("conversations") == 300
+    assert over_serve.count("conversations") == 300
 
 
-def test_a_dry_run_says_would_replay_where_the_service_can_tell(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
+def test_a_dry_run_says_would_replay_where_the_service_can_tell(
+    over_serve: Cli, tmp_path: Path
+) -> None:
     done = tmp_path / "done.jsonl"
     done.write_text('{"contact_id":"c_1"}\n')
-    made = cli.run("conv", "import", str(done), "-o", "id")
+    made = over_serve.run("conv", "import", str(done), "-o", "id")
     assert made.returncode == 0, made.stderr
     path = tmp_path / "more.jsonl"
     path.write_text('{"contact_id":"c_1"}\n{"contact_id":"c_2"}\n')
-    plan = cli.run("conv", "import", str(path), "--dry-run", "-o", "jsonl")
+    plan = over_serve.run("conv", "import", str(path), "--dry-run", "-o", "jsonl")
     assert plan.returncode == 0, plan.stderr
     rows = results(plan.stdout)
-    if cli.remote:
+    if over_serve.remote:
         # The interface has no read-only way to ask: the service cannot tell ahead, and says so.
         assert [r["status"] for r in rows] == ["planned", "planned"]
         assert "cannot say before a create whether it would replay" in plan.stderr
@@ -82,9 +90,9 @@ def test_a_dry_run_says_would_replay_where_the_service_can_tell(cli: Cli, tmp_pa
             ("planned", None),
         ]
         assert "1 planned (1 create and 0 updates), 1 would_replay, 0 failed" in plan.stderr
-        readable = cli.run("conv", "import", str(path), "--dry-run")
+        readable = over_serve.run("conv", "import", str(path), "--dry-run")
         assert readable.stdout.splitlines()[0].startswith(f"would replay {made.stdout.strip()}")
-    assert cli.count("conversations") == 1
+    assert over_serve.count("conversations") == 1
 
 
 def test_on_a_terminal_the_ids_are_shown_and_the_summary_once(tmp_path: Path) -> None:

@@ -1,5 +1,7 @@
-"""The journal of writes through the installed script, on both backends: what each write
-records, never a token, and a journal that cannot be written (the write still happens)."""
+"""The journal of writes through the installed script, against `convrisk serve` (or on the local
+database where the process is the point): what each write records, never a token, and a journal
+that cannot be written (the write still happens). The two-backend variants run in-process in
+tests/cli/test_journal.py."""
 
 from __future__ import annotations
 
@@ -11,11 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from .both_backends import Cli, isolated_env, remote_cli
 from .both_backends import Serve as Served
-from .both_backends import cli as cli  # a fixture: each test on the local db and on serve
+from .both_backends import on_local as on_local  # a fixture: convrisk on a local database
+from .both_backends import over_serve as over_serve  # a fixture: convrisk against its own serve
 from .both_backends import serve as serve  # a fixture: one serve for the module
 from .console import CONVRISK, SAFETY_TIMEOUT, assert_loads_none_of
 
@@ -40,29 +41,31 @@ def ok(cli: Cli, *args: str, input: str | None = None, **env: str) -> str:
     return result.stdout
 
 
-def test_each_kind_of_write_records_before_after_and_outcome(cli: Cli) -> None:
-    path = journal_file(cli)
-    conv = ok(cli, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
-    ok(cli, "conv", "update", conv, "--mute", "-o", "id")
-    ok(cli, "conv", "delete", conv, "--yes", "-o", "id")
+def test_each_kind_of_write_records_before_after_and_outcome(over_serve: Cli) -> None:
+    path = journal_file(over_serve)
+    conv = ok(over_serve, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
+    ok(over_serve, "conv", "update", conv, "--mute", "-o", "id")
+    ok(over_serve, "conv", "delete", conv, "--yes", "-o", "id")
     risk = ok(
-        cli, "risk", "create", "--customer-id", "cus_1", "--profile-type", "moderate",
+        over_serve, "risk", "create", "--customer-id", "cus_1", "--profile-type", "moderate",
         "--score", "40", "-o", "id",
     ).strip()  # fmt: skip
     lines = "".join(json.dumps({"contact_id": f"c_{n}"}) + "\n" for n in range(3))
-    imported = [json.loads(line) for line in ok(cli, "conv", "import", "-", input=lines).split()]
+    imported = [
+        json.loads(line) for line in ok(over_serve, "conv", "import", "-", input=lines).split()
+    ]
     posted = json.loads(
-        ok(cli, "api", "/v1/risk-profiles/" + risk, "-X", "PUT", "-d", '{"score": 7}')
+        ok(over_serve, "api", "/v1/risk-profiles/" + risk, "-X", "PUT", "-d", '{"score": 7}')
     )
-    ok(cli, "api", "-X", "DELETE", f"/v1/risk-profiles/{risk}")
-    ok(cli, "conv", "list")  # a read: nothing journaled
+    ok(over_serve, "api", "-X", "DELETE", f"/v1/risk-profiles/{risk}")
+    ok(over_serve, "conv", "list")  # a read: nothing journaled
 
     made, updated, deleted, risk_made, *batch, put, api_delete = entries(path)
     assert (made["operation"], made["id"], made["before"]) == ("create", conv, None)
     assert made["after"]["contact_id"] == "c_1" and made["outcome"]["status"] == "ok"
     assert made["argv"][:3] == ["convrisk", "conv", "create"]
-    assert made["backend"] == cli.name and made["profile"] == "default"
-    assert made["target"] == (cli.serve.url if cli.serve else str(cli.db_path))
+    assert made["backend"] == over_serve.name and made["profile"] == "default"
+    assert made["target"] == (over_serve.serve.url if over_serve.serve else str(over_serve.db_path))
     assert updated["before"]["is_muted"] is False and updated["after"]["is_muted"] is True
     assert (deleted["operation"], deleted["after"]) == ("delete", None)
     assert deleted["before"]["is_muted"] is True
@@ -110,92 +113,94 @@ def test_remote_creates_journal_the_idempotency_key_they_sent(tmp_path: Path) ->
     assert code == 0, log
 
 
-def test_an_import_run_again_is_journaled_as_replayed(cli: Cli) -> None:
+def test_an_import_run_again_is_journaled_as_replayed(over_serve: Cli) -> None:
     lines = json.dumps({"contact_id": "c_9"}) + "\n"
-    ok(cli, "conv", "import", "-", input=lines)
-    ok(cli, "conv", "import", "-", input=lines)
-    first, again = entries(journal_file(cli))
+    ok(over_serve, "conv", "import", "-", input=lines)
+    ok(over_serve, "conv", "import", "-", input=lines)
+    first, again = entries(journal_file(over_serve))
     assert first["outcome"]["status"] == "ok" and again["outcome"]["status"] == "replayed"
     assert first["id"] == again["id"] and first["run"] != again["run"]
 
 
-def test_no_form_of_the_token_is_ever_journaled(cli: Cli) -> None:
+def test_no_form_of_the_token_is_ever_journaled(over_serve: Cli) -> None:
     """After every kind of write, with the token in the environment and in the data written
     (a field, a path, a body): the journal holds none of it, as it is or encoded."""
-    env = {"CONVRISK_TOKEN": cli.env.get("CONVRISK_TOKEN", LEAKED)}
+    env = {"CONVRISK_TOKEN": over_serve.env.get("CONVRISK_TOKEN", LEAKED)}
     token = env["CONVRISK_TOKEN"]
-    conv = ok(cli, "conv", "create", "--contact-id", token, "-o", "id", **env).strip()
-    ok(cli, "conv", "update", conv, "--pinned-message-id", token, **env)
-    ok(cli, "conv", "import", "-", input=json.dumps({"group_id": token}) + "\n", **env)
-    ok(cli, "api", "/v1/conversations", "-d", json.dumps({"contact_id": token}), **env)
-    cli.run("conv", "update", f"conv_{token}", "--mute", **env)  # refused, with the id echoed
-    ok(cli, "conv", "delete", conv, "--yes", **env)
-    text = journal_file(cli).read_text("utf-8")
+    conv = ok(over_serve, "conv", "create", "--contact-id", token, "-o", "id", **env).strip()
+    ok(over_serve, "conv", "update", conv, "--pinned-message-id", token, **env)
+    ok(over_serve, "conv", "import", "-", input=json.dumps({"group_id": token}) + "\n", **env)
+    ok(over_serve, "api", "/v1/conversations", "-d", json.dumps({"contact_id": token}), **env)
+    refused = ["conv", "update", f"conv_{token}", "--mute"]
+    over_serve.run(*refused, **env)  # refused, with the id echoed
+    ok(over_serve, "conv", "delete", conv, "--yes", **env)
+    text = journal_file(over_serve).read_text("utf-8")
     assert len(text.splitlines()) >= 5
     for form in (token, token.replace("-", "\\u002d"), token.replace("-", "%2D")):
         assert form not in text
     assert "***" in text
 
 
-def test_a_failed_write_is_journaled_and_a_refused_one_is_not(cli: Cli) -> None:
+def test_a_failed_write_is_journaled_and_a_refused_one_is_not(over_serve: Cli) -> None:
     missing = "conv_01HVZ8Q2K4M6P8R0T2V4X6Z8B0"
-    result = cli.run("conv", "update", missing, "--mute")
+    result = over_serve.run("conv", "update", missing, "--mute")
     assert result.returncode == 3, result.stderr
-    (failed,) = entries(journal_file(cli))
+    (failed,) = entries(journal_file(over_serve))
     assert (failed["operation"], failed["id"], failed["before"]) == ("update", missing, None)
     assert failed["outcome"]["status"] == "failed" and missing in failed["outcome"]["error"]
     # An id of another shape: refused before anything is done locally (no entry); sent to a
     # remote service, which refuses it (an entry, with its HTTP status).
-    refused = cli.run("conv", "update", "not-an-id", "--mute")
-    assert refused.returncode == (1 if cli.remote else 2), refused.stderr
-    after = entries(journal_file(cli))[1:]
-    if cli.remote:
+    refused = over_serve.run("conv", "update", "not-an-id", "--mute")
+    assert refused.returncode == (1 if over_serve.remote else 2), refused.stderr
+    after = entries(journal_file(over_serve))[1:]
+    if over_serve.remote:
         assert [e["outcome"]["http_status"] for e in after] == [400]
     else:
         assert after == []
 
 
-def test_with_the_journal_off_nothing_is_written(cli: Cli) -> None:
-    ok(cli, "conv", "create", "--contact-id", "c_1", CONVRISK_JOURNAL="off")
-    assert not journal_file(cli).parent.exists()
+def test_with_the_journal_off_nothing_is_written(over_serve: Cli) -> None:
+    ok(over_serve, "conv", "create", "--contact-id", "c_1", CONVRISK_JOURNAL="off")
+    assert not journal_file(over_serve).parent.exists()
 
 
-@pytest.mark.parametrize("unwritable", ["directory", "symlink", "under_a_file"])
 def test_a_journal_that_cannot_be_written_warns_once_and_the_writes_happen(
-    cli: Cli, tmp_path: Path, unwritable: str
+    over_serve: Cli, tmp_path: Path
 ) -> None:
+    # A symlink in the journal's place; a directory, or a file where its folder would be, and
+    # the local database, in-process in tests/cli/test_journal.py.
     path = tmp_path / "j" / "journal.jsonl"
     path.parent.mkdir()
-    if unwritable == "directory":
-        path.mkdir()
-    elif unwritable == "symlink":
-        (tmp_path / "elsewhere").write_text("")
-        path.symlink_to(tmp_path / "elsewhere")
-    else:
-        path = tmp_path / "j" / "a-file" / "journal.jsonl"
-        path.parent.write_text("")
-    made = cli.run("conv", "create", "--contact-id", "c_1", "-o", "id", CONVRISK_JOURNAL=str(path))
+    (tmp_path / "elsewhere").write_text("")
+    path.symlink_to(tmp_path / "elsewhere")
+    made = over_serve.run(
+        "conv", "create", "--contact-id", "c_1", "-o", "id", CONVRISK_JOURNAL=str(path)
+    )
     assert made.returncode == 0, made.stderr
     assert made.stdout.startswith("conv_")
     (warning,) = made.stderr.splitlines()
     assert warning.startswith("Warning: The journal was not written") and str(path) in warning
-    ids = [made.stdout.strip(), ok(cli, "conv", "create", "--contact-id", "c_2", "-o", "id")]
-    both = cli.run(
+    ids = [made.stdout.strip(), ok(over_serve, "conv", "create", "--contact-id", "c_2", "-o", "id")]
+    both = over_serve.run(
         "conv", "update", *[i.strip() for i in ids], "--mute", "-o", "id",
         CONVRISK_JOURNAL=str(path),
     )  # fmt: skip
     assert both.returncode == 0 and len(both.stdout.split()) == 2
     assert len(both.stderr.splitlines()) == 1  # one warning for the command, not one per write
-    assert cli.count("conversations") == 2
-    if unwritable == "symlink":
-        assert (tmp_path / "elsewhere").read_text() == ""
+    assert over_serve.count("conversations") == 2
+    assert (tmp_path / "elsewhere").read_text() == ""
 
 
-def test_a_full_disk_leaves_no_half_line_and_the_write_stands(cli: Cli, tmp_path: Path) -> None:
+def test_a_full_disk_leaves_no_half_line_and_the_write_stands(
+    on_local: Cli, tmp_path: Path
+) -> None:
     """The file size limit stands in for a full disk: the append fails (EFBIG), the journal is
-    cut back to where it was, the create is done, one warning."""
+    cut back to where it was, the create is done, one warning. A limit set on the process
+    itself, so here only: on the local database, where the same process writes the database
+    under it too; both backends, with the append made to fail in-process, in
+    tests/cli/test_journal.py."""
     path = tmp_path / "journal.jsonl"
-    ok(cli, "conv", "create", "--contact-id", "c_0", CONVRISK_JOURNAL=str(path))
+    ok(on_local, "conv", "create", "--contact-id", "c_0", CONVRISK_JOURNAL=str(path))
     # A journal larger than the database's files, so that only the journal meets the limit.
     path.write_bytes(path.read_bytes() * 4000)
     before = path.read_bytes()
@@ -206,7 +211,7 @@ def test_a_full_disk_leaves_no_half_line_and_the_write_stands(cli: Cli, tmp_path
 
     result = subprocess.run(
         [str(CONVRISK), "conv", "create", "--contact-id", "c_1", "-o", "id"],
-        env={**cli.env, "CONVRISK_JOURNAL": str(path)},
+        env={**on_local.env, "CONVRISK_JOURNAL": str(path)},
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -217,7 +222,7 @@ def test_a_full_disk_leaves_no_half_line_and_the_write_stands(cli: Cli, tmp_path
     (warning,) = result.stderr.splitlines()
     assert "The journal was not written" in warning and "too large" in warning.lower()
     assert path.read_bytes() == before
-    assert cli.store.conversations.retrieve(result.stdout.strip())["contact_id"] == "c_1"
+    assert on_local.store.conversations.retrieve(result.stdout.strip())["contact_id"] == "c_1"
 
 
 def test_a_remote_write_loads_no_sqlite(serve: Served, tmp_path: Path) -> None:
@@ -229,27 +234,28 @@ def test_a_remote_write_loads_no_sqlite(serve: Served, tmp_path: Path) -> None:
     assert len(entries(tmp_path / "state" / "convrisk" / "journal.jsonl")) == 1
 
 
-def test_the_journal_is_private(cli: Cli) -> None:
-    ok(cli, "conv", "create", "--contact-id", "c_1")
-    path = journal_file(cli)
+def test_the_journal_is_private(over_serve: Cli) -> None:
+    ok(over_serve, "conv", "create", "--contact-id", "c_1")
+    path = journal_file(over_serve)
     assert path.stat().st_mode & 0o777 == 0o600
     assert path.parent.stat().st_mode & 0o777 == 0o700
     assert sys.platform != "win32" and os.stat(path).st_uid == os.geteuid()
 
 
-def test_a_killed_import_loses_at_most_the_batch_in_flight(cli: Cli) -> None:
+def test_a_killed_import_loses_at_most_the_batch_in_flight(over_serve: Cli) -> None:
     """The journal is appended batch by batch as an import goes: killed at any point, every
     line it holds names a record that exists (but the last, which a kill in the middle of its
-    write may cut short), and at most one batch (256 records) was written without its lines."""
+    write may cut short), and at most one batch (256 records) was written without its lines.
+    A SIGKILL needs the real process: here only, against serve."""
     import signal
     import time
 
     count = 20_000
     records = "".join(json.dumps({"contact_id": f"c_{n}"}) + "\n" for n in range(count))
-    source = cli.home / "records.jsonl"
+    source = over_serve.home / "records.jsonl"
     source.write_text(records)
-    path = journal_file(cli)
-    proc = cli.popen("conv", "import", str(source))
+    path = journal_file(over_serve)
+    proc = over_serve.popen("conv", "import", str(source))
     deadline = time.monotonic() + SAFETY_TIMEOUT
     while proc.poll() is None and time.monotonic() < deadline:
         if path.exists() and path.stat().st_size > 0:
@@ -263,7 +269,7 @@ def test_a_killed_import_loses_at_most_the_batch_in_flight(cli: Cli) -> None:
     cut = [item for item in read_back if isinstance(item, Problem)]
     assert cut in ([], [Problem(path, len(read_back), "cut short (no end of line), skipped")])
     journaled = [entry["id"] for entry in read_back if not isinstance(entry, Problem)]
-    stored = {record["id"] for record in _every(cli.store.conversations)}
+    stored = {record["id"] for record in _every(over_serve.store.conversations)}
     assert journaled and set(journaled) <= stored and len(set(journaled)) == len(journaled)
     assert len(stored) - len(journaled) <= 256, (len(stored), len(journaled))
     print(f"killed after {len(stored)} of {count} records, {len(journaled)} journaled")

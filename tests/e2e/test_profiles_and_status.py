@@ -1,5 +1,6 @@
 """`config profiles`, `config use` and `status`: the installed convrisk, on the local database
-and against a `convrisk serve` subprocess."""
+and against a `convrisk serve` subprocess (status on both backends in-process, in
+tests/cli/test_profiles_and_status.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import json
 import tomllib
 from pathlib import Path
 
-from .both_backends import TOKEN, Cli, cli, local_cli  # noqa: F401
+from .both_backends import TOKEN, Cli, local_cli
+from .both_backends import over_serve as over_serve  # a fixture: convrisk against its own serve
 
 
 def config_of(local: Cli) -> Path:
@@ -111,23 +113,23 @@ def test_a_default_profile_the_file_lacks_is_exit_2_naming_it(tmp_path: Path) ->
     assert local.run("config", "profiles").returncode == 2
 
 
-def test_status_shows_the_backend_and_one_good_round_trip(cli: Cli) -> None:  # noqa: F811
-    result = cli.run("status", "-o", "json")
+def test_status_shows_the_backend_and_one_good_round_trip(over_serve: Cli) -> None:
+    result = over_serve.run("status", "-o", "json")
     assert result.returncode == 0, result.stderr
     shown = json.loads(result.stdout)
     assert shown["ok"] is True and shown["exit_code"] == 0 and shown["ms"] >= 0
     assert TOKEN not in result.stdout + result.stderr
-    if cli.remote:
-        assert cli.serve is not None
-        assert (shown["backend"], shown["base_url"]) == ("remote", cli.serve.url)
+    if over_serve.remote:
+        assert over_serve.serve is not None
+        assert (shown["backend"], shown["base_url"]) == ("remote", over_serve.serve.url)
         assert shown["token_source"] == "CONVRISK_TOKEN"
     else:
         assert (shown["backend"], shown["db"], shown["token_source"]) == (
             "local",
-            str(cli.db_path),
+            str(over_serve.db_path),
             None,
         )
-    table = cli.run("status")
+    table = over_serve.run("status")
     assert table.returncode == 0
     lines = table.stdout.splitlines()
     assert [line.split()[0] for line in lines] == [
@@ -141,18 +143,20 @@ def test_status_shows_the_backend_and_one_good_round_trip(cli: Cli) -> None:  # 
     assert lines[4].startswith("service  ok (")
 
 
-def test_status_with_a_refused_token_exits_4_and_never_shows_it(cli: Cli) -> None:  # noqa: F811
-    if not cli.remote:
-        broken = cli.run("status", "-o", "json", CONVRISK_DB=str(cli.home / "no" / "x.db"))
+def test_status_with_a_refused_token_exits_4_and_never_shows_it(over_serve: Cli) -> None:
+    if not over_serve.remote:
+        broken = over_serve.run(
+            "status", "-o", "json", CONVRISK_DB=str(over_serve.home / "no" / "x.db")
+        )
         assert broken.returncode == 2  # a database folder that does not exist
         return
-    result = cli.run("status", "-o", "json", CONVRISK_TOKEN="wrong-token-1234567890")
+    result = over_serve.run("status", "-o", "json", CONVRISK_TOKEN="wrong-token-1234567890")
     assert result.returncode == 4
     shown = json.loads(result.stdout)
     assert (shown["ok"], shown["exit_code"]) == (False, 4)
     assert shown["error"]["status"] == 401
     assert "wrong-token" not in result.stdout + result.stderr
-    table = cli.run("status", CONVRISK_TOKEN="wrong-token-1234567890")
+    table = over_serve.run("status", CONVRISK_TOKEN="wrong-token-1234567890")
     assert table.returncode == 4 and "failed, exit code 4" in table.stdout
 
 

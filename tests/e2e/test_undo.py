@@ -1,6 +1,8 @@
-"""`convrisk undo` after real writes, through the installed script on both backends (issue 19):
-a create, an update, a delete and a 1,000-record import each put back by `undo --last`,
-checked record by record; an entry undone twice; what undo itself writes to the journal."""
+"""`convrisk undo` after real writes, through the installed script against `convrisk serve`
+(issue 19): a create, an update, a delete and a 1,000-record import each put back by `undo
+--last`, checked record by record; an entry undone twice; what undo itself writes to the
+journal. The variants (both resources, the local database too) run in-process at the end of
+tests/cli/test_undo.py."""
 
 from __future__ import annotations
 
@@ -9,16 +11,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from convrisk.api_client.resources import RESOURCES
 from convrisk.cli import journal
 
-from .both_backends import Cli, cli, isolated_env  # noqa: F401
+from .both_backends import Cli, isolated_env
+from .both_backends import over_serve as over_serve  # a fixture: convrisk against its own serve
 from .console import SAFETY_TIMEOUT, on_a_terminal, read_until, run
 
 
-def journaled(cli: Cli) -> Path:  # noqa: F811
+def journaled(cli: Cli) -> Path:
     """Point the journal into the test's folder; its path."""
     path = cli.home / "journal.jsonl"
     cli.env["CONVRISK_JOURNAL"] = str(path)
@@ -32,14 +33,14 @@ def entries(path: Path) -> list[journal.Entry]:
     return read  # type: ignore[return-value]
 
 
-def ok(cli: Cli, *args: str, input: str | None = None) -> str:  # noqa: F811
+def ok(cli: Cli, *args: str, input: str | None = None) -> str:
     """Run convrisk, which must succeed; its stdout."""
     result = cli.run(*args, input=input)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
 
-def record(cli: Cli, resource: str, id: str) -> dict[str, Any] | None:  # noqa: F811
+def record(cli: Cli, resource: str, id: str) -> dict[str, Any] | None:
     """A record as the database holds it, or None when it is gone."""
     from convrisk.api_client.errors import NotFoundError
 
@@ -54,95 +55,56 @@ def settable(resource: str, row: dict[str, Any]) -> dict[str, Any]:
     return {f.name: row.get(f.name) for f in RESOURCES[resource].writable()}  # type: ignore[index]
 
 
-def test_undo_of_a_create_removes_the_record(cli: Cli) -> None:  # noqa: F811
-    journaled(cli)
-    id = ok(cli, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
-    [row] = json.loads(ok(cli, "undo", "--last", "-o", "json"))
+def test_undo_of_a_create_removes_the_record(over_serve: Cli) -> None:
+    journaled(over_serve)
+    id = ok(over_serve, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
+    [row] = json.loads(ok(over_serve, "undo", "--last", "-o", "json"))
     assert (row["operation"], row["id"], row["status"]) == ("delete", id, "undone")
-    assert record(cli, "conversations", id) is None
+    assert record(over_serve, "conversations", id) is None
 
 
-@pytest.mark.parametrize(
-    ("group", "resource", "make", "change"),
-    [
-        (
-            "conv",
-            "conversations",
-            ["--contact-id", "c_1"],
-            ["--mute", "--pin", "--pinned-message-id", "m_1", "--archived-at", "1700000000"],
-        ),
-        (
-            "risk",
-            "risk_profiles",
-            ["--customer-id", "cus_1", "--profile-type", "moderate", "--score", "72",
-             "--details", '{"a": [1, 2]}'],
-            ["--profile-type", "aggressive", "--score", "9.5", "--details", '{"b": null}'],
-        ),
-    ],
-)  # fmt: skip
-def test_undo_of_an_update_puts_every_field_back(
-    cli: Cli,  # noqa: F811
-    group: str,
-    resource: str,
-    make: list[str],
-    change: list[str],
-) -> None:
-    journaled(cli)
-    id = ok(cli, group, "create", *make, "-o", "id").strip()
-    before = record(cli, resource, id)
-    ok(cli, group, "update", id, *change)
-    assert record(cli, resource, id) != before
-    [row] = json.loads(ok(cli, "undo", "--last", "-o", "json"))
+def test_undo_of_an_update_puts_every_field_back(over_serve: Cli) -> None:
+    # A conversation, every settable field changed; a risk profile, and the local database, in
+    # tests/cli/test_undo.py.
+    group, resource = "conv", "conversations"
+    make = ["--contact-id", "c_1"]
+    change = ["--mute", "--pin", "--pinned-message-id", "m_1", "--archived-at", "1700000000"]
+    journaled(over_serve)
+    id = ok(over_serve, group, "create", *make, "-o", "id").strip()
+    before = record(over_serve, resource, id)
+    ok(over_serve, group, "update", id, *change)
+    assert record(over_serve, resource, id) != before
+    [row] = json.loads(ok(over_serve, "undo", "--last", "-o", "json"))
     assert (row["operation"], row["id"]) == ("update", id)
-    after = record(cli, resource, id)
+    after = record(over_serve, resource, id)
     assert after is not None and before is not None
     for name in RESOURCES[resource].names():  # type: ignore[index]
         if name != "updated_at":  # the undo is an update: the service moves its time
             assert after[name] == before[name], name
 
 
-@pytest.mark.parametrize(
-    ("group", "resource", "make", "change", "writes"),
-    [
-        (
-            "conv",
-            "conversations",
-            ["--group-id", "g_1"],
-            ["--mute", "--archived-at", "1700000000"],
-            ["create", "update"],  # a create does not take is_muted or archived_at
-        ),
-        (
-            "risk",
-            "risk_profiles",
-            ["--customer-id", "cus_1", "--profile-type", "moderate", "--score", "72"],
-            ["--details", '{"x": [1, {"y": null}]}'],
-            ["create"],
-        ),
-    ],
-)
-def test_undo_of_a_delete_makes_a_new_record_with_the_old_fields(
-    cli: Cli,  # noqa: F811
-    group: str,
-    resource: str,
-    make: list[str],
-    change: list[str],
-    writes: list[str],
-) -> None:
-    path = journaled(cli)
-    old = ok(cli, group, "create", *make, "-o", "id").strip()
-    ok(cli, group, "update", old, *change)
-    before = record(cli, resource, old)
+def test_undo_of_a_delete_makes_a_new_record_with_the_old_fields(over_serve: Cli) -> None:
+    # A conversation, whose fields a create does not take are set by an update after it; a risk
+    # profile, and the local database, in tests/cli/test_undo.py.
+    group, resource = "conv", "conversations"
+    make = ["--group-id", "g_1"]
+    change = ["--mute", "--archived-at", "1700000000"]
+    writes = ["create", "update"]  # a create does not take is_muted or archived_at
+    path = journaled(over_serve)
+    old = ok(over_serve, group, "create", *make, "-o", "id").strip()
+    ok(over_serve, group, "update", old, *change)
+    before = record(over_serve, resource, old)
     assert before is not None
-    ok(cli, group, "delete", old, "--yes")
+    ok(over_serve, group, "delete", old, "--yes")
     deleted = entries(path)[-1]
-    result = cli.run("undo", "--last")
+    result = over_serve.run("undo", "--last")
     assert result.returncode == 0, result.stderr
     [line] = result.stdout.splitlines()
     new = line.split()[1]
     assert line.startswith(f"create {new} in place of {old}: ")
     assert line.endswith(f"(undoes {deleted['entry']})")
-    made = record(cli, resource, new)
-    assert new != old and made is not None and record(cli, resource, old) is None
+    made = record(over_serve, resource, new)
+    assert new != old and made is not None and record(over_serve, resource, old) is None
     assert settable(resource, made) == settable(resource, before)
     # The journal says which old id the new record stands for, and which entry it undoes.
     undoing = [e for e in entries(path) if e.get("undoes") == deleted["entry"]]
@@ -150,88 +112,88 @@ def test_undo_of_a_delete_makes_a_new_record_with_the_old_fields(
     assert all(e["id"] == new and e.get("stands_for") == old for e in undoing)
 
 
-def test_a_dry_run_of_undoing_a_delete_names_the_old_id_not_none(cli: Cli) -> None:  # noqa: F811
-    path = journaled(cli)
-    old = ok(cli, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
-    ok(cli, "conv", "delete", old, "--yes")
+def test_a_dry_run_of_undoing_a_delete_names_the_old_id_not_none(over_serve: Cli) -> None:
+    path = journaled(over_serve)
+    old = ok(over_serve, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
+    ok(over_serve, "conv", "delete", old, "--yes")
     deleted = entries(path)[-1]
-    line = ok(cli, "undo", "--last", "--dry-run")
+    line = ok(over_serve, "undo", "--last", "--dry-run")
     assert line.startswith(f"would create a new record in place of {old}: "), line
     [planned] = [
-        json.loads(x) for x in ok(cli, "undo", "--last", "--dry-run", "-o", "jsonl").split()
+        json.loads(x) for x in ok(over_serve, "undo", "--last", "--dry-run", "-o", "jsonl").split()
     ]
     # The old id is what the new record stands for, not the id it will have.
     assert (planned["id"], planned["stands_for"]) == (None, old)
     assert planned["entry"] == deleted["entry"]
-    assert ok(cli, "undo", "--last", "--dry-run", "-o", "id") == ""
+    assert ok(over_serve, "undo", "--last", "--dry-run", "-o", "id") == ""
 
 
 def test_undo_last_after_an_api_write_refuses_it_and_leaves_the_older_command_alone(
-    cli: Cli,  # noqa: F811
+    over_serve: Cli,
 ) -> None:
-    path = journaled(cli)
+    path = journaled(over_serve)
     made = ["--customer-id", "cus_1", "--profile-type", "moderate", "--score", "5"]
-    kept = ok(cli, "risk", "create", *made, "-o", "id").strip()
-    ok(cli, "risk", "update", kept, "--score", "9")  # meant
-    gone = ok(cli, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
-    ok(cli, "api", "-X", "DELETE", f"/v1/conversations/{gone}")  # the mistake
+    kept = ok(over_serve, "risk", "create", *made, "-o", "id").strip()
+    ok(over_serve, "risk", "update", kept, "--score", "9")  # meant
+    gone = ok(over_serve, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
+    ok(over_serve, "api", "-X", "DELETE", f"/v1/conversations/{gone}")  # the mistake
     api = entries(path)[-1]
-    result = cli.run("undo", "--last")
+    result = over_serve.run("undo", "--last")
     # The last command that wrote is the `api` one: undo says it cannot put it back, and does
     # not reach past it to undo the update before it.
     assert result.returncode == 1, result.stderr
     assert f"{api['entry']}: an `api` request (DELETE /v1/conversations/{gone})" in result.stderr
     assert result.stdout == ""
-    now = record(cli, "risk_profiles", kept)
+    now = record(over_serve, "risk_profiles", kept)
     assert now is not None and now["score"] == 9
     assert not any(e.get("undoes") for e in entries(path))
 
 
-def test_an_entry_undone_twice_is_refused_the_second_time(cli: Cli) -> None:  # noqa: F811
-    path = journaled(cli)
-    id = ok(cli, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
+def test_an_entry_undone_twice_is_refused_the_second_time(over_serve: Cli) -> None:
+    path = journaled(over_serve)
+    id = ok(over_serve, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
     created = entries(path)[-1]
-    ok(cli, "undo", created["entry"])
+    ok(over_serve, "undo", created["entry"])
     undone = entries(path)[-1]
     assert (undone["operation"], undone["id"], undone.get("undoes")) == (
         "delete",
         id,
         created["entry"],
     )
-    again = cli.run("undo", created["entry"])
+    again = over_serve.run("undo", created["entry"])
     assert again.returncode == 1
     assert f"{created['entry']}: already undone by {undone['entry']}." in again.stderr
     # and --last passes over both: nothing else was written here.
-    last = cli.run("undo", "--last")
+    last = over_serve.run("undo", "--last")
     assert last.returncode == 1 and "Nothing to undo" in last.stderr
 
 
 def test_a_record_journaled_with_the_token_hidden_is_not_put_back_as_stars(
-    cli: Cli,  # noqa: F811
+    over_serve: Cli,
 ) -> None:
     # The journal hides the token wherever it stands, in the records too: a record that holds
     # the token's text is journaled with `***` in its place. Undo must not write that back.
-    path = journaled(cli)
-    token = cli.env.get("CONVRISK_TOKEN") or "moderate"
-    cli.env["CONVRISK_TOKEN"] = token
+    path = journaled(over_serve)
+    token = over_serve.env.get("CONVRISK_TOKEN") or "moderate"
+    over_serve.env["CONVRISK_TOKEN"] = token
     made = ["--customer-id", token, "--profile-type", "moderate", "--score", "50"]
-    old = ok(cli, "risk", "create", *made, "-o", "id").strip()
-    ok(cli, "risk", "delete", old, "--yes")
+    old = ok(over_serve, "risk", "create", *made, "-o", "id").strip()
+    ok(over_serve, "risk", "delete", old, "--yes")
     deleted = entries(path)[-1]
     assert deleted["before"] is not None and deleted["before"]["customer_id"] == "***"
     assert deleted.get("redacted") is True
-    result = cli.run("undo", "--last")
+    result = over_serve.run("undo", "--last")
     assert result.returncode == 1, result.stdout
     assert f"{deleted['entry']}: the journal holds {old} with the token's text hidden" in (
         result.stderr
     )
-    assert result.stdout == "" and cli.count("risk_profiles") == 0
+    assert result.stdout == "" and over_serve.count("risk_profiles") == 0
     assert all(not e.get("undoes") for e in entries(path))
 
 
-def test_undo_of_a_1000_record_import_puts_the_store_back(cli: Cli) -> None:  # noqa: F811
-    journaled(cli)
-    store = cli.store.conversations
+def test_undo_of_a_1000_record_import_puts_the_store_back(over_serve: Cli) -> None:
+    journaled(over_serve)
+    store = over_serve.store.conversations
     kept: list[dict[str, Any]] = [dict(store.create({"contact_id": f"c_{n}"})) for n in range(300)]
     for row in kept[::3]:
         store.update(row["id"], {"is_muted": True})
@@ -241,22 +203,22 @@ def test_undo_of_a_1000_record_import_puts_the_store_back(cli: Cli) -> None:  # 
         for n, row in enumerate(kept)
     ]
     lines += [json.dumps({"group_id": f"g_{n}"}) for n in range(700)]
-    ok(cli, "conv", "import", "-", input="\n".join(lines) + "\n")
-    assert cli.count("conversations") == 1000
+    ok(over_serve, "conv", "import", "-", input="\n".join(lines) + "\n")
+    assert over_serve.count("conversations") == 1000
     started = time.perf_counter()
-    result = cli.run("undo", "--last", "-o", "jsonl")
+    result = over_serve.run("undo", "--last", "-o", "jsonl")
     took = time.perf_counter() - started
     assert result.returncode == 0, result.stderr
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     assert len(rows) == 1000 and {r["status"] for r in rows} == {"undone"}
-    now = {row["id"]: dict(row) for row in _every(cli)}
+    now = {row["id"]: dict(row) for row in _every(over_serve)}
     assert now.keys() == earlier.keys()  # the 700 created are gone, nothing else is
     for id, was in earlier.items():
         assert now[id] == was, id  # field by field, times included
-    print(f"undo of a 1,000-record import ({cli.name}): {took:.2f} s")
+    print(f"undo of a 1,000-record import ({over_serve.name}): {took:.2f} s")
 
 
-def _every(cli: Cli) -> list[dict[str, Any]]:  # noqa: F811
+def _every(cli: Cli) -> list[dict[str, Any]]:
     """Every conversation the database holds (at most 100,000)."""
     rows: list[dict[str, Any]] = []
     cursor = None
@@ -269,94 +231,99 @@ def _every(cli: Cli) -> list[dict[str, Any]]:  # noqa: F811
     raise AssertionError("more than 100,000 conversations")
 
 
-def test_undo_is_refused_on_a_read_only_profile(cli: Cli) -> None:  # noqa: F811
-    journaled(cli)
-    id = ok(cli, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
-    ok(cli, "config", "set", "read_only", "true")
-    result = cli.run("undo", "--last")
+def test_undo_is_refused_on_a_read_only_profile(over_serve: Cli) -> None:
+    journaled(over_serve)
+    id = ok(over_serve, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
+    ok(over_serve, "config", "set", "read_only", "true")
+    result = over_serve.run("undo", "--last")
     assert result.returncode == 2
     assert "The profile 'default' is read-only" in result.stderr
-    assert record(cli, "conversations", id) is not None
+    assert record(over_serve, "conversations", id) is not None
     # --dry-run writes nothing: it is allowed, and shows what undo would do.
-    planned = cli.run("undo", "--last", "--dry-run")
+    planned = over_serve.run("undo", "--last", "--dry-run")
     assert planned.returncode == 0, planned.stderr
     assert planned.stdout.startswith(f"would delete {id} ")
 
 
-def test_undo_on_a_protected_profile_needs_yes_without_a_terminal(cli: Cli) -> None:  # noqa: F811
-    path = journaled(cli)
-    ids = ok(cli, "conv", "import", "-", input='{"contact_id": "a"}\n{"contact_id": "b"}\n')
-    ok(cli, "config", "set", "protected", "true")
-    refused = cli.run("undo", "--last")
+def test_undo_on_a_protected_profile_needs_yes_without_a_terminal(over_serve: Cli) -> None:
+    path = journaled(over_serve)
+    ids = ok(over_serve, "conv", "import", "-", input='{"contact_id": "a"}\n{"contact_id": "b"}\n')
+    ok(over_serve, "config", "set", "protected", "true")
+    refused = over_serve.run("undo", "--last")
     assert refused.returncode == 2 and "Pass --yes" in refused.stderr
-    assert cli.count("conversations") == 2
+    assert over_serve.count("conversations") == 2
     before = len(entries(path))
-    done = cli.run("undo", "--last", "--yes")
+    done = over_serve.run("undo", "--last", "--yes")
     assert done.returncode == 0, done.stderr
     assert "Protected profile 'default'" in done.stderr and ": 2 records." in done.stderr
-    assert cli.count("conversations") == 0 and len(ids.splitlines()) == 2
+    assert over_serve.count("conversations") == 0 and len(ids.splitlines()) == 2
     assert len(entries(path)) == before + 2  # the two deletes, journaled
 
 
-def test_max_affected_and_dry_run_write_nothing(cli: Cli) -> None:  # noqa: F811
-    path = journaled(cli)
+def test_max_affected_and_dry_run_write_nothing(over_serve: Cli) -> None:
+    path = journaled(over_serve)
     lines = "".join(f'{{"contact_id": "c_{n}"}}\n' for n in range(5))
-    ok(cli, "conv", "import", "-", input=lines)
+    ok(over_serve, "conv", "import", "-", input=lines)
     written = len(entries(path))
-    over = cli.run("undo", "--last", "--max-affected", "4")
+    over = over_serve.run("undo", "--last", "--max-affected", "4")
     assert over.returncode == 2
     assert "5 records, more than --max-affected 4; nothing was sent." in over.stderr
-    planned = cli.run("undo", "--last", "--dry-run", "-o", "jsonl")
+    planned = over_serve.run("undo", "--last", "--dry-run", "-o", "jsonl")
     assert planned.returncode == 0, planned.stderr
     assert [json.loads(line)["status"] for line in planned.stdout.splitlines()] == ["planned"] * 5
-    assert cli.count("conversations") == 5 and len(entries(path)) == written
-    ok(cli, "undo", "--last", "--max-affected", "5")
-    assert cli.count("conversations") == 0
+    assert over_serve.count("conversations") == 5 and len(entries(path)) == written
+    ok(over_serve, "undo", "--last", "--max-affected", "5")
+    assert over_serve.count("conversations") == 0
 
 
-def test_a_record_changed_since_is_named_and_kept_unless_forced(cli: Cli) -> None:  # noqa: F811
-    journaled(cli)
-    id = ok(cli, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
-    ok(cli, "conv", "update", id, "--pin")  # the last command: undo it, then the create
-    ok(cli, "undo", "--last")
-    ok(cli, "conv", "update", id, "--mute")
-    ok(cli, "undo", "--last")
-    ok(cli, "conv", "update", id, "--archive")  # and not undone: the create is refused
-    journal_entries = entries(cli.home / "journal.jsonl")
+def test_a_record_changed_since_is_named_and_kept_unless_forced(over_serve: Cli) -> None:
+    journaled(over_serve)
+    id = ok(over_serve, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
+    ok(over_serve, "conv", "update", id, "--pin")  # the last command: undo it, then the create
+    ok(over_serve, "undo", "--last")
+    ok(over_serve, "conv", "update", id, "--mute")
+    ok(over_serve, "undo", "--last")
+    ok(over_serve, "conv", "update", id, "--archive")  # and not undone: the create is refused
+    journal_entries = entries(over_serve.home / "journal.jsonl")
     create = next(e for e in journal_entries if e["operation"] == "create")
-    refused = cli.run("undo", create["entry"])
+    refused = over_serve.run("undo", create["entry"])
     assert refused.returncode == 1
     assert f"{create['entry']}: {id} changed since it was created (archived_at)" in refused.stderr
-    assert record(cli, "conversations", id) is not None
-    ok(cli, "undo", create["entry"], "--force")
-    assert record(cli, "conversations", id) is None
+    assert record(over_serve, "conversations", id) is not None
+    ok(over_serve, "undo", create["entry"], "--force")
+    assert record(over_serve, "conversations", id) is None
 
 
-def test_unknown_entries_and_entries_written_elsewhere_are_usage_errors(cli: Cli) -> None:  # noqa: F811
-    path = journaled(cli)
-    here = ok(cli, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
-    elsewhere = isolated_env(cli.home / "other", CONVRISK_DB=str(cli.home / "other.db"))
+def test_unknown_entries_and_entries_written_elsewhere_are_usage_errors(over_serve: Cli) -> None:
+    path = journaled(over_serve)
+    here = ok(over_serve, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
+    elsewhere = isolated_env(
+        over_serve.home / "other", CONVRISK_DB=str(over_serve.home / "other.db")
+    )
     made = run({**elsewhere, "CONVRISK_JOURNAL": str(path)}, "conv", "create", "--group-id", "g")
     assert made.returncode == 0, made.stderr
     there = entries(path)[-1]
-    refused = cli.run("undo", entries(path)[0]["entry"], there["entry"])
+    refused = over_serve.run("undo", entries(path)[0]["entry"], there["entry"])
     assert refused.returncode == 2
-    assert f"{there['entry']} (profile default (local {cli.home / 'other.db'}))" in refused.stderr
-    unknown = cli.run("undo", "j_000000000000abcdef")
+    assert (
+        f"{there['entry']} (profile default (local {over_serve.home / 'other.db'}))"
+        in refused.stderr
+    )
+    unknown = over_serve.run("undo", "j_000000000000abcdef")
     assert unknown.returncode == 2 and "No entry j_000000000000abcdef" in unknown.stderr
-    assert record(cli, "conversations", here) is not None
+    assert record(over_serve, "conversations", here) is not None
     # --last passes over the other database's command: it undoes the create made here.
-    ok(cli, "undo", "--last")
-    assert record(cli, "conversations", here) is None
+    ok(over_serve, "undo", "--last")
+    assert record(over_serve, "conversations", here) is None
 
 
-def test_undo_on_a_protected_profile_asks_for_the_count_on_a_terminal(cli: Cli) -> None:  # noqa: F811
+def test_undo_on_a_protected_profile_asks_for_the_count_on_a_terminal(over_serve: Cli) -> None:
     import os
 
-    journaled(cli)
-    ok(cli, "conv", "import", "-", input='{"contact_id": "a"}\n{"contact_id": "b"}\n')
-    ok(cli, "config", "set", "protected", "true")
-    child, fd = on_a_terminal(cli.env, "undo", "--last")
+    journaled(over_serve)
+    ok(over_serve, "conv", "import", "-", input='{"contact_id": "a"}\n{"contact_id": "b"}\n')
+    ok(over_serve, "config", "set", "protected", "true")
+    child, fd = on_a_terminal(over_serve.env, "undo", "--last")
     try:
         asked = read_until(fd, b"to undo journal entries")
         assert b"Type the number of records (2)" in asked
@@ -368,17 +335,17 @@ def test_undo_on_a_protected_profile_asks_for_the_count_on_a_terminal(cli: Cli) 
         if child.poll() is None:
             child.kill()
             child.wait(timeout=SAFETY_TIMEOUT)
-    assert cli.count("conversations") == 0
+    assert over_serve.count("conversations") == 0
 
 
-def test_as_curl_prints_the_check_and_the_write_and_sends_nothing(cli: Cli) -> None:  # noqa: F811
-    path = journaled(cli)
-    kept = ok(cli, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
-    gone = ok(cli, "conv", "create", "--group-id", "g_1", "-o", "id").strip()
-    ok(cli, "conv", "delete", gone, "--yes")
-    ok(cli, "config", "set", "read_only", "true")  # printing a request is not a write
+def test_as_curl_prints_the_check_and_the_write_and_sends_nothing(over_serve: Cli) -> None:
+    path = journaled(over_serve)
+    kept = ok(over_serve, "conv", "create", "--contact-id", "c_1", "-o", "id").strip()
+    gone = ok(over_serve, "conv", "create", "--group-id", "g_1", "-o", "id").strip()
+    ok(over_serve, "conv", "delete", gone, "--yes")
+    ok(over_serve, "config", "set", "read_only", "true")  # printing a request is not a write
     written = entries(path)
-    result = cli.run("undo", "--last", "3", "--as-curl")
+    result = over_serve.run("undo", "--last", "3", "--as-curl")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     # Each write after the read that checks its record, right before it.
@@ -400,5 +367,7 @@ def test_as_curl_prints_the_check_and_the_write_and_sends_nothing(cli: Cli) -> N
     assert lines[3].split()[3].endswith(f"/v1/conversations/{kept}")
     assert "4 requests printed as curl command lines; nothing was sent." in result.stderr
     assert entries(path) == written
-    assert record(cli, "conversations", kept) is not None
-    assert record(cli, "conversations", gone) is None and cli.count("conversations") == 1
+    assert record(over_serve, "conversations", kept) is not None
+    assert (
+        record(over_serve, "conversations", gone) is None and over_serve.count("conversations") == 1
+    )
