@@ -33,10 +33,7 @@ class Shown:
 
     def text(self) -> list[str]:
         """The screen's lines, trailing spaces and trailing empty lines removed."""
-        shown = [line.rstrip() for line in self.screen.display]
-        while shown and not shown[-1]:
-            shown.pop()
-        return shown
+        return text_of(self.screen)
 
 
 def show(
@@ -70,9 +67,22 @@ def show(
         out.flush()
         err.flush()
     output = written.getvalue()
+    return Shown(code, output, played(output, columns))
+
+
+def played(output: bytes, columns: int) -> pyte.Screen:
+    """A screen `columns` wide that was shown `output` (line breaks as a terminal passes them)."""
     screen = pyte.Screen(columns, SCREEN_LINES)
     pyte.ByteStream(screen).feed(output.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"))
-    return Shown(code, output, screen)
+    return screen
+
+
+def text_of(screen: pyte.Screen) -> list[str]:
+    """A screen's lines, trailing spaces and trailing empty lines removed."""
+    shown = [line.rstrip() for line in screen.display]
+    while shown and not shown[-1]:
+        shown.pop()
+    return shown
 
 
 def on_screen(
