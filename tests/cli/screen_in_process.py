@@ -40,11 +40,13 @@ def show(
     monkeypatch: pytest.MonkeyPatch,
     *args: str,
     columns: int,
+    lines: int = SCREEN_LINES,
     input: str = "",
     terminals: Iterable[str] = ("stdin", "stdout", "stderr"),
     **env: str,
 ) -> Shown:
-    """Run `convrisk ARGS` on a terminal `columns` wide (and `env` set for the run)."""
+    """Run `convrisk ARGS` on a terminal `columns` wide and `lines` high (and `env` set for the
+    run)."""
     written = io.BytesIO()
     out = io.TextIOWrapper(written, encoding="utf-8", write_through=True)
     err = io.TextIOWrapper(written, encoding="utf-8", errors="backslashreplace", write_through=True)
@@ -67,12 +69,12 @@ def show(
         out.flush()
         err.flush()
     output = written.getvalue()
-    return Shown(code, output, played(output, columns))
+    return Shown(code, output, played(output, columns, lines))
 
 
-def played(output: bytes, columns: int) -> pyte.Screen:
+def played(output: bytes, columns: int, lines: int = SCREEN_LINES) -> pyte.Screen:
     """A screen `columns` wide that was shown `output` (line breaks as a terminal passes them)."""
-    screen = pyte.Screen(columns, SCREEN_LINES)
+    screen = pyte.Screen(columns, lines)
     pyte.ByteStream(screen).feed(output.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"))
     return screen
 
@@ -86,9 +88,14 @@ def text_of(screen: pyte.Screen) -> list[str]:
 
 
 def on_screen(
-    monkeypatch: pytest.MonkeyPatch, *args: str, columns: int, expect: int = 0, **env: str
+    monkeypatch: pytest.MonkeyPatch,
+    *args: str,
+    columns: int,
+    lines: int = SCREEN_LINES,
+    expect: int = 0,
+    **env: str,
 ) -> list[str]:
     """The lines `convrisk ARGS` shows on a terminal `columns` wide; it must exit `expect`."""
-    shown = show(monkeypatch, *args, columns=columns, **env)
+    shown = show(monkeypatch, *args, columns=columns, lines=lines, **env)
     assert shown.code == expect, f"exit {shown.code}\n{shown.output.decode(errors='replace')}"
     return shown.text()

@@ -38,6 +38,8 @@ def test_api_hides_a_token_echoed_json_escaped_or_percent_encoded(
         assert body["error"]["message"].count("***") == len(token_echoes(TOKEN))
         lines = (result.stdout + result.stderr).splitlines()
     else:
-        lines = on_screen(monkeypatch, "api", "/v1/conversations", columns=1000, expect=1)
+        lines = on_screen(
+            monkeypatch, "api", "/v1/conversations", columns=1000, lines=100, expect=1
+        )
     assert_nothing_forged(lines)
     assert TOKEN not in "".join(lines).replace("\\u", "").replace("%", "")

@@ -442,6 +442,7 @@ class InterruptedPages(SlowPages):
     the page after the 30th conversation is asked for (pages are read one ahead of printing:
     by then 20 conversations are on the screen, as when the e2e test presses it)."""
 
+    delay: ClassVar[float] = 0.01  # the page Ctrl-C comes at is fixed: no need to wait longer
     pressed: ClassVar[bool] = False  # once: that page may be asked for again, after the run
 
     def do_GET(self) -> None:
