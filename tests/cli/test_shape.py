@@ -1,13 +1,20 @@
 """cli/shape.py and the printer's JqSink in-process: streaming page by page, nothing from an
-incomplete document, the field checks, and what jq is given."""
+incomplete document, the field checks, and what jq is given; and the variants of
+tests/e2e/test_shape.py (each behaviour on the local database and over HTTP, every format)."""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from convrisk.api_client import Client
 from convrisk.api_client.records import Conversation, Page
 from convrisk.cli import iostreams, jq_sink
 from convrisk.cli.errors import JqFailed, UsageProblem
@@ -15,6 +22,20 @@ from convrisk.cli.kinds import DELETIONS
 from convrisk.cli.output import Printer
 from convrisk.cli.resource_kinds import CONVERSATIONS
 from convrisk.cli.shape import FieldChoice, JqProgram, Shape, make_shape, select
+from convrisk.local_backend.store import LocalBackend
+from tests.cli.conftest import Backends, Invoke, Result
+from tests.cli.run_with_env import Runs
+from tests.e2e.test_shape import (
+    CONV_FIELDS,
+    DOCUMENT_PROGRAMS,
+    EACH_PROGRAMS,
+    ESC_GROUP,
+    _record_path,
+    lines,
+    seed,
+    seed_profile,
+)
+from tests.local_backend.varied import fill_varied
 
 KNOWN = tuple(column.key for column in CONVERSATIONS.columns)
 
@@ -239,3 +260,300 @@ def test_jq_given_the_json_text_prints_exactly_what_it_prints_given_the_records(
     from_records = run(as_text=False)
     assert from_records[0] or program == "empty"
     assert run(as_text=True) == from_records
+
+
+# -- the variants of tests/e2e/test_shape.py: each behaviour on both backends, every format ------
+
+
+@dataclass
+class Shaped:
+    """convrisk in-process on one backend (`either`), and a Python client on the same database
+    to seed it."""
+
+    runs: Runs
+    client: Client
+
+    def run(self, *args: str, stdin: str | None = None, **env: str) -> Result:
+        """Run `convrisk ARGS` with `env` for this run; never raises on failure."""
+        return self.runs.run(*args, stdin=stdin, **env)
+
+    def ok(self, *args: str, stdin: str | None = None, **env: str) -> str:
+        """stdout of a run that must succeed."""
+        return self.runs.ok(*args, stdin=stdin, **env)
+
+    def count(self, resource: str = "conversations") -> int:
+        """How many records of a resource exist now."""
+        target = getattr(self.client, resource)
+        return sum(len(page["data"]) for page in target.iter_pages({}, limit=None))
+
+
+@pytest.fixture
+def shaped(either: Backends, backend: LocalBackend, monkeypatch: pytest.MonkeyPatch) -> Shaped:
+    """Each test once on the local database, once over HTTP against an in-process serve of it."""
+    return Shaped(Runs(either.invoke, monkeypatch), Client(backend))
+
+
+def test_fields_choose_and_order_the_columns_of_tsv_and_csv(shaped: Shaped) -> None:
+    first, second, third = seed(shaped.client)
+    tsv = shaped.ok("conv", "list", "--fields", "is_muted,id")
+    assert tsv.splitlines() == [
+        "is_muted\tid",
+        f"true\t{third['id']}",
+        f"false\t{second['id']}",
+        f"false\t{first['id']}",
+    ]
+    rows = list(
+        csv.reader(io.StringIO(shaped.ok("conv", "list", "--fields", "group_id, id", "-o", "csv")))
+    )
+    assert rows == [
+        ["group_id", "id"],
+        ["", third["id"]],
+        ["g_\\x1b[31mred", second["id"]],  # escaped, as in any CSV
+        ["", first["id"]],
+    ]
+
+
+def test_fields_choose_and_order_the_keys_of_json_and_jsonl(shaped: Shaped) -> None:
+    first, second, third = seed(shaped.client)
+    wanted = ["group_id", "id", "is_muted"]
+    as_json = json.loads(shaped.ok("conv", "list", "--fields", ",".join(wanted), "-o", "json"))
+    expected = [{key: dict(record)[key] for key in wanted} for record in (third, second, first)]
+    assert as_json == expected and [list(row) for row in as_json] == [wanted] * 3
+    paged = shaped.ok(
+        "conv", "list", "--all", "--fields", ",".join(wanted), "-o", "jsonl", CONVRISK_PAGE_SIZE="2"
+    )
+    assert lines(paged) == expected and [list(row) for row in lines(paged)] == [wanted] * 3
+    one = json.loads(
+        shaped.ok("conv", "get", first["id"], "--fields", "created_at,id", "-o", "json")
+    )
+    assert list(one.items()) == [("created_at", first["created_at"]), ("id", first["id"])]
+    several = shaped.ok(
+        "conv",
+        "get",
+        "-",
+        "--fields",
+        "id",
+        "-o",
+        "jsonl",
+        stdin=f"{first['id']}\n{second['id']}\n",
+    )
+    assert lines(several) == [{"id": first["id"]}, {"id": second["id"]}]
+
+
+def test_fields_apply_to_create_update_and_delete(shaped: Shaped) -> None:
+    created = json.loads(
+        shaped.ok(
+            "conv",
+            "create",
+            "--contact-id",
+            "c_new",
+            "--fields",
+            "contact_id,is_pinned",
+            "-o",
+            "json",
+        )
+    )
+    assert created == {"contact_id": "c_new", "is_pinned": False}
+    conv_id = shaped.ok("conv", "list", "-o", "id").strip()
+    updated = shaped.ok("conv", "update", conv_id, "--pin", "--fields", "is_pinned")
+    assert updated.splitlines() == ["is_pinned", "true"]
+    profile = seed_profile(shaped.client)
+    risk = json.loads(
+        shaped.ok(
+            "risk",
+            "update",
+            profile["id"],
+            "--score",
+            "80",
+            "--fields",
+            "score,details",
+            "-o",
+            "json",
+        )
+    )
+    assert risk == {"score": 80, "details": profile["details"]}
+    deleted = shaped.ok("conv", "delete", conv_id, "--yes", "--fields", "deleted", "-o", "jsonl")
+    assert lines(deleted) == [{"deleted": True}]
+
+
+def test_an_unknown_field_is_a_usage_error_that_lists_the_fields_and_creates_nothing(
+    shaped: Shaped,
+) -> None:
+    result = shaped.run("conv", "create", "--contact-id", "c_x", "--fields", "id,colour")
+    assert result.code == 2 and result.stdout == ""
+    assert result.stderr == (
+        f"Error: Unknown field 'colour' in --fields; a conversation has: {CONV_FIELDS}.\n"
+    )
+    assert shaped.count() == 0
+    as_json = shaped.run("conv", "list", "--fields", "", "-o", "json")
+    assert as_json.code == 2 and as_json.stdout == ""
+    assert json.loads(as_json.stderr)["error"]["param"] == "--fields"
+    deletion = shaped.run("conv", "delete", "conv_x", "--yes", "--fields", "score")
+    assert deletion.code == 2 and "a deletion has: id, deleted." in deletion.stderr
+    risk = shaped.run("risk", "list", "--fields", "id,id")
+    assert risk.code == 2 and "--fields names 'id' more than once" in risk.stderr
+
+
+def test_fields_with_the_id_format_is_a_usage_error(shaped: Shaped) -> None:
+    seed(shaped.client)
+    for extra in ({}, {"CONVRISK_OUTPUT": "id"}):
+        args = ["conv", "list", "--fields", "id"] + ([] if extra else ["-o", "id"])
+        result = shaped.run(*args, **extra)
+        assert result.code == 2 and result.stdout == ""
+        assert "--fields" in result.stderr and "id format" in result.stderr
+
+
+def test_jq_with_jsonl_runs_on_each_record_across_pages(shaped: Shaped) -> None:
+    first, second, third = seed(shaped.client)
+    out = shaped.ok(
+        "conv",
+        "list",
+        "--all",
+        "-o",
+        "jsonl",
+        "--jq",
+        "{id, n: 1}, .is_muted",
+        CONVRISK_PAGE_SIZE="2",
+    )
+    assert out.splitlines() == [
+        json.dumps({"id": third["id"], "n": 1}, separators=(",", ":")),
+        "true",
+        json.dumps({"id": second["id"], "n": 1}, separators=(",", ":")),
+        "false",
+        json.dumps({"id": first["id"], "n": 1}, separators=(",", ":")),
+        "false",
+    ]
+    assert shaped.ok("conv", "get", first["id"], "-o", "jsonl", "--jq", ".id") == first["id"] + "\n"
+
+
+def test_jq_without_o_or_with_json_runs_once_over_the_document(shaped: Shaped) -> None:
+    first, second, third = seed(shaped.client)
+    for output in ([], ["-o", "json"]):
+        assert shaped.ok("conv", "list", *output, "--jq", "length") == "3\n"
+        ids = shaped.ok("conv", "list", *output, "--jq", 'map(.id) | join(",")')
+        assert ids == f"{third['id']},{second['id']},{first['id']}\n"
+        one = shaped.ok("conv", "get", first["id"], *output, "--jq", "[type, .contact_id]")
+        assert one == '["object","c_1"]\n'
+        several = shaped.ok("conv", "get", first["id"], third["id"], *output, "--jq", "type")
+        assert several == "array\n"
+    # The settings' output format does not count: only -o chooses.
+    assert shaped.ok("conv", "list", "--jq", "length", CONVRISK_OUTPUT="csv") == "3\n"
+    assert shaped.ok("conv", "list", "--jq", "length", CONVRISK_OUTPUT="jsonl") == "3\n"
+
+
+def test_jq_prints_strings_raw_and_other_values_as_compact_json(shaped: Shaped) -> None:
+    seed(shaped.client)
+    profile = seed_profile(shaped.client)
+    out = shaped.ok("conv", "list", "-o", "jsonl", "--jq", ".group_id")
+    assert out.splitlines() == ["null", ESC_GROUP, "null"]  # piped: raw, as jq -r
+    details = shaped.ok("risk", "get", profile["id"], "--jq", ".details, .details.tab, .score")
+    assert details.splitlines() == ['{"tab":"a\\tb","nested":{"n":[1,2]}}', "a\tb", "72.5"]
+    assert shaped.ok("risk", "list", "--jq", "empty") == ""
+
+
+def test_fields_come_first_then_jq(shaped: Shaped) -> None:
+    seed(shaped.client)
+    out = shaped.ok(
+        "conv", "list", "-o", "jsonl", "--fields", "is_muted,id", "--jq", "keys_unsorted"
+    )
+    assert out.splitlines() == ['["is_muted","id"]'] * 3
+    document = shaped.ok("conv", "list", "--fields", "contact_id", "--jq", "map(.contact_id)")
+    assert document == '["c_3",null,"c_1"]\n'
+
+
+def test_jq_that_does_not_compile_is_a_usage_error_with_jqs_message(shaped: Shaped) -> None:
+    result = shaped.run("conv", "create", "--contact-id", "c_x", "--jq", ".id |||")
+    assert result.code == 2 and result.stdout == ""
+    assert result.stderr.startswith("Error: --jq does not compile: syntax error, unexpected")
+    assert result.stderr.count("\n") == 1  # one line
+    assert shaped.count() == 0
+    undefined = shaped.run("risk", "list", "--jq", "nosuchfunction(1)", "-o", "jsonl")
+    assert undefined.code == 2 and undefined.stdout == ""
+    error = json.loads(undefined.stderr)["error"]
+    assert error["param"] == "--jq" and "nosuchfunction/1 is not defined" in error["message"]
+    empty = shaped.run("conv", "list", "--jq", "")
+    assert empty.code == 2 and "--jq does not compile" in empty.stderr
+
+
+def test_jq_with_o_table_csv_or_id_is_a_usage_error(shaped: Shaped) -> None:
+    seed(shaped.client)
+    for output in ("table", "csv", "id"):
+        result = shaped.run("conv", "update", "conv_x", "--mute", "-o", output, "--jq", ".id")
+        assert result.code == 2 and result.stdout == ""
+        assert (
+            f"--jq prints its own results and cannot be combined with -o {output}" in result.stderr
+        )
+    assert [c["is_muted"] for c in lines(shaped.ok("conv", "list", "-o", "jsonl"))] == [
+        True,
+        False,
+        False,
+    ]
+
+
+def test_a_jq_error_on_the_data_stops_with_exit_1_after_the_results_before_it(
+    shaped: Shaped,
+) -> None:
+    first, second, third = seed(shaped.client)
+    program = 'if .contact_id == "c_1" then error("no way: \\(.id)") else .id end'
+    result = shaped.run(
+        "conv", "list", "--all", "-o", "jsonl", "--jq", program, CONVRISK_PAGE_SIZE="1"
+    )
+    assert result.code == 1
+    assert result.stdout.splitlines() == [third["id"], second["id"]]
+    error = {"type": "jq_error", "message": f"--jq failed: no way: {first['id']}", "param": "--jq"}
+    assert result.stderr == json.dumps({"error": error}) + "\n"
+    document = shaped.run("conv", "list", "--jq", ".[] | .contact_id | ascii_downcase")
+    assert document.code == 1 and document.stdout == "c_3\n"
+    assert document.stderr.startswith("Error: --jq failed: ")
+
+
+def test_delete_with_jq(shaped: Shaped) -> None:
+    first, second, _ = seed(shaped.client)
+    out = shaped.ok(
+        "conv",
+        "delete",
+        first["id"],
+        second["id"],
+        "--yes",
+        "--jq",
+        'map("\\(.id) \\(.deleted)")[]',
+    )
+    assert out.splitlines() == [f"{first['id']} true", f"{second['id']} true"]
+    assert shaped.count() == 1
+
+
+def test_several_ids_with_one_missing_run_jq_over_those_found(shaped: Shaped) -> None:
+    first, _, third = seed(shaped.client)
+    result = shaped.run(
+        "conv", "get", first["id"], "conv_" + "0" * 26, third["id"], "--jq", "map(.id)"
+    )
+    assert result.code == 3
+    assert json.loads(result.stdout) == [first["id"], third["id"]]
+    assert "conv_" + "0" * 26 in result.stderr
+
+
+@pytest.fixture(scope="module")
+def varied_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The varied database of the export path's byte-identity tests."""
+    path = tmp_path_factory.mktemp("jq-export") / "varied.db"
+    fill_varied(path)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("command", "name"), [("conv", "conversations"), ("risk", "risk_profiles")]
+)
+def test_jq_on_the_local_export_path_prints_byte_for_byte_what_it_prints_from_records(
+    varied_db: Path, invoke: Invoke, monkeypatch: pytest.MonkeyPatch, command: str, name: str
+) -> None:
+    runs = Runs(invoke, monkeypatch)
+    for output, programs in (["-o", "jsonl"], EACH_PROGRAMS), ([], DOCUMENT_PROGRAMS):
+        for program in programs:
+            result = runs.run(
+                "--db", str(varied_db), command, "list", "--all", *output, "--jq", program,
+                CONVRISK_PAGE_SIZE="3",
+            )  # fmt: skip
+            assert result.code == 0, (program, result.stderr)
+            expected, failure = _record_path(varied_db, name, program, each=bool(output))
+            assert failure is None
+            assert result.stdout.encode("utf-8") == expected, program

@@ -1,15 +1,23 @@
 """The terminal in-process: table layout per width, the detail view, progress that never draws
-over stdout's text, and questions on the controlling terminal."""
+over stdout's text, and questions on the controlling terminal; and the variants of
+tests/e2e/test_terminal.py (every width, format and way of asking) on a pyte screen."""
 
 from __future__ import annotations
 
+import _thread
+import getpass
 import io
 import json
 import re
+import signal
 from collections.abc import Callable
+from pathlib import Path
+from typing import ClassVar, TextIO
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from convrisk.api_client.pagination import Ahead
 from convrisk.cli import iostreams
 from convrisk.cli.cells import cell_width, cut, fold
 from convrisk.cli.errors import ErrorInfo
@@ -19,7 +27,21 @@ from convrisk.cli.layout import table_layout
 from convrisk.cli.output import Printer
 from convrisk.cli.resource_kinds import CONVERSATIONS, RISK_PROFILES
 from convrisk.cli.views import DetailSink
+from convrisk.local_backend.store import LocalBackend
 from tests.cli.conftest import Invoke
+from tests.cli.screen_in_process import on_screen, show
+from tests.e2e.test_terminal import (
+    DATE_UTC,
+    LONG_CONTACT,
+    TOKEN,
+    WIDTHS,
+    SlowPages,
+    data_rows,
+    labels,
+    seed_conversations,
+    seed_risk_profiles,
+)
+from tests.loopback import on_loopback, running, url_of
 
 Make = Callable[[int], list[str]]
 Terminal = Callable[..., None]
@@ -331,3 +353,153 @@ def test_fields_asked_for_are_cut_never_dropped_and_the_id_never_cut(width: int)
     assert [p.index for p in layout] == [0, 1, 2, 3, 4]
     assert layout[0].width == len(CONV_ID)
     assert sum(p.width for p in layout) + 2 * (len(layout) - 1) <= width
+
+
+# -- the variants of tests/e2e/test_terminal.py: every width, format and way of asking, the screen
+# played by pyte in-process (tests/cli/screen_in_process.py) -------------------------------------
+
+
+@pytest.mark.parametrize("columns", WIDTHS)
+def test_every_conversation_row_is_one_screen_line_with_its_whole_id(
+    backend: LocalBackend, monkeypatch: pytest.MonkeyPatch, columns: int
+) -> None:
+    ids = seed_conversations(backend)
+    lines = on_screen(monkeypatch, "conv", "list", columns=columns)
+    rows = data_rows(lines, ids)
+    assert len(lines) == len(ids) + 1  # nothing folded onto a second line
+    assert all(len(line) <= columns for line in lines)
+    assert any("…" in row for row in rows)  # the long contact is cut, not wrapped
+    assert "WITH" in lines[0]  # who the conversation is with survives even at 40 columns
+    if columns >= 80:
+        assert "FLAGS" in lines[0] and "CREATED" in lines[0]
+
+
+@pytest.mark.parametrize("columns", WIDTHS)
+def test_every_risk_profile_row_is_one_screen_line_with_its_whole_id(
+    backend: LocalBackend, monkeypatch: pytest.MonkeyPatch, columns: int
+) -> None:
+    ids = seed_risk_profiles(backend)
+    lines = on_screen(monkeypatch, "risk", "list", columns=columns)
+    data_rows(lines, ids)
+    assert len(lines) == len(ids) + 1
+    assert "CUSTOMER" in lines[0]
+    if columns >= 60:
+        assert "SCORE" in lines[0]
+    if columns >= 80:
+        assert "DETAILS" in lines[0] and "UPDATED" in lines[0]
+
+
+@pytest.mark.parametrize("columns", WIDTHS)
+def test_get_shows_every_field_of_a_conversation(
+    backend: LocalBackend, invoke: Invoke, monkeypatch: pytest.MonkeyPatch, columns: int
+) -> None:
+    conv_id = seed_conversations(backend)[1]  # the long, pinned, muted, archived one
+    record = invoke("conv", "get", conv_id, "-o", "json").ok().json()
+    lines = on_screen(monkeypatch, "conv", "get", conv_id, columns=columns)
+    fields = labels(lines)
+    assert set(fields) == set(record)  # every field, archived_at and last_opened_at too
+    assert fields["id"] == conv_id
+    assert fields["archived_at"] == "2024-05-01 12:00:00 UTC"
+    assert DATE_UTC.fullmatch(fields["created_at"])
+    assert fields["is_pinned"] == "true" and fields["last_opened_at"] == "-"
+    assert LONG_CONTACT in "".join(line.strip() for line in lines)  # folded, never cut
+    assert all(len(line) <= columns for line in lines)
+
+
+@pytest.mark.parametrize("columns", WIDTHS)
+def test_get_shows_every_field_of_a_risk_profile_with_details_as_indented_json(
+    backend: LocalBackend, invoke: Invoke, monkeypatch: pytest.MonkeyPatch, columns: int
+) -> None:
+    rp_id = seed_risk_profiles(backend)[1]
+    record = invoke("risk", "get", rp_id, "-o", "json").ok().json()
+    lines = on_screen(monkeypatch, "risk", "get", rp_id, columns=columns)
+    assert set(labels(lines)) == set(record)
+    assert DATE_UTC.fullmatch(labels(lines)["created_at"])
+    assert any(re.fullmatch(r' +"horizon_years": 10,', line) for line in lines)
+    assert any(re.fullmatch(r' +"a": \[', line) for line in lines)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["conv", "list", "--all", "-o", "json"],
+        ["conv", "list", "--archived", "--all", "-o", "json"],
+    ],
+)
+def test_all_as_json_on_a_shared_terminal_leaves_valid_json_on_the_screen(
+    backend: LocalBackend, monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    ids = [backend.conversations.create({"contact_id": f"c_{i}"})["id"] for i in range(9)]
+    for conv_id in ids:
+        backend.conversations.update(conv_id, {"archived_at": 1714564800})
+    lines = on_screen(monkeypatch, *args, columns=80, CONVRISK_PAGE_SIZE="2")
+    shown = json.loads("\n".join(lines))  # what a person would copy from the screen
+    assert [item["id"] for item in shown] == ids[::-1]
+
+
+class InterruptedPages(SlowPages):
+    """SlowPages that press Ctrl-C (SIGINT, as the terminal sends it, to the main thread) while
+    the page after the 30th conversation is asked for (pages are read one ahead of printing:
+    by then 20 conversations are on the screen, as when the e2e test presses it)."""
+
+    delay: ClassVar[float] = 0.01  # the page Ctrl-C comes at is fixed: no need to wait longer
+    pressed: ClassVar[bool] = False  # once: that page may be asked for again, after the run
+
+    def do_GET(self) -> None:
+        after = parse_qs(urlsplit(self.path).query).get("starting_after", ["conv_0000"])[0]
+        if after == "conv_0030" and not InterruptedPages.pressed:
+            InterruptedPages.pressed = True
+            _thread.interrupt_main(signal.SIGINT)
+        super().do_GET()
+
+
+@pytest.mark.parametrize("fmt", ["table", "jsonl"])
+def test_ctrl_c_during_all_clears_the_progress_and_says_interrupted(
+    home: Path, monkeypatch: pytest.MonkeyPatch, fmt: str
+) -> None:
+    InterruptedPages.pressed = False
+    with running(on_loopback(InterruptedPages)) as server:
+        shown = show(
+            monkeypatch, "conv", "list", "--all", "-o", fmt, columns=80,
+            CONVRISK_BASE_URL=url_of(server), CONVRISK_TOKEN="t" * 24, CONVRISK_PAGE_SIZE="2",
+        )  # fmt: skip
+        # The page read ahead when Ctrl-C came is still asked for on the reading thread, which
+        # a process would end at exit but this one keeps: let it be answered before the service
+        # stops, so that the next list in this process does not wait out its timeout.
+        Ahead(lambda sent: None).take()
+    assert b"20 conversations..." in shown.output  # the progress was drawn before Ctrl-C
+    assert shown.code == 130
+    lines = shown.text()
+    assert lines[-1] == "Interrupted."
+    assert not any("conversations..." in line for line in lines), lines
+    assert "conv_0001" in "".join(lines)  # what was printed before stays
+
+
+class HiddenQuestion:
+    """getpass.getpass standing in for the terminal: it records the question, shows it, and
+    answers the token (nothing echoed, and the line ended, as getpass does)."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def __call__(self, prompt: str, stream: TextIO | None = None) -> str:
+        self.asked.append(prompt)
+        assert stream is not None
+        stream.write(prompt + "\n")
+        return TOKEN
+
+
+@pytest.mark.parametrize("args", [["config", "set", "token"], ["config", "set", "token", "-"]])
+def test_config_set_token_on_a_terminal_asks_without_echo_and_enter_finishes(
+    config_file: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    question = HiddenQuestion()
+    monkeypatch.setattr(getpass, "getpass", question)
+    shown = show(monkeypatch, *args, columns=80)
+    assert shown.code == 0
+    assert question.asked == ["token: "]  # asked hidden (getpass), once
+    lines = shown.text()
+    assert lines[0] == "token:"  # nothing echoed
+    assert TOKEN not in shown.output.decode()
+    assert lines[1].startswith("Set token = ****") and TOKEN[-4:] in lines[1]
+    assert f'token = "{TOKEN}"' in config_file.read_text()

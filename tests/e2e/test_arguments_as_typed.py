@@ -1,6 +1,8 @@
 """The command line takes what is typed as gh, kubectl and POSIX utilities do: one suggestion
 for a mistyped command, `--` before a value that starts with `-`, `--version` after any command,
-a "no" at a question that is no error, and `serve` options that are refused rather than ignored."""
+a "no" at a question that is no error, and `serve` options that are refused rather than ignored.
+Each behaviour once; its variants (every command, both backends) run in-process in
+tests/cli/test_arguments_as_typed.py."""
 
 from __future__ import annotations
 
@@ -12,23 +14,16 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from convrisk.api_client import __version__
 
 from .both_backends import Cli
-from .both_backends import cli as cli  # a fixture: each test on the local db and on serve
+from .both_backends import over_serve as over_serve  # a fixture: convrisk against its own serve
 from .console import CONVRISK, SAFETY_TIMEOUT, run
 from .screen import Terminal
 
 
-@pytest.mark.parametrize(
-    ("args", "suggestion"),
-    [(["conv", "lst"], "'list'"), (["cnv", "list"], "'conv'"), (["config", "shw"], "'show'")],
-)
-def test_a_mistyped_command_gets_one_suggestion(
-    env: dict[str, str], args: list[str], suggestion: str
-) -> None:
+def test_a_mistyped_command_gets_one_suggestion(env: dict[str, str]) -> None:
+    args, suggestion = ["cnv", "list"], "'conv'"  # a mistyped subcommand too, in-process
     result = run(env, *args)
     assert result.returncode == 2
     assert result.stderr.count("Did you mean") == 1, result.stderr
@@ -70,20 +65,9 @@ def test_a_value_after_double_dash_is_still_checked(env: dict[str, str]) -> None
         assert named in result.stderr and "No such option" not in result.stderr, result.stderr
 
 
-@pytest.mark.parametrize(
-    "args",
-    [
-        ["conv", "list", "--version"],
-        ["conv", "--version"],
-        ["risk", "get", "--version"],  # before its missing ID is noticed
-        ["config", "set", "--version"],
-        ["serve", "--version"],
-        ["api", "--version"],
-        ["status", "--version"],
-    ],
-)
-def test_version_after_any_command_prints_the_version(env: dict[str, str], args: list[str]) -> None:
-    result = run(env, *args)
+def test_version_after_any_command_prints_the_version(env: dict[str, str]) -> None:
+    # Before a missing ID is noticed; after every other command, in-process.
+    result = run(env, "risk", "get", "--version")
     assert (result.returncode, result.stdout, result.stderr) == (0, f"convrisk {__version__}\n", "")
 
 
@@ -102,15 +86,9 @@ def test_no_at_the_delete_question_aborts_without_an_error(env: dict[str, str], 
 # -- serve serves a local database --------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "args",
-    [
-        ["serve", "--base-url", "http://127.0.0.1:9"],
-        ["--base-url", "http://127.0.0.1:9", "serve"],
-    ],
-)
-def test_serve_refuses_a_base_url(env: dict[str, str], args: list[str]) -> None:
-    result = run(env, *args, "--port", "0")
+def test_serve_refuses_a_base_url(env: dict[str, str]) -> None:
+    # As a global option; after `serve` too, in-process.
+    result = run(env, "--base-url", "http://127.0.0.1:9", "serve", "--port", "0")
     assert result.returncode == 2
     assert "serve serves a local database: --base-url does not apply" in result.stderr
     assert "listening" not in result.stderr
@@ -191,31 +169,13 @@ def test_ids_from_a_pipe_are_read_without_a_word(env: dict[str, str], store: Any
 # -- a bad body and a missing id: one order, one exit code, on both backends --------------------
 
 
-@pytest.mark.parametrize(
-    ("args", "named"),
-    [
-        (
-            [
-                "conv",
-                "update",
-                "conv_00000000000000000000000000",
-                "--pinned-message-id",
-                "a\udcffb",
-            ],
-            "pinned_message_id must be valid Unicode text",
-        ),
-        (
-            ["risk", "update", "rp_00000000000000000000000000", "--details", '{"a": "\\udc80"}'],
-            "details must hold valid Unicode text only",
-        ),
-    ],
-)
-def test_a_bad_body_for_a_missing_id_is_a_usage_error_on_both_backends(
-    cli: Cli, args: list[str], named: str
-) -> None:
+def test_a_bad_body_for_a_missing_id_is_a_usage_error_on_both_backends(over_serve: Cli) -> None:
+    # A conversation's body here; a risk profile's, and the local backend, in-process.
+    args = ["conv", "update", "conv_00000000000000000000000000", "--pinned-message-id", "a\udcffb"]
+    named = "pinned_message_id must be valid Unicode text"
     for dry_run in ([], ["--dry-run"]):
-        result = cli.run(*args, *dry_run)
-        assert result.returncode == 2, (cli.name, dry_run, result.stderr)
+        result = over_serve.run(*args, *dry_run)
+        assert result.returncode == 2, (over_serve.name, dry_run, result.stderr)
         assert named in result.stderr and "HTTP" not in result.stderr
 
 

@@ -11,8 +11,6 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from .console import (
     CONVRISK,
     SAFETY_TIMEOUT,
@@ -247,75 +245,87 @@ _CLIENT = {
 }
 
 
-@pytest.mark.parametrize(
-    ("args", "absent"),
-    [
-        (
-            ["--version"],  # api_client.__version__ without the models, hence without pydantic
-            {"convrisk.local_backend", "convrisk.api_client.client", "pydantic", "httpx", "rich"}
-            | {"importlib.metadata", "tomllib", "logging", "convrisk.cli.conv", *_OTHER_COMMANDS}
-            | _SERVE_STACK,
-        ),
-        (
-            ["--help"],
-            {*_BACKEND - {"convrisk.api_client"}, *_CLIENT, "pydantic", "importlib.metadata"}
-            | _SERVE_STACK,
-        ),
-        (
-            ["config", "path"],
-            {
-                *_BACKEND,
-                "pydantic",
-                "convrisk.cli.conv",
-                "convrisk.cli.risk",
-                "convrisk.cli.serve",
-                *_SERVE_STACK,
-            },
-        ),
-        # typer's click line converts arguments without pydantic (typer 0.29 loads it for any)
-        (
-            ["config", "set", "output", "json"],
-            {*_BACKEND, "pydantic", "convrisk.cli.conv", "convrisk.cli.risk"},
-        ),
-        (["conv", "list", "--help"], {"convrisk.local_backend", "pydantic", "httpx", "rich", "jq"}),
-        (
-            ["sandbox", "verify", "--help"],
-            {*_BACKEND - {"convrisk.api_client"}, *_CLIENT, "pydantic", "convrisk.cli.conv"}
-            | _SERVE_STACK,
-        ),
-        (
-            ["conv", "list", "-o", "json"],
-            {"httpx", "rich", "tomllib", "logging", "jq", *_OTHER_COMMANDS, *_SERVE_STACK},
-        ),
-        # piped: TSV, no rich table
-        (["conv", "list"], {"httpx", "rich", "jq", *_OTHER_COMMANDS, *_SERVE_STACK}),
-        # records are plain dicts inside (DESIGN 4.1): pydantic only for a remote answer
-        # and a read draws no random numbers and hashes nothing: no hashlib (OpenSSL), no random
-        (["conv", "list", "-o", "json"], {"pydantic", "importlib.metadata", *_READ_ONLY_ABSENT}),
-        (["conv", "list", "--all", "-o", "jsonl"], _READ_ONLY_ABSENT),
-        # a new id's 80 random bits come from os.urandom: no secrets, hence no OpenSSL hashlib
-        (
-            ["conv", "create", "--contact-id", "c", "-o", "id"],
-            {"pydantic", "httpx", "rich", *_READ_ONLY_ABSENT, *_SERVE_STACK},
-        ),
-        # the journal is read without a backend: no database, no HTTP client
-        (
-            ["history", "-o", "json"],
-            {"convrisk.local_backend", "sqlite3", "httpx", "pydantic", "rich", "jq"}
-            | {"convrisk.cli.journaled", *_OTHER_COMMANDS, *_SERVE_STACK},
-        ),
-        # jq (libjq) only for --jq, not for --fields
-        (["conv", "list", "--fields", "id", "-o", "jsonl"], {"httpx", "rich", "jq"}),
-    ],
-)
-def test_commands_import_only_what_they_use(
-    env: dict[str, str], args: list[str], absent: set[str]
-) -> None:
+# What each command loads, and must not: each in a fresh interpreter of its own (a process
+# that has loaded a module cannot unload it), so these stay here, one child per command.
+IMPORTS: list[tuple[list[str], set[str]]] = [
+    (
+        ["--version"],  # api_client.__version__ without the models, hence without pydantic
+        {"convrisk.local_backend", "convrisk.api_client.client", "pydantic", "httpx", "rich"}
+        | {"importlib.metadata", "tomllib", "logging", "convrisk.cli.conv", *_OTHER_COMMANDS}
+        | _SERVE_STACK,
+    ),
+    (
+        ["--help"],
+        {*_BACKEND - {"convrisk.api_client"}, *_CLIENT, "pydantic", "importlib.metadata"}
+        | _SERVE_STACK,
+    ),
+    (
+        ["config", "path"],
+        {
+            *_BACKEND,
+            "pydantic",
+            "convrisk.cli.conv",
+            "convrisk.cli.risk",
+            "convrisk.cli.serve",
+            *_SERVE_STACK,
+        },
+    ),
+    # typer's click line converts arguments without pydantic (typer 0.29 loads it for any)
+    (
+        ["config", "set", "output", "json"],
+        {*_BACKEND, "pydantic", "convrisk.cli.conv", "convrisk.cli.risk"},
+    ),
+    (["conv", "list", "--help"], {"convrisk.local_backend", "pydantic", "httpx", "rich", "jq"}),
+    (
+        ["sandbox", "verify", "--help"],
+        {*_BACKEND - {"convrisk.api_client"}, *_CLIENT, "pydantic", "convrisk.cli.conv"}
+        | _SERVE_STACK,
+    ),
+    (
+        ["conv", "list", "-o", "json"],
+        {"httpx", "rich", "tomllib", "logging", "jq", *_OTHER_COMMANDS, *_SERVE_STACK},
+    ),
+    # piped: TSV, no rich table
+    (["conv", "list"], {"httpx", "rich", "jq", *_OTHER_COMMANDS, *_SERVE_STACK}),
+    # records are plain dicts inside (DESIGN 4.1): pydantic only for a remote answer
+    # and a read draws no random numbers and hashes nothing: no hashlib (OpenSSL), no random
+    (["conv", "list", "-o", "json"], {"pydantic", "importlib.metadata", *_READ_ONLY_ABSENT}),
+    (["conv", "list", "--all", "-o", "jsonl"], _READ_ONLY_ABSENT),
+    # a new id's 80 random bits come from os.urandom: no secrets, hence no OpenSSL hashlib
+    (
+        ["conv", "create", "--contact-id", "c", "-o", "id"],
+        {"pydantic", "httpx", "rich", *_READ_ONLY_ABSENT, *_SERVE_STACK},
+    ),
+    # the journal is read without a backend: no database, no HTTP client
+    (
+        ["history", "-o", "json"],
+        {"convrisk.local_backend", "sqlite3", "httpx", "pydantic", "rich", "jq"}
+        | {"convrisk.cli.journaled", *_OTHER_COMMANDS, *_SERVE_STACK},
+    ),
+    # jq (libjq) only for --jq, not for --fields
+    (["conv", "list", "--fields", "id", "-o", "jsonl"], {"httpx", "rich", "jq"}),
+]
+
+
+def test_commands_import_only_what_they_use(env: dict[str, str], tmp_path: Path) -> None:
     """Start-up stays short: no HTTP client for the local database, no rich unless a table is
     drawn on a terminal, no backend for help, config and --version, only the command group
     that runs, no TOML parser without a config file and no logging without --debug."""
-    code = f"from convrisk.cli.app import main\ncode = main({args!r})\n"
-    assert_loads_none_of(env, code, absent | _UI)
+    for n, (args, absent) in enumerate(IMPORTS):
+        home = tmp_path / f"home-{n}"  # each command in a HOME of its own, as if run first
+        home.mkdir()
+        fresh = {
+            **env,
+            "HOME": str(home),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "XDG_DATA_HOME": str(home / ".local" / "share"),
+            "XDG_CACHE_HOME": str(home / ".cache"),
+        }
+        code = f"from convrisk.cli.app import main\ncode = main({args!r})\n"
+        try:
+            assert_loads_none_of(fresh, code, absent | _UI)
+        except AssertionError as failed:
+            raise AssertionError(f"convrisk {' '.join(args)}: {failed}") from failed
 
 
 def test_serve_refuses_a_missing_folder_for_db(env: dict[str, str], tmp_path: Path) -> None:

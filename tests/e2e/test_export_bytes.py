@@ -1,5 +1,6 @@
 """`convrisk ... list --all -o jsonl/json` over varied rows prints, byte for byte, what the general
-path (each record dumped by Python) prints: the export path changes speed, never output."""
+path (each record dumped by Python) prints: the export path changes speed, never output. Once
+here; both lists in both formats in-process, in tests/cli/test_export_bytes.py."""
 
 from __future__ import annotations
 
@@ -37,13 +38,10 @@ def _expected(path: Path, name: str, fmt: str) -> bytes:
     return text.encode("utf-8")
 
 
-@pytest.mark.parametrize("fmt", ["jsonl", "json"])
-@pytest.mark.parametrize(
-    ("command", "name"), [("conv", "conversations"), ("risk", "risk_profiles")]
-)
 def test_the_export_prints_exactly_what_the_general_path_prints(
-    varied: Path, tmp_path: Path, command: str, name: str, fmt: str
+    varied: Path, tmp_path: Path
 ) -> None:
+    command, name, fmt = "risk", "risk_profiles", "jsonl"
     result = subprocess.run(
         [CONVRISK, "--db", str(varied), command, "list", "--all", "-o", fmt],
         env=isolated_env(tmp_path / "home"),

@@ -31,11 +31,19 @@ def trickle() -> Iterator[HostileServer]:
         yield server
 
 
-@pytest.fixture
-def bomb() -> Iterator[HostileServer]:
-    """A gzip bomb: about 300 KiB on the wire, 300 MiB of JSON once decoded (over 256 MiB)."""
+@pytest.fixture(scope="module")
+def bomb_server() -> Iterator[HostileServer]:
+    """A gzip bomb: about 300 KiB on the wire, 300 MiB of JSON once decoded (over 256 MiB).
+    One for the module: compressing the 300 MiB takes about a second."""
     with HostileServer("gzip-bomb", size=300 * MIB, max_seconds=SAFETY_TIMEOUT) as server:
         yield server
+
+
+@pytest.fixture
+def bomb(bomb_server: HostileServer) -> HostileServer:
+    """The module's gzip bomb, its count of requests started again for this test."""
+    bomb_server.requests = 0
+    return bomb_server
 
 
 def _list(home: Path, url: str, **env: str) -> subprocess.CompletedProcess[str]:

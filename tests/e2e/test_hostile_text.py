@@ -1,6 +1,7 @@
 """Hostile text from data never reaches the terminal raw (DESIGN 4.2), and every format stays
 exact: the installed `convrisk` in a subprocess, against the local database, a loopback service
-answering with escapes, `convrisk serve`, and a real pseudo-terminal rendered by pyte."""
+answering with escapes, `convrisk serve`, and a real pseudo-terminal rendered by pyte: each
+behaviour once. Every format, and both widths, run in-process in tests/cli/test_hostile_text.py."""
 
 from __future__ import annotations
 
@@ -177,10 +178,10 @@ def test_the_more_hint_shows_a_hostile_id_escaped(hostile: dict[str, str]) -> No
     assert f"--starting-after conv_{SHOWN} to see them" in result.stderr
 
 
-@pytest.mark.parametrize("fmt", ["table", "csv", "json", "jsonl", "id"])
 def test_every_format_survives_a_lone_surrogate_and_line_separators(
-    hostile: dict[str, str], fmt: str
+    hostile: dict[str, str],
 ) -> None:
+    fmt = "json"  # table, csv, jsonl and id too, in-process
     result = run(hostile, "conv", "list", "--limit", "1", "-o", fmt)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
@@ -232,10 +233,10 @@ def test_the_serve_log_shows_a_hostile_path_escaped(env: dict[str, str], tmp_pat
 # -- a real terminal -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("columns", [80, 120])
 def test_a_hostile_value_cannot_retitle_or_clear_a_real_terminal(
-    env: dict[str, str], store: Any, columns: int
+    env: dict[str, str], store: Any
 ) -> None:
+    columns = 80  # and 120, in-process
     conv_id = store.conversations.create({"contact_id": HOSTILE})["id"]
     term = Terminal(
         env,

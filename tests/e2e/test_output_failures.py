@@ -1,4 +1,5 @@
-"""Output that cannot be written, and input that never ends: one clear line, never a traceback."""
+"""Output that cannot be written, and input that never ends: one clear line, never a traceback.
+Each behaviour once; every command of it in-process, in tests/cli/test_output_failures.py."""
 
 from __future__ import annotations
 
@@ -14,10 +15,8 @@ from .console import CONVRISK, SAFETY_TIMEOUT
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
-@pytest.mark.parametrize("args", [["conv", "list", "-o", "json"], ["api", "/v1/conversations"]])
-def test_output_to_a_full_disk_is_one_clear_error_with_exit_1(
-    tmp_path: Path, args: list[str]
-) -> None:
+def test_output_to_a_full_disk_is_one_clear_error_with_exit_1(tmp_path: Path) -> None:
+    args = ["conv", "list", "-o", "json"]  # and `api`, in-process
     local = local_cli(tmp_path)
     assert local.run("conv", "create", "--contact-id", "c_1").returncode == 0
     with open("/dev/full", "w") as full:
@@ -54,30 +53,9 @@ def test_output_to_a_closed_stdout_is_one_clear_error_with_exit_1(tmp_path: Path
     local.close()
 
 
-@pytest.mark.parametrize(
-    ("args", "source"),
-    [
-        (["api", "/v1/conversations", "-d", "@/dev/zero"], "-d: /dev/zero"),
-        (
-            [
-                "risk",
-                "create",
-                "--customer-id",
-                "c",
-                "--profile-type",
-                "t",
-                "--score",
-                "1",
-                "--details",
-                "@/dev/zero",
-            ],
-            "--details: /dev/zero",
-        ),
-    ],
-)
-def test_a_json_argument_without_end_is_refused_not_read_whole(
-    tmp_path: Path, args: list[str], source: str
-) -> None:
+def test_a_json_argument_without_end_is_refused_not_read_whole(tmp_path: Path) -> None:
+    # `api -d` here; `risk create --details` too, in-process.
+    args, source = ["api", "/v1/conversations", "-d", "@/dev/zero"], "-d: /dev/zero"
     local = local_cli(tmp_path)
     result = local.run(*args)
     assert result.returncode == 2

@@ -2,7 +2,8 @@
 `-o table` draws the table even piped, times say they are UTC, one field order in every format,
 format names in any case, a format a command cannot print is refused, `--jq .id` on a list says
 how to mean each record, and a local "No such" says where it looked. The installed `convrisk`,
-piped or on a pseudo-terminal rendered by pyte."""
+piped or on a pseudo-terminal rendered by pyte: each behaviour once. Every width, and both
+resources, run in-process (on a pyte screen) in tests/cli/test_output_truths.py."""
 
 from __future__ import annotations
 
@@ -12,8 +13,6 @@ import json
 import re
 from typing import Any
 
-import pytest
-
 from .console import db_of, run
 from .screen import on_screen
 
@@ -22,28 +21,29 @@ TITLES = ["ID", "CONTACT", "GROUP", "CREATED", "LAST ACTIVE", "PINNED"]
 
 
 # From 46 columns the id and one cell of each asked column fit; a narrower screen wraps the rows
-# rather than cut the id or drop a column asked for.
-@pytest.mark.parametrize("columns", [50, 60, 80, 100, 140])
+# rather than cut the id or drop a column asked for. The narrowest and the widest here; 60, 80
+# and 100 too in-process.
 def test_columns_asked_for_with_fields_never_vanish_and_the_id_stays_whole(
-    env: dict[str, str], store: Any, columns: int
+    env: dict[str, str], store: Any
 ) -> None:
     made = [store.conversations.create({"contact_id": f"c_{n}" + "x" * 30}) for n in range(3)]
-    lines = on_screen(env, "conv", "list", "--fields", ",".join(ASKED), columns=columns)
-    header, *rows = lines
-    assert len(rows) == len(made)  # each row one screen line
-    cells = re.split(r" {2,}", header.strip())
-    assert len(cells) == len(ASKED), lines
-    for title, cell in zip(TITLES, cells, strict=True):
-        assert title == cell or (cell.endswith("…") and title.startswith(cell[:-1])), lines
-    assert sorted(row.split(" ")[0] for row in rows) == sorted(m["id"] for m in made)
-    if columns >= 100:
-        assert cells == TITLES
+    for columns in (50, 140):
+        lines = on_screen(env, "conv", "list", "--fields", ",".join(ASKED), columns=columns)
+        header, *rows = lines
+        assert len(rows) == len(made)  # each row one screen line
+        cells = re.split(r" {2,}", header.strip())
+        assert len(cells) == len(ASKED), lines
+        for title, cell in zip(TITLES, cells, strict=True):
+            assert title == cell or (cell.endswith("…") and title.startswith(cell[:-1])), lines
+        assert sorted(row.split(" ")[0] for row in rows) == sorted(m["id"] for m in made)
+        if columns >= 100:
+            assert cells == TITLES
 
 
-@pytest.mark.parametrize("columns", [80, 90, 100])
 def test_the_risk_table_lets_details_give_way_before_the_type_is_cut(
-    env: dict[str, str], store: Any, columns: int
+    env: dict[str, str], store: Any
 ) -> None:
+    columns = 90  # 80 and 100 too, in-process
     kind = "conservative-plus"
     store.risk_profiles.create(
         {
@@ -94,16 +94,11 @@ def test_times_in_tsv_and_csv_say_utc_and_read_back_as_the_same_moment(
     assert json.loads(again.stdout)["archived_at"] == 1714566896
 
 
-@pytest.mark.parametrize("noun", ["conv", "risk"])
-def test_json_tsv_and_csv_give_the_fields_in_one_order(
-    env: dict[str, str], store: Any, noun: str
-) -> None:
-    if noun == "conv":
-        store.conversations.create({"contact_id": "c_1"})
-    else:
-        store.risk_profiles.create(
-            {"customer_id": "c", "profile_type": "moderate", "score": 1, "details": {}}
-        )
+def test_json_tsv_and_csv_give_the_fields_in_one_order(env: dict[str, str], store: Any) -> None:
+    noun = "risk"  # and conv, in-process
+    store.risk_profiles.create(
+        {"customer_id": "c", "profile_type": "moderate", "score": 1, "details": {}}
+    )
     [record] = json.loads(run(env, noun, "list", "-o", "json").stdout)
     tsv_header = run(env, noun, "list").stdout.splitlines()[0].split("\t")
     csv_header = run(env, noun, "list", "-o", "csv").stdout.splitlines()[0].split(",")

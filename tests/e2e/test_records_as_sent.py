@@ -1,28 +1,22 @@
 """JSON output of a remote record is exactly the service's object (DESIGN 4.1): a missing field
 stays missing, an extra one stays, an oddly typed value comes out as it was sent.
 
-A real HTTP server on loopback answers such objects; the installed console script reads them.
+A real HTTP server on loopback answers such objects; the installed console script reads them,
+each behaviour once: both resources in-process, in tests/cli/test_records_as_sent.py.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
-
-import pytest
 
 from .both_backends import isolated_env
 from .console import assert_loads_none_of
 from .odd_service import CONVERSATIONS, PROFILES, stdout_against
 
 
-@pytest.mark.parametrize(
-    ("command", "sent"), [("conv", CONVERSATIONS), ("risk", PROFILES)], ids=["conv", "risk"]
-)
-def test_get_prints_each_object_exactly_as_sent(
-    service: str, tmp_path: Path, command: str, sent: list[dict[str, Any]]
-) -> None:
+def test_get_prints_each_object_exactly_as_sent(service: str, tmp_path: Path) -> None:
+    command, sent = "conv", CONVERSATIONS
     for record in sent:
         printed = stdout_against(service, tmp_path, command, "get", record["id"], "-o", "json")
         assert json.loads(printed) == record
@@ -33,12 +27,8 @@ def test_get_prints_each_object_exactly_as_sent(
     assert json.loads(stdout_against(service, tmp_path, command, "get", *ids, "-o", "json")) == sent
 
 
-@pytest.mark.parametrize(
-    ("command", "sent"), [("conv", CONVERSATIONS), ("risk", PROFILES)], ids=["conv", "risk"]
-)
-def test_list_prints_each_object_exactly_as_sent(
-    service: str, tmp_path: Path, command: str, sent: list[dict[str, Any]]
-) -> None:
+def test_list_prints_each_object_exactly_as_sent(service: str, tmp_path: Path) -> None:
+    command, sent = "risk", PROFILES
     printed = stdout_against(service, tmp_path, command, "list", "-o", "json")
     assert json.loads(printed) == sent
     lines = stdout_against(service, tmp_path, command, "list", "--all", "-o", "jsonl").splitlines()
@@ -58,18 +48,17 @@ def test_a_table_still_shows_odd_values_tolerantly(service: str, tmp_path: Path)
     assert dict(zip(header, third, strict=True))["created_at"] == ""
 
 
-@pytest.mark.parametrize(
-    "args", [["get", "conv_2", "-o", "json"], ["list", "--all", "-o", "jsonl"]]
-)
 def test_a_remote_answer_is_checked_without_importing_pydantic(
-    service: str, tmp_path: Path, args: list[str]
+    service: str, tmp_path: Path
 ) -> None:
     """The edge check is pydantic's core alone: `import pydantic` would add a third to the
-    remote cold start."""
+    remote cold start. What a process loads shows only in a fresh one: an object, and a list,
+    each checked in a child of its own."""
     env = isolated_env(tmp_path, CONVRISK_TOKEN="tok", CONVRISK_MAX_RETRIES="0")
-    call = (
-        "from convrisk.cli.app import main\n"
-        f"code = main({['--base-url', service, 'conv', *args]!r})\n"
-        "assert 'pydantic_core' in sys.modules, 'the answer was not checked'\n"
-    )
-    assert_loads_none_of(env, call, {"pydantic"})
+    for args in (["get", "conv_2", "-o", "json"], ["list", "--all", "-o", "jsonl"]):
+        call = (
+            "from convrisk.cli.app import main\n"
+            f"code = main({['--base-url', service, 'conv', *args]!r})\n"
+            "assert 'pydantic_core' in sys.modules, 'the answer was not checked'\n"
+        )
+        assert_loads_none_of(env, call, {"pydantic"})

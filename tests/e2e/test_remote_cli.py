@@ -155,27 +155,29 @@ def test_a_stopped_server_exits_5(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_stops_serve_cleanly_with_the_database_intact(tmp_path: Path, sig: int) -> None:
-    with serving(tmp_path) as served:
-        with Client(HTTPBackend(served.url, TOKEN)) as api:
-            made = [api.conversations.create({"contact_id": f"ct_{n}"})["id"] for n in range(3)]
-        code, err = served.stop(sig)
-    assert code == 0, err
-    assert "Traceback" not in err
-    # Each request left one access-log line, and the token none.
-    assert (
-        len(re.findall(r"^\S+Z 127\.0\.0\.1:\d+ POST /v1/conversations 200 [0-9.]+ms$", err, re.M))
-        == 3
-    )
-    assert TOKEN not in err and TOKEN not in "\n".join(served.banner)
-    # The WAL was checkpointed and the file is whole: every acknowledged row is there.
-    assert (
-        not Path(f"{served.db_path}-wal").exists()
-        or Path(f"{served.db_path}-wal").stat().st_size == 0
-    )
-    with Client(LocalBackend(served.db_path)) as client:
-        assert [c["id"] for c in client.conversations.iterate()] == made[::-1]
+def test_a_signal_stops_serve_cleanly_with_the_database_intact(tmp_path: Path) -> None:
+    # A signal reaches only a process of its own: kill's SIGTERM and Ctrl-C's SIGINT, each to
+    # a serve of its own.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        home = tmp_path / signal.Signals(sig).name
+        home.mkdir()
+        with serving(home) as served:
+            with Client(HTTPBackend(served.url, TOKEN)) as api:
+                made = [api.conversations.create({"contact_id": f"ct_{n}"})["id"] for n in range(3)]
+            code, err = served.stop(sig)
+        assert code == 0, (sig, err)
+        assert "Traceback" not in err
+        # Each request left one access-log line, and the token none.
+        posts = r"^\S+Z 127\.0\.0\.1:\d+ POST /v1/conversations 200 [0-9.]+ms$"
+        assert len(re.findall(posts, err, re.M)) == 3
+        assert TOKEN not in err and TOKEN not in "\n".join(served.banner)
+        # The WAL was checkpointed and the file is whole: every acknowledged row is there.
+        assert (
+            not Path(f"{served.db_path}-wal").exists()
+            or Path(f"{served.db_path}-wal").stat().st_size == 0
+        )
+        with Client(LocalBackend(served.db_path)) as client:
+            assert [c["id"] for c in client.conversations.iterate()] == made[::-1]
 
 
 def test_serve_without_a_token_keeps_one_beside_the_database_across_restarts(

@@ -1,5 +1,6 @@
-"""`--fields` and `--jq` (DESIGN 4.3) through the installed console script, on the local SQLite
-backend and against a real `convrisk serve` subprocess on 127.0.0.1, in every format."""
+"""`--fields` and `--jq` (DESIGN 4.3) through the installed console script against a real
+`convrisk serve` subprocess on 127.0.0.1: each behaviour once. Its variants (the local backend,
+every format) run in-process in tests/cli/test_shape.py, under the same test names."""
 
 from __future__ import annotations
 
@@ -67,22 +68,14 @@ class Backend:
         return sum(len(page["data"]) for page in target.iter_pages({}, limit=None))
 
 
-@pytest.fixture(params=["local", "remote"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    """Each test once on a fresh local database, once on a fresh server's data (the module's
-    server: the remote tests delete what they made first)."""
+@pytest.fixture
+def backend(serve: Serve, tmp_path: Path) -> Iterator[Backend]:
+    """The module's `convrisk serve`, its data emptied first: the one e2e run of each behaviour
+    (tests/cli/test_shape.py runs each, in-process, on the local database and over HTTP)."""
     home = tmp_path / "home"
     home.mkdir()
-    if request.param == "local":
-        env = isolated_env(home)
-        db = home / "data" / "convrisk" / "convrisk.db"
-        db.parent.mkdir(parents=True)
-        with Client(LocalBackend(db)) as client:
-            yield Backend("local", home, env, client)
-        return
-    running: Serve = request.getfixturevalue("serve")
-    env = isolated_env(home, CONVRISK_BASE_URL=running.url, CONVRISK_TOKEN=TOKEN)
-    with Client(HTTPBackend(running.url, TOKEN)) as client:
+    env = isolated_env(home, CONVRISK_BASE_URL=serve.url, CONVRISK_TOKEN=TOKEN)
+    with Client(HTTPBackend(serve.url, TOKEN)) as client:
         resources: list[Any] = [client.conversations, client.risk_profiles]
         for resource in resources:
             for page in list(resource.iter_pages({}, limit=None)):
@@ -91,18 +84,18 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
         yield Backend("remote", home, env, client)
 
 
-def seed(backend: Backend) -> tuple[Conversation, Conversation, Conversation]:
+def seed(client: Client) -> tuple[Conversation, Conversation, Conversation]:
     """Three conversations, newest last: with a contact, a group (ESC in its id), a muted one."""
-    first = backend.client.conversations.create({"contact_id": "c_1"})
-    second = backend.client.conversations.create({"group_id": ESC_GROUP})
-    third = backend.client.conversations.create({"contact_id": "c_3"})
-    third = backend.client.conversations.update(third["id"], {"is_muted": True})
+    first = client.conversations.create({"contact_id": "c_1"})
+    second = client.conversations.create({"group_id": ESC_GROUP})
+    third = client.conversations.create({"contact_id": "c_3"})
+    third = client.conversations.update(third["id"], {"is_muted": True})
     return first, second, third
 
 
-def seed_profile(backend: Backend) -> RiskProfile:
+def seed_profile(client: Client) -> RiskProfile:
     """One risk profile with nested details."""
-    return backend.client.risk_profiles.create(
+    return client.risk_profiles.create(
         {
             "customer_id": "cus_1",
             "profile_type": "moderate",
@@ -121,7 +114,7 @@ def lines(text: str) -> list[Any]:
 
 
 def test_fields_choose_and_order_the_columns_of_tsv_and_csv(backend: Backend) -> None:
-    first, second, third = seed(backend)
+    first, second, third = seed(backend.client)
     tsv = backend.ok("conv", "list", "--fields", "is_muted,id")
     assert tsv.splitlines() == [
         "is_muted\tid",
@@ -141,7 +134,7 @@ def test_fields_choose_and_order_the_columns_of_tsv_and_csv(backend: Backend) ->
 
 
 def test_fields_choose_and_order_the_keys_of_json_and_jsonl(backend: Backend) -> None:
-    first, second, third = seed(backend)
+    first, second, third = seed(backend.client)
     wanted = ["group_id", "id", "is_muted"]
     as_json = json.loads(backend.ok("conv", "list", "--fields", ",".join(wanted), "-o", "json"))
     expected = [{key: dict(record)[key] for key in wanted} for record in (third, second, first)]
@@ -184,7 +177,7 @@ def test_fields_apply_to_create_update_and_delete(backend: Backend) -> None:
     conv_id = backend.ok("conv", "list", "-o", "id").strip()
     updated = backend.ok("conv", "update", conv_id, "--pin", "--fields", "is_pinned")
     assert updated.splitlines() == ["is_pinned", "true"]
-    profile = seed_profile(backend)
+    profile = seed_profile(backend.client)
     risk = json.loads(
         backend.ok(
             "risk",
@@ -222,19 +215,18 @@ def test_an_unknown_field_is_a_usage_error_that_lists_the_fields_and_creates_not
 
 
 def test_fields_with_the_id_format_is_a_usage_error(backend: Backend) -> None:
-    seed(backend)
-    for extra in ({}, {"CONVRISK_OUTPUT": "id"}):
-        args = ["conv", "list", "--fields", "id"] + ([] if extra else ["-o", "id"])
-        result = backend.run(*args, **extra)
-        assert result.returncode == 2 and result.stdout == ""
-        assert "--fields" in result.stderr and "id format" in result.stderr
+    # The id format from the settings too: tests/cli/test_shape.py.
+    seed(backend.client)
+    result = backend.run("conv", "list", "--fields", "id", "-o", "id")
+    assert result.returncode == 2 and result.stdout == ""
+    assert "--fields" in result.stderr and "id format" in result.stderr
 
 
 # -- --jq --------------------------------------------------------------------------------------
 
 
 def test_jq_with_jsonl_runs_on_each_record_across_pages(backend: Backend) -> None:
-    first, second, third = seed(backend)
+    first, second, third = seed(backend.client)
     out = backend.ok(
         "conv",
         "list",
@@ -259,23 +251,21 @@ def test_jq_with_jsonl_runs_on_each_record_across_pages(backend: Backend) -> Non
 
 
 def test_jq_without_o_or_with_json_runs_once_over_the_document(backend: Backend) -> None:
-    first, second, third = seed(backend)
-    for output in ([], ["-o", "json"]):
-        assert backend.ok("conv", "list", *output, "--jq", "length") == "3\n"
-        ids = backend.ok("conv", "list", *output, "--jq", 'map(.id) | join(",")')
-        assert ids == f"{third['id']},{second['id']},{first['id']}\n"
-        one = backend.ok("conv", "get", first["id"], *output, "--jq", "[type, .contact_id]")
-        assert one == '["object","c_1"]\n'
-        several = backend.ok("conv", "get", first["id"], third["id"], *output, "--jq", "type")
-        assert several == "array\n"
+    # Without -o here; with -o json, and the settings' formats, in tests/cli/test_shape.py.
+    first, second, third = seed(backend.client)
+    ids = backend.ok("conv", "list", "--jq", 'map(.id) | join(",")')
+    assert ids == f"{third['id']},{second['id']},{first['id']}\n"
+    one = backend.ok("conv", "get", first["id"], "--jq", "[type, .contact_id]")
+    assert one == '["object","c_1"]\n'
+    several = backend.ok("conv", "get", first["id"], third["id"], "--jq", "type")
+    assert several == "array\n"
     # The settings' output format does not count: only -o chooses.
-    assert backend.ok("conv", "list", "--jq", "length", CONVRISK_OUTPUT="csv") == "3\n"
     assert backend.ok("conv", "list", "--jq", "length", CONVRISK_OUTPUT="jsonl") == "3\n"
 
 
 def test_jq_prints_strings_raw_and_other_values_as_compact_json(backend: Backend) -> None:
-    seed(backend)
-    profile = seed_profile(backend)
+    seed(backend.client)
+    profile = seed_profile(backend.client)
     out = backend.ok("conv", "list", "-o", "jsonl", "--jq", ".group_id")
     assert out.splitlines() == ["null", ESC_GROUP, "null"]  # piped: raw, as jq -r
     details = backend.ok("risk", "get", profile["id"], "--jq", ".details, .details.tab, .score")
@@ -284,7 +274,7 @@ def test_jq_prints_strings_raw_and_other_values_as_compact_json(backend: Backend
 
 
 def test_fields_come_first_then_jq(backend: Backend) -> None:
-    seed(backend)
+    seed(backend.client)
     out = backend.ok(
         "conv", "list", "-o", "jsonl", "--fields", "is_muted,id", "--jq", "keys_unsorted"
     )
@@ -308,13 +298,11 @@ def test_jq_that_does_not_compile_is_a_usage_error_with_jqs_message(backend: Bac
 
 
 def test_jq_with_o_table_csv_or_id_is_a_usage_error(backend: Backend) -> None:
-    seed(backend)
-    for output in ("table", "csv", "id"):
-        result = backend.run("conv", "update", "conv_x", "--mute", "-o", output, "--jq", ".id")
-        assert result.returncode == 2 and result.stdout == ""
-        assert (
-            f"--jq prints its own results and cannot be combined with -o {output}" in result.stderr
-        )
+    # -o table here; csv and id too in tests/cli/test_shape.py.
+    seed(backend.client)
+    result = backend.run("conv", "update", "conv_x", "--mute", "-o", "table", "--jq", ".id")
+    assert result.returncode == 2 and result.stdout == ""
+    assert "--jq prints its own results and cannot be combined with -o table" in result.stderr
     assert [c["is_muted"] for c in lines(backend.ok("conv", "list", "-o", "jsonl"))] == [
         True,
         False,
@@ -325,7 +313,7 @@ def test_jq_with_o_table_csv_or_id_is_a_usage_error(backend: Backend) -> None:
 def test_a_jq_error_on_the_data_stops_with_exit_1_after_the_results_before_it(
     backend: Backend,
 ) -> None:
-    first, second, third = seed(backend)
+    first, second, third = seed(backend.client)
     program = 'if .contact_id == "c_1" then error("no way: \\(.id)") else .id end'
     result = backend.run(
         "conv", "list", "--all", "-o", "jsonl", "--jq", program, CONVRISK_PAGE_SIZE="1"
@@ -340,7 +328,7 @@ def test_a_jq_error_on_the_data_stops_with_exit_1_after_the_results_before_it(
 
 
 def test_delete_with_jq(backend: Backend) -> None:
-    first, second, _ = seed(backend)
+    first, second, _ = seed(backend.client)
     out = backend.ok(
         "conv",
         "delete",
@@ -355,7 +343,7 @@ def test_delete_with_jq(backend: Backend) -> None:
 
 
 def test_several_ids_with_one_missing_run_jq_over_those_found(backend: Backend) -> None:
-    first, _, third = seed(backend)
+    first, _, third = seed(backend.client)
     result = backend.run(
         "conv", "get", first["id"], "conv_" + "0" * 26, third["id"], "--jq", "map(.id)"
     )
@@ -497,36 +485,24 @@ def _record_path(db: Path, name: str, program: str, *, each: bool) -> tuple[byte
     return out.getvalue().encode("utf-8"), failure
 
 
-@pytest.mark.parametrize(
-    ("command", "name"), [("conv", "conversations"), ("risk", "risk_profiles")]
-)
 def test_jq_on_the_local_export_path_prints_byte_for_byte_what_it_prints_from_records(
-    varied_db: Path, tmp_path: Path, command: str, name: str
+    varied_db: Path, tmp_path: Path
 ) -> None:
+    """One program on each record and one over the document, of conversations: every program
+    on both lists runs in-process in tests/cli/test_shape.py."""
     env = isolated_env(tmp_path / "home", CONVRISK_PAGE_SIZE="3")
-    for output, programs in (["-o", "jsonl"], EACH_PROGRAMS), ([], DOCUMENT_PROGRAMS):
-        for program in programs:
-            result = subprocess.run(
-                [
-                    CONVRISK,
-                    "--db",
-                    str(varied_db),
-                    command,
-                    "list",
-                    "--all",
-                    *output,
-                    "--jq",
-                    program,
-                ],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=SAFETY_TIMEOUT,
-            )
-            assert result.returncode == 0, (program, result.stderr)
-            expected, failure = _record_path(varied_db, name, program, each=bool(output))
-            assert failure is None
-            assert result.stdout == expected, program
+    for output, program in (["-o", "jsonl"], EACH_PROGRAMS[4]), ([], DOCUMENT_PROGRAMS[3]):
+        result = subprocess.run(
+            [CONVRISK, "--db", str(varied_db), "conv", "list", "--all", *output, "--jq", program],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=SAFETY_TIMEOUT,
+        )
+        assert result.returncode == 0, (program, result.stderr)
+        expected, failure = _record_path(varied_db, "conversations", program, each=bool(output))
+        assert failure is None
+        assert result.stdout == expected, program
 
 
 def test_a_jq_error_part_way_through_a_page_of_the_export_path_stops_as_on_records(

@@ -1,5 +1,6 @@
 """What a person sees: the installed `convrisk` on a real pseudo-terminal, its output rendered by
-a terminal emulator (pyte) at 40, 60, 80 and 120 columns (DESIGN 4.2)."""
+a terminal emulator (pyte) at 40 and 120 columns (DESIGN 4.2). Every width (40, 60, 80, 120),
+format and way of asking runs in-process, on a pyte screen, in tests/cli/test_terminal.py."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from tests.loopback import JSONService, on_loopback, running, url_of
 
 from .console import run
 
-WIDTHS = [40, 60, 80, 120]
+WIDTHS = [40, 60, 80, 120]  # in-process; the real terminal shows the narrowest and the widest
 LONG_CONTACT = "c_" + "x" * 300
 LONG_DETAILS = {"notes": "n" * 500, "horizon_years": 10, "nested": {"a": [1, 2, 3]}}
 DATE_UTC = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} UTC")
@@ -73,34 +74,34 @@ def data_rows(lines: list[str], ids: list[str]) -> list[str]:
     return rows
 
 
-@pytest.mark.parametrize("columns", WIDTHS)
 def test_every_conversation_row_is_one_screen_line_with_its_whole_id(
-    env: dict[str, str], store: Any, columns: int
+    env: dict[str, str], store: Any
 ) -> None:
     ids = seed_conversations(store)
-    lines = on_screen(env, "conv", "list", columns=columns)
-    rows = data_rows(lines, ids)
-    assert len(lines) == len(ids) + 1  # nothing folded onto a second line
-    assert all(len(line) <= columns for line in lines)
-    assert any("…" in row for row in rows)  # the long contact is cut, not wrapped
-    assert "WITH" in lines[0]  # who the conversation is with survives even at 40 columns
-    if columns >= 80:
-        assert "FLAGS" in lines[0] and "CREATED" in lines[0]
+    for columns in (40, 120):
+        lines = on_screen(env, "conv", "list", columns=columns)
+        rows = data_rows(lines, ids)
+        assert len(lines) == len(ids) + 1  # nothing folded onto a second line
+        assert all(len(line) <= columns for line in lines)
+        assert any("…" in row for row in rows)  # the long contact is cut, not wrapped
+        assert "WITH" in lines[0]  # who the conversation is with survives even at 40 columns
+        if columns >= 80:
+            assert "FLAGS" in lines[0] and "CREATED" in lines[0]
 
 
-@pytest.mark.parametrize("columns", WIDTHS)
 def test_every_risk_profile_row_is_one_screen_line_with_its_whole_id(
-    env: dict[str, str], store: Any, columns: int
+    env: dict[str, str], store: Any
 ) -> None:
     ids = seed_risk_profiles(store)
-    lines = on_screen(env, "risk", "list", columns=columns)
-    data_rows(lines, ids)
-    assert len(lines) == len(ids) + 1
-    assert "CUSTOMER" in lines[0]
-    if columns >= 60:
-        assert "SCORE" in lines[0]
-    if columns >= 80:
-        assert "DETAILS" in lines[0] and "UPDATED" in lines[0]
+    for columns in (40, 120):
+        lines = on_screen(env, "risk", "list", columns=columns)
+        data_rows(lines, ids)
+        assert len(lines) == len(ids) + 1
+        assert "CUSTOMER" in lines[0]
+        if columns >= 60:
+            assert "SCORE" in lines[0]
+        if columns >= 80:
+            assert "DETAILS" in lines[0] and "UPDATED" in lines[0]
 
 
 def test_a_date_column_shortens_to_the_date_before_it_goes(env: dict[str, str], store: Any) -> None:
@@ -136,10 +137,8 @@ def labels(lines: list[str]) -> dict[str, str]:
     return fields
 
 
-@pytest.mark.parametrize("columns", WIDTHS)
-def test_get_shows_every_field_of_a_conversation(
-    env: dict[str, str], store: Any, columns: int
-) -> None:
+def test_get_shows_every_field_of_a_conversation(env: dict[str, str], store: Any) -> None:
+    columns = 40  # the narrowest: the long contact folds most; every width in-process
     conv_id = seed_conversations(store)[1]  # the long, pinned, muted, archived one
     record = json.loads(run(env, "conv", "get", conv_id, "-o", "json").stdout)
     lines = on_screen(env, "conv", "get", conv_id, columns=columns)
@@ -153,10 +152,10 @@ def test_get_shows_every_field_of_a_conversation(
     assert all(len(line) <= columns for line in lines)
 
 
-@pytest.mark.parametrize("columns", WIDTHS)
 def test_get_shows_every_field_of_a_risk_profile_with_details_as_indented_json(
-    env: dict[str, str], store: Any, columns: int
+    env: dict[str, str], store: Any
 ) -> None:
+    columns = 40  # every width in-process
     rp_id = seed_risk_profiles(store)[1]
     record = json.loads(run(env, "risk", "get", rp_id, "-o", "json").stdout)
     lines = on_screen(env, "risk", "get", rp_id, columns=columns)
@@ -175,16 +174,10 @@ def test_get_piped_prints_what_it_printed_before(env: dict[str, str], store: Any
 # -- progress, a shared terminal and Ctrl-C ----------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "args",
-    [
-        ["conv", "list", "--all", "-o", "json"],
-        ["conv", "list", "--archived", "--all", "-o", "json"],
-    ],
-)
 def test_all_as_json_on_a_shared_terminal_leaves_valid_json_on_the_screen(
-    env: dict[str, str], store: Any, args: list[str]
+    env: dict[str, str], store: Any
 ) -> None:
+    args = ["conv", "list", "--all", "-o", "json"]  # and --archived, in-process
     ids = [store.conversations.create({"contact_id": f"c_{i}"})["id"] for i in range(9)]
     for conv_id in ids:
         store.conversations.update(conv_id, {"archived_at": 1714564800})
@@ -223,10 +216,10 @@ def slow_service(env: dict[str, str]) -> Iterator[dict[str, str]]:
         }
 
 
-@pytest.mark.parametrize("fmt", ["table", "jsonl"])
 def test_ctrl_c_during_all_clears_the_progress_and_says_interrupted(
-    slow_service: dict[str, str], fmt: str
+    slow_service: dict[str, str],
 ) -> None:
+    fmt = "table"  # and jsonl, in-process (Ctrl-C sent to the main thread)
     term = Terminal(slow_service, ["conv", "list", "--all", "-o", fmt], columns=80)
     term.read_until(b"20 conversations...")
     term.send(b"\x03")
@@ -288,10 +281,10 @@ def test_delete_with_ids_from_a_pipe_and_no_terminal_refuses(
 TOKEN = "tok_" + "s3cr3t" * 5
 
 
-@pytest.mark.parametrize("args", [["config", "set", "token"], ["config", "set", "token", "-"]])
 def test_config_set_token_on_a_terminal_asks_without_echo_and_enter_finishes(
-    env: dict[str, str], args: list[str]
+    env: dict[str, str],
 ) -> None:
+    args = ["config", "set", "token"]  # and `config set token -`, in-process
     term = Terminal(env, args, columns=80)
     term.read_until(b"token: ")
     term.send(TOKEN.encode() + b"\r")

@@ -1,5 +1,6 @@
 """`convrisk --version` and `convrisk --help` are answered by cli/__main__.py without loading the
-app (typer, click, pydantic): the answers must be byte for byte the app's own."""
+app (typer, click, pydantic): the answers must be byte for byte the app's own. `--help` and `-h`
+at every width run in-process in tests/cli/test_version_and_help.py."""
 
 from __future__ import annotations
 
@@ -47,13 +48,9 @@ def test_the_stored_root_help_is_what_the_app_prints(env: dict[str, str]) -> Non
     )
 
 
-@pytest.mark.parametrize("columns", [None, "80", "200", "79", "60", "x"])
-@pytest.mark.parametrize("flag", ["--help", "-h"])
-def test_help_is_the_apps_help_at_any_width(
-    env: dict[str, str], flag: str, columns: str | None
-) -> None:
-    if columns is not None:
-        env = {**env, "COLUMNS": columns}
+def test_help_is_the_apps_help_at_any_width(env: dict[str, str]) -> None:
+    # No COLUMNS, on a pipe: the stored help. -h, and COLUMNS of every kind, in-process.
+    flag = "--help"
     script = run(env, flag)
     app = app_output(env, flag)
     assert (script.returncode, script.stdout, script.stderr) == (0, app.stdout, "")
@@ -67,14 +64,9 @@ def test_version_is_the_apps_version(env: dict[str, str]) -> None:
     assert run(env, "--debug", "--version").stdout == script.stdout  # through the app
 
 
-@pytest.mark.parametrize("args", [["--version"], ["--help"], ["-h"]])
-def test_version_and_help_load_neither_typer_nor_click(
-    env: dict[str, str], args: list[str]
-) -> None:
-    call = (
-        f"sys.argv = ['convrisk', *{args!r}]\n"
-        "from convrisk.cli.__main__ import main\ncode = main()\n"
-    )
+def test_version_and_help_load_neither_typer_nor_click(env: dict[str, str]) -> None:
+    # What a fresh interpreter loads can only be seen in one: each answer of the fast path (a
+    # branch of its own each) in a child of its own.
     heavy = {
         "typer",
         "click",
@@ -84,25 +76,31 @@ def test_version_and_help_load_neither_typer_nor_click(
         "convrisk.cli.app",
         "convrisk.local_backend",
     }
-    assert_loads_none_of(env, call, heavy)
-
-
-@pytest.mark.parametrize("args", [["--version"], ["--help"]])
-def test_a_closed_pipe_ends_version_and_help_quietly(env: dict[str, str], args: list[str]) -> None:
-    read_end, write_end = os.pipe()
-    os.close(read_end)  # the reader is gone before anything is written
-    try:
-        result = subprocess.run(
-            [str(CONVRISK), *args],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=write_end,
-            stderr=subprocess.PIPE,
-            timeout=SAFETY_TIMEOUT,
+    for args in (["--version"], ["--help"], ["-h"]):
+        call = (
+            f"sys.argv = ['convrisk', *{args!r}]\n"
+            "from convrisk.cli.__main__ import main\ncode = main()\n"
         )
-    finally:
-        os.close(write_end)
-    assert (result.returncode, result.stderr) == (0, b"")
+        assert_loads_none_of(env, call, heavy)
+
+
+def test_a_closed_pipe_ends_version_and_help_quietly(env: dict[str, str]) -> None:
+    # A pipe whose reader is gone exists only between processes: both answers, each in a child.
+    for args in (["--version"], ["--help"]):
+        read_end, write_end = os.pipe()
+        os.close(read_end)  # the reader is gone before anything is written
+        try:
+            result = subprocess.run(
+                [str(CONVRISK), *args],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=write_end,
+                stderr=subprocess.PIPE,
+                timeout=SAFETY_TIMEOUT,
+            )
+        finally:
+            os.close(write_end)
+        assert (result.returncode, result.stderr) == (0, b""), args
 
 
 def test_shell_completion_still_reaches_the_app(env: dict[str, str]) -> None:
