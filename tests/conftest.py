@@ -34,6 +34,26 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, _ignore)
 
 
+def _quick_loop(config: pytest.Config) -> bool:
+    """Whether this run is the quick loop: every e2e test left out (`-m "not e2e"`)."""
+    return str(config.getoption("markexpr", "")).strip() == "not e2e"
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: a worker a core for the quick loop, two a core (at most 16) for a run with
+    the e2e tests, which spend much of their time waiting for a child process or a socket: one
+    worker a core left the cores idle a third of the time (docs/design/testing.md)."""
+    cores = len(os.sched_getaffinity(0))
+    return cores if _quick_loop(config) else min(16, 2 * cores)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The quick loop does not even import tests/e2e, whose every test is e2e."""
+    if _quick_loop(config) and collection_path == CHECKOUT / "tests" / "e2e":
+        return True
+    return None
+
+
 @pytest.fixture(scope="session")
 def homes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """HOMEs, a new one for each test: `next(homes)` (one folder listing per session, where

@@ -8,8 +8,12 @@ import sys
 from pathlib import Path
 
 import click
+import pytest
 import typer
 import typer.core
+
+# Slow (about a second each: every module of the code read and parsed): out of the quick loop.
+pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parent.parent
 OURS = {"convrisk", "bench", "tests"}

@@ -59,6 +59,7 @@ def test_this_suite_guards_the_checkout_it_runs_from() -> None:
     assert (CHECKOUT / "pyproject.toml").is_file()
 
 
+@pytest.mark.e2e  # slow: about a second, or more (the quick loop leaves it out)
 def test_a_test_that_touches_the_real_users_files_fails(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -96,6 +96,7 @@ def test_trickled_headers_are_retried_like_any_timeout_then_fail(
     assert "gave up after 3 attempts" in str(info.value)
 
 
+@pytest.mark.e2e  # slow: about a second, or more (the quick loop leaves it out)
 def test_a_gzip_bomb_stops_at_the_size_limit_and_is_not_retried(
     hostile: Callable[..., HostileServer],
 ) -> None:

@@ -155,6 +155,7 @@ class _WithheldServer(ThreadingHTTPServer):
         self.answer = threading.Event()
 
 
+@pytest.mark.e2e  # slow: about a second, or more (the quick loop leaves it out)
 def test_the_transport_says_a_request_is_sent_before_its_answer_comes() -> None:
     sent = threading.Event()
     with running(_WithheldServer()) as server, HTTPBackend(url_of(server), "tok") as backend:

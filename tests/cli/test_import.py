@@ -420,6 +420,7 @@ def _all_profiles(twin: Twin) -> list[Any]:
         cursor = page["data"][-1]["id"]
 
 
+@pytest.mark.e2e  # slow: about a second, or more (the quick loop leaves it out)
 @pytest.mark.parametrize("written", [False, True], ids=["between-batches", "inside-a-batch"])
 def test_an_import_killed_part_way_then_run_again_creates_exactly_every_record(
     twin: Twin,

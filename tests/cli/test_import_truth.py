@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from .e2e_twin import Twin
 from .e2e_twin import twin as twin  # a fixture: each test on the local db and on serve
 
@@ -43,6 +45,7 @@ def test_tuesdays_file_with_mondays_line_reports_it_replayed(twin: Twin, tmp_pat
     assert contacts(twin) == ["c_777", "c_778"]
 
 
+@pytest.mark.e2e  # slow: about a second, or more (the quick loop leaves it out)
 def test_a_rerun_reports_every_record_replayed_and_writes_nothing(
     twin: Twin, tmp_path: Path
 ) -> None:

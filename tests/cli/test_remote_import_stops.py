@@ -67,6 +67,7 @@ def remote(monkeypatch: pytest.MonkeyPatch, home: object) -> Iterator[str]:
         yield url_of(server)
 
 
+@pytest.mark.e2e  # slow: about a second, or more (the quick loop leaves it out)
 def test_an_import_stopped_by_a_revoked_token_reports_exactly_what_was_created(
     remote: str, invoke: Invoke, tmp_path: Path
 ) -> None:

@@ -453,6 +453,7 @@ class InterruptedPages(SlowPages):
         super().do_GET()
 
 
+@pytest.mark.e2e  # slow: about a second, or more (the quick loop leaves it out)
 @pytest.mark.parametrize("fmt", ["table", "jsonl"])
 def test_ctrl_c_during_all_clears_the_progress_and_says_interrupted(
     home: Path, monkeypatch: pytest.MonkeyPatch, fmt: str

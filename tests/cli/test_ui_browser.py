@@ -17,6 +17,10 @@ from convrisk.cli.ui_rows import RecordsView, Shown
 
 from .conftest import Invoke
 
+# Slow (about a second each: Textual drawing every frame): the quick loop leaves them out, and
+# .ci/lowest runs them (Textual at its lowest version).
+pytestmark = [pytest.mark.e2e, pytest.mark.lowest]
+
 SIZE = (120, 40)
 Check = Callable[[], bool]
 

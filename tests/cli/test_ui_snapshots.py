@@ -15,6 +15,9 @@ import pytest
 
 from bench.ui_screens import DOC_SHOTS, DOCS, Shot, fill_fixed, screen_env, screenshot, shots
 
+# Slow (most of a second each: a whole Textual screen drawn to SVG): out of the quick loop.
+pytestmark = pytest.mark.e2e
+
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots" / "ui"
 SHOTS = [*shots((80, 24)), *shots((120, 40))]
 # The Textual the snapshots were drawn with: another release draws the same screen with other

@@ -769,6 +769,7 @@ def test_a_record_journaled_with_the_token_hidden_is_not_put_back_as_stars(
     assert all(not e.get("undoes") for e in _entries(path))
 
 
+@pytest.mark.e2e  # slow: about a second, or more (the quick loop leaves it out)
 def test_undo_of_a_1000_record_import_puts_the_store_back(twin: Twin) -> None:
     _journaled(twin)
     store = twin.store.conversations

@@ -24,6 +24,7 @@ def ok(twin: Twin, *args: str, input: str | None = None) -> str:
     return result.stdout
 
 
+@pytest.mark.e2e  # slow: about a second, or more (the quick loop leaves it out)
 def test_a_record_changed_while_a_long_undo_runs_is_kept(
     twin: Twin, monkeypatch: pytest.MonkeyPatch
 ) -> None:

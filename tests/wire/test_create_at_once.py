@@ -109,6 +109,7 @@ def test_over_several_open_connections_creates_of_one_turn_share_a_transaction(
     assert [made["contact_id"] for _, made in answers] == ["ct_0", "ct_1", "ct_2"]
 
 
+@pytest.mark.e2e  # slow: about a second, or more (the quick loop leaves it out)
 def test_over_one_connection_a_create_that_meets_another_process_lock_waits_and_is_made(
     served: Served,
 ) -> None:

@@ -71,6 +71,7 @@ def test_every_fault_kind_does_what_it_says_and_leaves_no_partial_write(
         assert stored[contact] == 0, kind
 
 
+@pytest.mark.e2e  # slow: about a second, or more (the quick loop leaves it out)
 def test_the_same_seed_gives_the_same_faults_and_another_seed_others(
     serve_with: ServeWith,
 ) -> None:

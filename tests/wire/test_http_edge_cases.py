@@ -243,6 +243,7 @@ def test_an_answer_head_and_body_go_out_in_one_write() -> None:
         loop.close()
 
 
+@pytest.mark.e2e  # slow: about a second, or more (the quick loop leaves it out)
 def test_a_body_that_drips_gets_a_408_at_its_total_deadline_and_creates_nothing(
     served: Served, http: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -19,6 +19,9 @@ from convrisk.local_backend.request_journal import BODY_CUT
 
 from .conftest import TLS, TOKEN, Served, ServeWith
 
+# Slow (0.2 s each: a server of its own per test, for an empty journal): out of the quick loop.
+pytestmark = pytest.mark.e2e
+
 CONV = "/v1/conversations"
 REQUESTS = "/__sandbox/requests"
 RESET = "/__sandbox/reset"
