@@ -39,6 +39,7 @@ def _quick_loop(config: pytest.Config) -> bool:
     return str(config.getoption("markexpr", "")).strip() == "not e2e"
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: unknown under -p no:xdist
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto`: a worker a core for the quick loop, two a core (at most 16) for a run with
     the e2e tests, which spend much of their time waiting for a child process or a socket: one
