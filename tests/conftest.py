@@ -48,6 +48,15 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return cores if _quick_loop(config) else min(16, 2 * cores)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """With -n and no --dist, a worker that runs out of tests takes some from another
+    (worksteal): a few e2e tests take 10-15 s, and `load` left workers idle behind them at the
+    end (336 s against 278 s for the suite, docs/design/testing.md)."""
+    if config.getoption("numprocesses", None) and config.getoption("dist", "no") == "no":
+        config.option.dist = "worksteal"
+
+
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """The quick loop does not even import tests/e2e, whose every test is e2e."""
     if _quick_loop(config) and collection_path == CHECKOUT / "tests" / "e2e":
