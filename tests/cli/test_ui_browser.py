@@ -57,6 +57,17 @@ async def until(pilot: Pilot[int], check: Check, what: str) -> None:
     raise AssertionError(f"never happened: {what}")
 
 
+async def on_the_profile(app: Browser, pilot: Pilot[int]) -> None:
+    """Wait for the risk profiles tab to be the one shown, its one row loaded and under the
+    cursor: on a loaded machine, a key pressed before that goes to the conversations tab."""
+    await until(pilot, lambda: len(ids_shown(app, "risk_profiles")) == 1, "the profile")
+    await until(
+        pilot,
+        lambda: app.view().resource.name == "risk_profiles" and app.view().current_id() is not None,
+        "the risk profiles tab shown, with the profile under the cursor",
+    )
+
+
 def view(app: Browser, name: str = "conversations") -> RecordsView:
     return app.views[name]
 
@@ -558,7 +569,7 @@ def test_the_edit_form_shows_a_hostile_profile_type_escaped_and_does_not_send_it
 
     async def script(app: Browser, pilot: Pilot[int]) -> None:
         await pilot.press("t")
-        await until(pilot, lambda: len(ids_shown(app, "risk_profiles")) == 1, "the profile")
+        await on_the_profile(app, pilot)
         await pilot.press("e")
         await until(pilot, lambda: bool(app.screen.query("#profile_type")), "the form")
         for name in ("profile_type", "score", "details"):
@@ -661,7 +672,7 @@ def test_on_a_40x12_terminal_the_edit_form_fits_and_its_problem_line_is_seen(
 
     async def script(app: Browser, pilot: Pilot[int]) -> None:
         await pilot.press("t")
-        await until(pilot, lambda: len(ids_shown(app, "risk_profiles")) == 1, "the profile")
+        await on_the_profile(app, pilot)
         await pilot.press("e")
         await until(pilot, lambda: bool(app.screen.query("#score")), "the form")
         await pilot.pause(0.1)
@@ -804,7 +815,7 @@ def test_escape_on_the_edit_form_sends_nothing_and_leaves_the_profile_as_it_was(
 
     async def script(app: Browser, pilot: Pilot[int]) -> None:
         await pilot.press("t")
-        await until(pilot, lambda: len(ids_shown(app, "risk_profiles")) == 1, "the profile")
+        await on_the_profile(app, pilot)
         await pilot.press("e")
         await until(pilot, lambda: bool(app.screen.query("#score")), "the form")
         app.screen.query_one("#score", Input).value = "99"
