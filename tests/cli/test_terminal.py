@@ -9,7 +9,6 @@ import getpass
 import io
 import json
 import re
-import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar, TextIO
@@ -449,7 +448,7 @@ class InterruptedPages(SlowPages):
         after = parse_qs(urlsplit(self.path).query).get("starting_after", ["conv_0000"])[0]
         if after == "conv_0030" and not InterruptedPages.pressed:
             InterruptedPages.pressed = True
-            _thread.interrupt_main(signal.SIGINT)
+            _thread.interrupt_main()  # SIGINT, as a Ctrl-C would send
         super().do_GET()
 
 
