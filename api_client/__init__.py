@@ -3,7 +3,7 @@
 Records are plain dicts typed with TypedDict (`api_client.records`): what the service sent.
 Importing this package is light: every public name below is imported on first use (PEP 562), so
 `from api_client import __version__` costs nothing, and the remote backend (httpx) lives in
-`api_client.http`, imported only when a remote base_url is used.
+`api_client.remote.http`, imported only when a remote base_url is used.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from .client import Client
-    from .errors import (
+    from convrisk.api_client.client import Client
+    from convrisk.api_client.errors import (
         APIConnectionError,
         APIError,
         APITimeoutError,
@@ -29,8 +29,16 @@ if TYPE_CHECKING:
         PermissionDeniedError,
         ServiceError,
     )
-    from .protocol import Backend
-    from .records import Conversation, Deleted, IdPage, JsonPage, Page, Record, RiskProfile
+    from convrisk.api_client.protocol import Backend
+    from convrisk.api_client.records import (
+        Conversation,
+        Deleted,
+        IdPage,
+        JsonPage,
+        Page,
+        Record,
+        RiskProfile,
+    )
 
 # The one place the version is written (pyproject.toml reads it without importing the package).
 __version__ = "0.1.0"

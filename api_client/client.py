@@ -7,10 +7,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from .defaults import DEFAULT_PAGE_SIZE
-from .errors import ConvriskError, InvalidRequestError
-from .pagination import AnyPage, paginate
-from .params import (
+from convrisk.api_client.defaults import DEFAULT_PAGE_SIZE
+from convrisk.api_client.errors import ConvriskError, InvalidRequestError
+from convrisk.api_client.pagination import AnyPage, paginate
+from convrisk.api_client.params import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
     ConversationCreateParams,
@@ -24,8 +24,8 @@ from .params import (
     check_risk_profile_create,
     check_risk_profile_update,
 )
-from .protocol import Backend, ResourceBackend
-from .records import (
+from convrisk.api_client.protocol import Backend, ResourceBackend
+from convrisk.api_client.records import (
     Conversation,
     Created,
     Deleted,
@@ -37,7 +37,7 @@ from .records import (
 )
 
 if TYPE_CHECKING:
-    from .raw import RawAnswer
+    from convrisk.api_client.raw import RawAnswer
 
 M = TypeVar("M", bound=Record)
 C = TypeVar("C")
@@ -298,7 +298,10 @@ class Client:
     def raw_pages(self, target: str) -> Iterator[AnyPage]:
         """Each page of the list at `target`, following has_more (raw.pages); pages of
         `page_size` items unless the target's query sets `limit`."""
-        from .raw import pages, with_default  # only `convrisk api --paginate` needs it
+        from convrisk.api_client.raw import (  # only `convrisk api --paginate` needs it
+            pages,
+            with_default,
+        )
 
         return pages(self.backend.send, with_default(target, "limit", str(self.page_size)))
 

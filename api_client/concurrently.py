@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TypeVar, cast
 
-from .errors import ConvriskError, NotSent, stops_every_request
+from convrisk.api_client.errors import ConvriskError, NotSent, stops_every_request
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar
 
-from .errors import ServiceError
+from convrisk.api_client.errors import ServiceError
 
 if TYPE_CHECKING:
     import queue

@@ -13,13 +13,13 @@ import math
 from collections.abc import Mapping
 from typing import Any, cast
 
-from .defaults import DEFAULT_LIMIT as DEFAULT_LIMIT
-from .defaults import MAX_LIMIT as MAX_LIMIT
-from .defaults import MAX_NUMBER as MAX_NUMBER
-from .defaults import MAX_TIMESTAMP as MAX_TIMESTAMP
-from .defaults import MIN_NUMBER as MIN_NUMBER
-from .errors import InvalidRequestError
-from .resources import (
+from convrisk.api_client.defaults import DEFAULT_LIMIT as DEFAULT_LIMIT
+from convrisk.api_client.defaults import MAX_LIMIT as MAX_LIMIT
+from convrisk.api_client.defaults import MAX_NUMBER as MAX_NUMBER
+from convrisk.api_client.defaults import MAX_TIMESTAMP as MAX_TIMESTAMP
+from convrisk.api_client.defaults import MIN_NUMBER as MIN_NUMBER
+from convrisk.api_client.errors import InvalidRequestError
+from convrisk.api_client.resources import (
     ID_ALPHABET_WORDS,
     ID_BODY_LENGTH,
     MAX_ID_LENGTH,
@@ -30,14 +30,14 @@ from .resources import (
 )
 
 # The request types live beside the description of their resource; importable from here too.
-from .resources import ConversationCreateParams as ConversationCreateParams
-from .resources import ConversationFilters as ConversationFilters
-from .resources import ConversationUpdateParams as ConversationUpdateParams
-from .resources import ResourceName as ResourceName
-from .resources import RiskProfileCreateParams as RiskProfileCreateParams
-from .resources import RiskProfileFilters as RiskProfileFilters
-from .resources import RiskProfileUpdateParams as RiskProfileUpdateParams
-from .text import safe_line
+from convrisk.api_client.resources import ConversationCreateParams as ConversationCreateParams
+from convrisk.api_client.resources import ConversationFilters as ConversationFilters
+from convrisk.api_client.resources import ConversationUpdateParams as ConversationUpdateParams
+from convrisk.api_client.resources import ResourceName as ResourceName
+from convrisk.api_client.resources import RiskProfileCreateParams as RiskProfileCreateParams
+from convrisk.api_client.resources import RiskProfileFilters as RiskProfileFilters
+from convrisk.api_client.resources import RiskProfileUpdateParams as RiskProfileUpdateParams
+from convrisk.api_client.text import safe_line
 
 # Deepest `details` accepted, counting every object and array (the top object is level 1).
 # A bound keeps every record printable (Python's JSON encoder recurses; its indented form runs

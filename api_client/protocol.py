@@ -10,8 +10,8 @@ import builtins
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from .errors import ConvriskError
-from .params import (
+from convrisk.api_client.errors import ConvriskError
+from convrisk.api_client.params import (
     DEFAULT_LIMIT,
     ConversationCreateParams,
     ConversationFilters,
@@ -20,7 +20,7 @@ from .params import (
     RiskProfileFilters,
     RiskProfileUpdateParams,
 )
-from .records import (
+from convrisk.api_client.records import (
     Change,
     Conversation,
     Created,
@@ -34,7 +34,7 @@ from .records import (
 )
 
 if TYPE_CHECKING:
-    from .raw import RawAnswer
+    from convrisk.api_client.raw import RawAnswer
 
 M = TypeVar("M", bound=Record)
 C_contra = TypeVar("C_contra", contravariant=True)

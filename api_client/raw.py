@@ -2,7 +2,7 @@
 `--paginate`'s walk over a list path.
 
 Both backends answer through `Backend.send`: the remote one over HTTP with its token and
-retries, the local one through the wire rules `convrisk serve` applies (local_backend.wire),
+retries, the local one through the wire rules `convrisk serve` applies (local_backend.sandbox.wire),
 without a socket. What reaches the service is the same bytes either way.
 """
 
@@ -16,10 +16,15 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote_to_bytes, urlencode, urlsplit
 
-from . import resources
-from .errors import APIError, InvalidRequestError, ServiceError, error_from_response
-from .pagination import AnyPage, paginate
-from .params import shown_id
+from convrisk.api_client import resources
+from convrisk.api_client.errors import (
+    APIError,
+    InvalidRequestError,
+    ServiceError,
+    error_from_response,
+)
+from convrisk.api_client.pagination import AnyPage, paginate
+from convrisk.api_client.params import shown_id
 
 # Every PATH is under the interface's prefix (the resources' description has it).
 API_PREFIX = f"{resources.API_PREFIX}/"

@@ -2,9 +2,11 @@
 
 Everything else that knows a resource's shape is derived from `CONVERSATIONS` and
 `RISK_PROFILES`: the input rules of both sides (api_client.params), the routes and the OpenAPI
-document of `convrisk serve` (local_backend.wire, local_backend.openapi), the local tables
-(local_backend.table_spec), the CLI's columns, `--fields` names, import columns and completion
-(cli.resource_kinds, cli.importer, cli.complete) and the client's URL paths (api_client.http).
+document of `convrisk serve` (local_backend.sandbox.wire, local_backend.sandbox.openapi), the local
+tables
+(local_backend.store.table_spec), the CLI's columns, `--fields` names, import columns and completion
+(cli.output.resource_kinds, cli.importing.run, cli.options.complete) and the client's URL paths
+(api_client.remote.http).
 The TypedDicts below are the static view of the same fields, for type checkers; a test holds
 them to the description (tests/api_client/test_resources.py).
 
@@ -20,7 +22,8 @@ from typing import Any, Literal, Required, TypedDict
 
 ResourceName = Literal["conversations", "risk_profiles"]
 FieldType = Literal["string", "boolean", "number", "timestamp", "object"]
-# Every id is a resource's prefix and this many characters of this alphabet (local_backend.ids:
+# Every id is a resource's prefix and this many characters of this alphabet
+# (local_backend.store.ids:
 # Crockford base32 in ASCII order, so that ids compare as strings as they do as numbers).
 ID_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 ID_BODY_LENGTH = 26

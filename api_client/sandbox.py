@@ -9,13 +9,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
-from .errors import InvalidRequestError
+from convrisk.api_client.errors import InvalidRequestError
 
 if TYPE_CHECKING:
-    from .raw import RawAnswer
+    from convrisk.api_client.raw import RawAnswer
 
 PREFIX = "/__sandbox/"
-# The largest snapshot: `restore` sends no more, and the sandbox (local_backend.snapshot) takes
+# The largest snapshot: `restore` sends no more, and the sandbox (local_backend.sandbox.snapshot)
+# takes
 # no more (413). 64 MiB is some 200,000 records, past any test fixture.
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 # The fields of a journal entry, in the order they are shown.

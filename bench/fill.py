@@ -9,8 +9,8 @@ import time
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from convrisk.local_backend import conversations, ids, risk_profiles
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
+from convrisk.local_backend.store import conversations, ids, risk_profiles
 
 Resource = Literal["conversations", "risk_profiles"]
 _MODULES = {"conversations": conversations, "risk_profiles": risk_profiles}

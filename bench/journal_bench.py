@@ -72,7 +72,8 @@ def commands(ws: Workspace, runs: int) -> list[tuple[str, float, float, float, f
 def in_process(count: int) -> tuple[float, float]:
     """Median microseconds of one `journal.append` of one entry (an update's, with its record
     before and after), and of `Recorder.entry` + `write` with a token to hide."""
-    from convrisk.cli import journal, journaled
+    from convrisk.cli.journal import entries as journal
+    from convrisk.cli.journal import journaled
 
     conv = "conv_01HVZ8Q2K4M6P8R0T2V4X6Z8B0"
     record: dict[str, object] = {

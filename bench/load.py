@@ -32,9 +32,9 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
 
 from bench.common import serving
 from convrisk.api_client import Client, ConvriskError
-from convrisk.api_client.http import HTTPBackend
-from convrisk.local_backend.server import make_server
-from convrisk.local_backend.store import LocalBackend
+from convrisk.api_client.remote.http import HTTPBackend
+from convrisk.local_backend.backend import LocalBackend
+from convrisk.local_backend.serve.server import make_server
 
 TOKEN = "load-bench-token"
 MAX_SECONDS = 600.0

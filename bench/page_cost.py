@@ -58,7 +58,7 @@ class PageCost:
 def fill(size: int, cache: Path = CACHE) -> Path:
     """A database of `size` realistic conversations, made once in `cache` and reused after."""
     from bench.fill import fill as fill_rows
-    from convrisk.local_backend.store import LocalBackend
+    from convrisk.local_backend.backend import LocalBackend
 
     path = cache / f"conversations-{size}.db"
     if path.exists():
@@ -84,7 +84,7 @@ def fill(size: int, cache: Path = CACHE) -> Path:
 
 def _deep_cursor(backend: Any) -> str:
     """An id about 90% of the way down the newest-first list (it need not exist)."""
-    from convrisk.local_backend import ids
+    from convrisk.local_backend.store import ids
 
     newest = backend.conversations.list(limit=1)["data"][0]["created_at"]
     before_all = ids.id_at("conv_", 0)  # the smallest id there can be
@@ -99,7 +99,7 @@ def run(sizes: Sequence[int], *, cache: Path = CACHE, runs: int = 51) -> list[Pa
     The sizes take turns call by call within each case, so a change in the machine's load
     while the bench runs weighs on every size alike and the ratios stay fair.
     """
-    from convrisk.local_backend.store import LocalBackend
+    from convrisk.local_backend.backend import LocalBackend
 
     sizes = sorted(set(sizes))
     backends = [LocalBackend(fill(size, cache)) for size in sizes]

@@ -493,7 +493,7 @@ def export(ws: Workspace) -> str:
 
 
 def _writer(path: str, count: int, errors: multiprocessing.Queue[str]) -> None:
-    from convrisk.local_backend.store import LocalBackend
+    from convrisk.local_backend.backend import LocalBackend
 
     with LocalBackend(path) as backend:
         for i in range(count):
@@ -555,8 +555,8 @@ def writers(ws: Workspace) -> str:
 
 def remote(ws: Workspace) -> str:
     """`conv list --all` through the remote backend against `serve` on loopback."""
-    from convrisk.local_backend.server import make_server
-    from convrisk.local_backend.store import LocalBackend
+    from convrisk.local_backend.backend import LocalBackend
+    from convrisk.local_backend.serve.server import make_server
 
     n = 300 if ws.tiny else 10_000
     db = ws.dir / "remote.db"

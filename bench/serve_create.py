@@ -98,7 +98,7 @@ class Figures:
 
 def fresh_database(path: Path) -> Path:
     """An empty convrisk database (WAL, the current schema), made by convrisk itself."""
-    from convrisk.local_backend.store import LocalBackend
+    from convrisk.local_backend.backend import LocalBackend
 
     with LocalBackend(path) as backend:
         backend.conversations.list(limit=1)  # opens the file: WAL and the schema

@@ -14,7 +14,7 @@ at rest, with the heads held, and at intervals after they closed; its VmHWM (the
 status of one ordinary request made with the heads held and one made after.
 
 The descriptor limit is raised (soft up to hard) for this process and for serve, which inherits
-it: serve takes as many connections as its descriptors allow (local_backend/server.py).
+it: serve takes as many connections as its descriptors allow (local_backend/serve/server.py).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ AFTER_SECONDS = 30.0
 GIVEN_BACK_MIB = 32
 READY_SECONDS = 60.0
 # serve closes a connection whose head is not whole 10 s after its first byte
-# (local_backend/uvicorn_protocols.py): the heads are all sent well within that.
+# (local_backend/serve/uvicorn_protocols.py): the heads are all sent well within that.
 OPEN_SECONDS = 8.0
 READ_SECONDS = 15.0
 

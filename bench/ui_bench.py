@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.fill import fill
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
 from tests.e2e.both_backends import serving
 from tests.e2e.screen import Terminal
 
@@ -62,7 +62,7 @@ def scrolled_memory(env: dict[str, str], rows: int) -> list[tuple[int, int]]:
     """(rows scrolled past, RSS in MiB) as the pilot scrolls to `rows` rows, in this process."""
     os.environ.update(env)
     from convrisk.cli.context import AppContext
-    from convrisk.cli.ui_app import Browser
+    from convrisk.cli.ui.browser import Browser
 
     run = AppContext()
     app = Browser(run)

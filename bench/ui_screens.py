@@ -22,9 +22,9 @@ from textual.widgets import Input
 
 from convrisk.api_client.resources import ConversationUpdateParams
 from convrisk.cli.context import AppContext
-from convrisk.cli.ui_app import Browser
-from convrisk.local_backend.ids import seeded
-from convrisk.local_backend.store import LocalBackend
+from convrisk.cli.ui.browser import Browser
+from convrisk.local_backend.backend import LocalBackend
+from convrisk.local_backend.store.ids import seeded
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "ui"
 START = 1_714_000_000  # 2024-04-24: times that do not move

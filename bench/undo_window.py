@@ -40,8 +40,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--records", type=int, default=500)
     args = parser.parse_args(argv)
     from convrisk.api_client.client import Client
-    from convrisk.api_client.http import HTTPBackend
     from convrisk.api_client.params import ConversationUpdateParams
+    from convrisk.api_client.remote.http import HTTPBackend
 
     convrisk = str(Path(sys.executable).parent / "convrisk")
     with tempfile.TemporaryDirectory() as folder, serving([convrisk], Path(folder) / "w.db") as url:

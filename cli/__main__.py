@@ -72,7 +72,7 @@ def _columns() -> int:
 
 
 def _print(text: str) -> int:
-    # Printed here, not through cli/output.py: importing it would cost more than the answer.
+    # Printed here, not through cli/output/printer.py: importing it would cost more than the answer.
     # A closed pipe is exit 0, quietly, as everywhere in convrisk (cli.app.main).
     try:
         sys.stdout.write(text)

@@ -14,10 +14,9 @@ from click import Command, Context
 from typer.core import TyperGroup
 from typer.models import CommandInfo, TyperInfo
 
-from . import complete
-from .commands import OneSuggestion, start_as_curl
-from .context import AppContext, app_context
-from .errors import (
+from convrisk.cli.commands.base import OneSuggestion, start_as_curl
+from convrisk.cli.context import AppContext, app_context
+from convrisk.cli.errors import (
     INTERRUPTED,
     OK,
     USAGE,
@@ -28,7 +27,8 @@ from .errors import (
     describe,
     exit_code,
 )
-from .settings import Flags
+from convrisk.cli.options import complete
+from convrisk.cli.settings import Flags
 
 
 class LazyCommands(MutableMapping[str, Command]):
@@ -74,9 +74,9 @@ class LazyGroup(OneSuggestion, TyperGroup):
             "serve": functools.partial(_single_command, "serve", "serve"),
             "conv": functools.partial(_sub_group, "conv", "conv"),
             "risk": functools.partial(_sub_group, "risk", "risk"),
-            "config": functools.partial(_sub_group, "config", "config_cmd"),
+            "config": functools.partial(_sub_group, "config", "config"),
             "status": functools.partial(_single_command, "status", "status"),
-            "api": functools.partial(_single_command, "api", "api_cmd"),
+            "api": functools.partial(_single_command, "api", "api"),
             "history": functools.partial(_single_command, "history", "history"),
             "undo": functools.partial(_single_command, "undo", "undo"),
             "sandbox": functools.partial(_sub_group, "sandbox", "sandbox"),
@@ -95,9 +95,9 @@ class LazyGroup(OneSuggestion, TyperGroup):
 
 def _sub_group(name: str, module: str) -> Command:
     """The group of a sub-app, built as `app.add_typer(sub_app, name=name)` would build it."""
-    from .commands import Group, with_global_options
+    from convrisk.cli.commands.base import Group, with_global_options
 
-    sub_app = with_global_options(import_module(f"{__package__}.{module}").app)
+    sub_app = with_global_options(import_module(f"{__package__}.commands.{module}").app)
     return typer.main.get_group_from_info(
         TyperInfo(sub_app, name=name, cls=Group),
         pretty_exceptions_short=app.pretty_exceptions_short,
@@ -109,9 +109,9 @@ def _sub_group(name: str, module: str) -> Command:
 def _single_command(name: str, module: str) -> Command:
     """The command `name` (the function of that name in `module`), built as
     `app.command(name)(function)` would build it; its module is imported only now."""
-    from .commands import Command as ConvriskCommand
+    from convrisk.cli.commands.base import Command as ConvriskCommand
 
-    callback = getattr(import_module(f"{__package__}.{module}"), name)
+    callback = getattr(import_module(f"{__package__}.commands.{module}"), name)
     return typer.main.get_command_from_info(
         CommandInfo(name=name, callback=callback, cls=ConvriskCommand),
         pretty_exceptions_short=app.pretty_exceptions_short,
@@ -278,7 +278,7 @@ def main(args: Sequence[str] | None = None) -> int:
 def _captured(exc: BaseException) -> bool:
     """Whether `exc` is --as-curl's stop (a request printed, not sent); the module is loaded
     only when a capture was made."""
-    capture = sys.modules.get("convrisk.api_client.capture")
+    capture = sys.modules.get("convrisk.api_client.remote.capture")
     return capture is not None and isinstance(exc, capture.Captured)
 
 

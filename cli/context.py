@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from .errors import UsageProblem
-from .output import Printer
-from .settings import (
+from convrisk.cli.errors import UsageProblem
+from convrisk.cli.output.printer import Printer
+from convrisk.cli.settings import (
     OUTPUT_FORMATS,
     ConfigFile,
     Flags,
@@ -22,17 +22,16 @@ from .settings import (
     config_path,
     read_config,
 )
-from .settings import resolve as resolve_settings
+from convrisk.cli.settings import resolve as resolve_settings
 
 if TYPE_CHECKING:
     import logging
 
     from convrisk.api_client import Client
-    from convrisk.api_client.capture import CapturedRequest
     from convrisk.api_client.protocol import Backend
-
-    from .journaled import Recorder
-    from .shape import FieldChoice
+    from convrisk.api_client.remote.capture import CapturedRequest
+    from convrisk.cli.journal.journaled import Recorder
+    from convrisk.cli.output.fields import FieldChoice
 
 
 class _NeverRaised(Exception):
@@ -46,7 +45,7 @@ class AppContext:
         self.env: Mapping[str, str] = os.environ if env is None else env
         self.flags = Flags()
         self.output_flag: str | None = None
-        # --fields and --jq as given; the printer checks them (cli/shape.py).
+        # --fields and --jq as given; the printer checks them (cli/output/fields.py).
         self.fields: FieldChoice | None = None
         self.jq: str | None = None
         # --as-curl: every request is printed as a curl command line and none is sent (the
@@ -130,7 +129,7 @@ class AppContext:
             fmt = output or self.output_flag or settings.output
             shape = None
             if self.fields is not None or self.jq is not None:
-                from .shape import make_shape
+                from convrisk.cli.output.fields import make_shape
 
                 explicit = output or self.output_flag
                 shape = make_shape(self.fields, self.jq, output_flag=explicit, fmt=fmt)
@@ -184,18 +183,18 @@ class AppContext:
         return self._client
 
     def captured(self) -> type[Exception]:
-        """What a request printed by --as-curl raises (api_client.capture.Captured): a loop
+        """What a request printed by --as-curl raises (api_client.remote.capture.Captured): a loop
         whose requests do not depend on each other's answers catches it and goes on. Without
         --as-curl, an exception nothing raises (and no HTTP client is loaded)."""
         if not self.as_curl:
             return _NeverRaised
-        from convrisk.api_client.capture import Captured
+        from convrisk.api_client.remote.capture import Captured
 
         return Captured
 
     def _print_request(self, request: CapturedRequest) -> None:
         """--as-curl: print a captured request as a curl command line on stdout."""
-        from .as_curl import command_line
+        from convrisk.cli.output.as_curl import command_line
 
         self.printer().line(command_line(request))
         self.requests_printed += 1
@@ -205,7 +204,7 @@ class AppContext:
     def recorder(self) -> Recorder | None:
         """The journal of this run's writes; None when CONVRISK_JOURNAL=off, or with --as-curl
         (nothing is sent, so nothing is written)."""
-        from .journaled import Recorder, journal_off
+        from convrisk.cli.journal.journaled import Recorder, journal_off
 
         if self._recorder is None and not (
             journal_off(self.env) or getattr(self, "as_curl", False)
@@ -238,7 +237,7 @@ class AppContext:
         """Send the "convrisk" loggers to stderr at DEBUG level (--debug)."""
         import logging
 
-        from .output import debug_handler
+        from convrisk.cli.output.printer import debug_handler
 
         if self._log_handler is None:
             self._log_handler = debug_handler()
@@ -290,7 +289,7 @@ def build_client(
         return capturing_client(settings, capture)
     backend = _backend(settings)
     if journal is not None:
-        from .journaled import JournaledBackend
+        from convrisk.cli.journal.journaled import JournaledBackend
 
         backend = JournaledBackend(backend, journal)
     return Client(backend, page_size=settings.page_size)
@@ -301,7 +300,7 @@ def _backend(settings: Settings) -> Backend:
 
     if settings.base_url is not None:
         from convrisk.api_client.errors import ConvriskError
-        from convrisk.api_client.http import HTTPBackend
+        from convrisk.api_client.remote.http import HTTPBackend
 
         try:
             remote = HTTPBackend(
@@ -316,7 +315,7 @@ def _backend(settings: Settings) -> Backend:
             # Nothing was sent: the settings are what is wrong (exit 2), not an HTTP answer.
             raise UsageProblem(f"{exc}", param=getattr(exc, "param", None)) from exc
         return remote
-    from convrisk.local_backend.store import LocalBackend
+    from convrisk.local_backend.backend import LocalBackend
 
     return LocalBackend(database_path(settings))
 
@@ -330,13 +329,13 @@ def capturing_client(settings: Settings, capture: Callable[[CapturedRequest], No
     Nothing journals these requests: none is sent.
     """
     from convrisk.api_client import Client
-    from convrisk.api_client.capture import (
+    from convrisk.api_client.errors import ConvriskError
+    from convrisk.api_client.remote.capture import (
         PLACEHOLDER_BASE_URL,
         PLACEHOLDER_TOKEN,
         CaptureTransport,
     )
-    from convrisk.api_client.errors import ConvriskError
-    from convrisk.api_client.http import HTTPBackend
+    from convrisk.api_client.remote.http import HTTPBackend
 
     remote = settings.base_url is not None
     try:
@@ -359,7 +358,7 @@ def database_path(settings: Settings) -> Path:
     """The local database file; only the default data folder is created (mode 0700, as are its
     missing parents), a chosen one must exist. A file convrisk must not use is refused here."""
     if settings.sources.get("db") == "default":
-        from convrisk.local_backend.folders import make_private_folder
+        from convrisk.local_backend.store.folders import make_private_folder
 
         try:
             make_private_folder(settings.db.parent)
@@ -374,7 +373,7 @@ def database_path(settings: Settings) -> Path:
             f"The folder of the database {settings.db} does not exist.",
             param="--db",
         )
-    from convrisk.local_backend.database import unsafe_file_problem
+    from convrisk.local_backend.store.database import unsafe_file_problem
 
     problem = unsafe_file_problem(settings.db)
     if problem is not None:

@@ -23,10 +23,10 @@ from pathlib import Path
 import click
 from click.formatting import join_options
 
-from .app import command
-from .commands import argument_metavar, global_options
-from .context import AppContext
-from .errors import EXIT_CODES
+from convrisk.cli.app import command
+from convrisk.cli.commands.base import argument_metavar, global_options
+from convrisk.cli.context import AppContext
+from convrisk.cli.errors import EXIT_CODES
 
 NAME = "convrisk"
 INDEX = "index.md"

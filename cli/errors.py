@@ -1,6 +1,7 @@
 """What an error means, in one place: the command line's own errors, and for any error the
 message the user reads (with the id it concerns, and where a refused token came from) and the
-exit code. cli/output.py only prints the ErrorInfo made here; cli/app.py only returns the code.
+exit code. cli/output/printer.py only prints the ErrorInfo made here; cli/app.py only returns the
+code.
 """
 
 from __future__ import annotations
@@ -167,9 +168,9 @@ def _names(text: str, id: str) -> bool:
     """Whether a message already names the id, as it is or as a line shows it (escaped)."""
     if id in text:
         return True
-    from .cells import shown
+    from convrisk.api_client.text import safe_line
 
-    return shown(id) in text
+    return safe_line(id) in text
 
 
 class TokenFacts(Protocol):

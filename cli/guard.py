@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from .context import AppContext
-from .errors import NotConfirmed, UsageProblem
+from convrisk.cli.context import AppContext
+from convrisk.cli.errors import NotConfirmed, UsageProblem
 
 # A count, or how to get it when it costs something (ids from stdin, an import file to read).
 Count = int | Callable[[], int] | None

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from .errors import ConfigLocked, UsageProblem
+from convrisk.cli.errors import ConfigLocked, UsageProblem
 
 KEYS: Final = (
     "base_url",
@@ -42,6 +42,8 @@ BOOLEAN_KEYS: Final = ("allow_insecure_http", "protected", "read_only")
 # applies; an environment's false does not lift the profile's mark (`config unset` does).
 GUARD_KEYS: Final = ("protected", "read_only")
 OUTPUT_FORMATS: Final = ("table", "json", "jsonl", "csv", "id")
+# The formats of an import file (cli.importing.files reads them).
+IMPORT_FORMATS: Final = ("jsonl", "csv")
 DEFAULT_PROFILE: Final = "default"
 # The one top-level key of the config file: the profile used when none is chosen.
 DEFAULT_PROFILE_KEY: Final = "default_profile"

@@ -52,7 +52,7 @@ SWEEP_LIMIT = 100
 
 
 class Finding(Protocol):
-    """A contract violation as local_backend.contract reports it."""
+    """A contract violation as local_backend.sandbox.contract reports it."""
 
     def line(self) -> str:
         """The violation in one line."""
@@ -60,7 +60,7 @@ class Finding(Protocol):
 
 
 class AnswerRules(Protocol):
-    """What holds an answer to the OpenAPI document (local_backend.contract.Contract)."""
+    """What holds an answer to the OpenAPI document (local_backend.sandbox.contract.Contract)."""
 
     def check_answer(
         self, method: str, path: str, status: int, headers: Mapping[str, str], body: bytes
@@ -594,8 +594,8 @@ class Sandbox:
     `convrisk serve` (no socket), with a token and a wrong one."""
 
     def __init__(self, path: Path) -> None:
-        from .store import LocalBackend
-        from .wire import Wire
+        from convrisk.local_backend.backend import LocalBackend
+        from convrisk.local_backend.sandbox.wire import Wire
 
         self._backend = LocalBackend(path)
         token = secrets.token_urlsafe(16)

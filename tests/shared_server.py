@@ -10,8 +10,8 @@ from pathlib import Path
 
 from convrisk.api_client.protocol import ConversationsBackend, RiskProfilesBackend
 from convrisk.api_client.raw import RawAnswer
-from convrisk.local_backend.server import ConvriskServer, make_server
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
+from convrisk.local_backend.serve.server import ConvriskServer, make_server
 
 SETTLE_SECONDS = 10  # at most, for the requests in flight when a test ends
 

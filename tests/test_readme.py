@@ -160,18 +160,20 @@ def test_the_layout_lists_every_module_and_only_modules_that_exist() -> None:
     block = re.search(r"^```text\n(.*?)^```", layout, re.M | re.S)
     assert block, "docs/guide/development.md's Layout section has no ```text block"
     listed: set[str] = set()
-    package = ""
+    folders: list[str] = []  # the folder of each indentation level, as the block nests them
     for line in block.group(1).splitlines():
         name = line.split()[0]
-        if not line.startswith(" "):
-            package = name
+        level = (len(line) - len(line.lstrip(" "))) // 2
+        del folders[level:]
+        if name.endswith("/"):
+            folders.append(name)
         elif name.endswith(".py"):
-            listed.add(package + name)
+            listed.add("".join(folders) + name)
     modules = {
-        f"{path.parent.name}/{path.name}"
+        path.relative_to(ROOT).as_posix()
         for folder in ("api_client", "local_backend", "cli")
-        for path in (ROOT / folder).glob("*.py")
-        if path.name != "__init__.py"
+        for path in (ROOT / folder).rglob("*.py")
+        if path.name != "__init__.py" and "__pycache__" not in path.parts
     }
     assert sorted(modules - listed) == [], "modules missing from the layout"
     assert sorted(listed - modules) == [], "the layout names modules that do not exist"

@@ -21,12 +21,14 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from convrisk.cli import docs, iostreams, journal
+from convrisk.cli import docs
 from convrisk.cli.app import command, main
 from convrisk.cli.context import AppContext
-from convrisk.local_backend.server import make_server
-from convrisk.local_backend.snapshot import parse as parse_snapshot
-from convrisk.local_backend.store import LocalBackend
+from convrisk.cli.journal import entries as journal
+from convrisk.cli.output import iostreams
+from convrisk.local_backend.backend import LocalBackend
+from convrisk.local_backend.sandbox.snapshot import parse as parse_snapshot
+from convrisk.local_backend.serve.server import make_server
 from tests.cli.conftest import walk
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,12 +9,12 @@ import pytest
 
 from convrisk.api_client import resources
 from convrisk.api_client.resources import RESOURCES, Resource
-from convrisk.cli.importer import CONVERSATION_IMPORT, RISK_PROFILE_IMPORT
-from convrisk.cli.resource_kinds import CONVERSATIONS, RISK_PROFILES
-from convrisk.local_backend import conversations, risk_profiles
-from convrisk.local_backend.openapi import document
-from convrisk.local_backend.resource import ResourceSpec
-from convrisk.local_backend.wire import ROUTES
+from convrisk.cli.importing.run import CONVERSATION_IMPORT, RISK_PROFILE_IMPORT
+from convrisk.cli.output.resource_kinds import CONVERSATIONS, RISK_PROFILES
+from convrisk.local_backend.sandbox.openapi import document
+from convrisk.local_backend.sandbox.wire import ROUTES
+from convrisk.local_backend.store import conversations, risk_profiles
+from convrisk.local_backend.store.resource import ResourceSpec
 
 DESCRIBED = list(RESOURCES.values())
 KINDS = {"conversations": CONVERSATIONS, "risk_profiles": RISK_PROFILES}
@@ -98,7 +98,7 @@ def test_the_local_table_has_a_column_per_field(resource: Resource) -> None:
 def test_the_id_pattern_and_the_id_check_agree_with_the_ids_minted(resource: Resource) -> None:
     import re
 
-    from convrisk.local_backend import ids
+    from convrisk.local_backend.store import ids
 
     minted = [resource.prefix + ids.encode(ids.number_at(ms)) for ms in (0, 1, 2**47, 2**50 - 1)]
     wrong = [

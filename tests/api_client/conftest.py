@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from convrisk.api_client.http import HTTPBackend
+from convrisk.api_client.remote.http import HTTPBackend
 
 TOKEN = "sk_test_7Hq2xP9vLm4Rt8Wz"
 BASE_URL = "http://svc.test:8080"

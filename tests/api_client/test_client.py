@@ -19,10 +19,10 @@ import pytest
 
 from convrisk.api_client import Client
 from convrisk.api_client.errors import InvalidRequestError, NotFoundError, ServiceError
-from convrisk.api_client.http import HTTPBackend
 from convrisk.api_client.pagination import CursorGuard
 from convrisk.api_client.records import Conversation, json_text
-from convrisk.local_backend.store import LocalBackend
+from convrisk.api_client.remote.http import HTTPBackend
+from convrisk.local_backend.backend import LocalBackend
 from tests.shared_server import SharedServer, shared_server
 
 from .conftest import Remote, conversation

@@ -19,13 +19,13 @@ from convrisk.api_client.errors import (
     ServiceError,
 )
 from convrisk.api_client.params import ConversationCreateParams
-from convrisk.api_client.session import Session
+from convrisk.api_client.remote.session import Session
 
 from .conftest import Remote, conversation
 
 MakeRemote = Callable[..., Remote]
 ITEMS = 40
-IN_FLIGHT = 8  # api_client.session.CREATE_MANY_CONCURRENCY
+IN_FLIGHT = 8  # api_client.remote.session.CREATE_MANY_CONCURRENCY
 
 
 def items(count: int = ITEMS) -> list[tuple[ConversationCreateParams, str | None]]:

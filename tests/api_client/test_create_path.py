@@ -16,9 +16,9 @@ import httpx
 import pytest
 
 from convrisk.api_client.errors import APITimeoutError, InvalidRequestError, ServiceError
-from convrisk.api_client.http import HTTPBackend
 from convrisk.api_client.params import RiskProfileCreateParams
 from convrisk.api_client.records import Created
+from convrisk.api_client.remote.http import HTTPBackend
 
 from .conftest import risk_profile
 

@@ -11,7 +11,7 @@ from http.server import ThreadingHTTPServer
 import pytest
 
 from convrisk.api_client.errors import APITimeoutError
-from convrisk.api_client.http import HTTPBackend
+from convrisk.api_client.remote.http import HTTPBackend
 from tests.loopback import JSONService, running
 
 from .conftest import conversation

@@ -14,7 +14,7 @@ from convrisk.api_client.endpoint import (
     token_problem,
 )
 from convrisk.api_client.errors import InvalidRequestError
-from convrisk.api_client.http import HTTPBackend
+from convrisk.api_client.remote.http import HTTPBackend
 
 
 @pytest.mark.parametrize("token", ["abc", "s3cr3t-Token_~+/=", "x" * 200, "!#$%&'*"])

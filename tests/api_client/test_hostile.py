@@ -21,9 +21,9 @@ from convrisk.api_client.errors import (
     InvalidRequestError,
     ServiceError,
 )
-from convrisk.api_client.http import HTTPBackend
-from convrisk.local_backend.server import make_server
-from convrisk.local_backend.store import LocalBackend
+from convrisk.api_client.remote.http import HTTPBackend
+from convrisk.local_backend.backend import LocalBackend
+from convrisk.local_backend.serve.server import make_server
 from tests.loopback import JSONService, on_loopback, running, url_of
 
 from .conftest import conversation

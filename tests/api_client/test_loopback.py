@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from convrisk.api_client import Client
-from convrisk.api_client.http import HTTPBackend
+from convrisk.api_client.remote.http import HTTPBackend
 from tests.loopback import JSONService, running
 
 from .conftest import conversation

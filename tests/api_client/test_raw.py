@@ -10,7 +10,6 @@ from typing import Any, ClassVar
 import pytest
 
 from convrisk.api_client.errors import InvalidRequestError, NotFoundError, ServiceError
-from convrisk.api_client.http import HTTPBackend
 from convrisk.api_client.raw import (
     RawAnswer,
     api_target,
@@ -19,6 +18,7 @@ from convrisk.api_client.raw import (
     with_cursor,
     with_default,
 )
+from convrisk.api_client.remote.http import HTTPBackend
 from tests.loopback import JSONService, on_loopback, running, url_of
 
 

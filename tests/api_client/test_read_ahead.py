@@ -11,10 +11,10 @@ import httpx
 import pytest
 
 from convrisk.api_client import Client
-from convrisk.api_client.deadline import when_sent
 from convrisk.api_client.errors import APIError
-from convrisk.api_client.http import HTTPBackend
 from convrisk.api_client.pagination import Ahead
+from convrisk.api_client.remote.deadline import when_sent
+from convrisk.api_client.remote.http import HTTPBackend
 from tests.loopback import JSONService, running, url_of
 
 from .conftest import Remote, conversation

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from convrisk.api_client.errors import ConvriskError
-from convrisk.api_client.http import HTTPBackend
+from convrisk.api_client.remote.http import HTTPBackend
 from tests.loopback import JSONService, running, url_of
 
 GROUPS = [

@@ -18,8 +18,8 @@ from convrisk.api_client.errors import (
     NotFoundError,
     ServiceError,
 )
-from convrisk.api_client.http import HTTPBackend
-from convrisk.api_client.retries import backoff_wait, parse_retry_after
+from convrisk.api_client.remote.http import HTTPBackend
+from convrisk.api_client.remote.retries import backoff_wait, parse_retry_after
 
 from .conftest import Remote, conversation
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from convrisk.api_client.retries import (
+from convrisk.api_client.remote.retries import (
     MAX_RETRY_AFTER,
     may_have_taken_effect,
     reached_service,

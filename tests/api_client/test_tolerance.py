@@ -332,7 +332,7 @@ def test_a_short_token_does_not_mangle_error_messages() -> None:
     import httpx
 
     from convrisk.api_client.errors import NotFoundError
-    from convrisk.api_client.http import HTTPBackend
+    from convrisk.api_client.remote.http import HTTPBackend
 
     def answer(request: httpx.Request) -> httpx.Response:
         body = {"error": {"type": "not_found_error", "message": "No such thing; token T refused"}}

@@ -16,8 +16,8 @@ from convrisk.api_client.errors import (
     NotFoundError,
     ServiceError,
 )
-from convrisk.api_client.http import HTTPBackend
 from convrisk.api_client.protocol import Backend
+from convrisk.api_client.remote.http import HTTPBackend
 
 from .conftest import TOKEN, Remote, conversation, risk_profile
 

@@ -13,8 +13,8 @@ import pytest
 from click.core import Command
 from typer.testing import CliRunner
 
-from convrisk.cli import iostreams
 from convrisk.cli.app import main
+from convrisk.cli.output import iostreams
 
 
 @dataclass
@@ -132,7 +132,7 @@ def conversations(invoke: Invoke) -> Callable[[int], list[str]]:
 @pytest.fixture
 def backend(db_path: Path) -> Iterator[Any]:
     """The local backend on the default database file, to seed many rows fast."""
-    from convrisk.local_backend.store import LocalBackend
+    from convrisk.local_backend.backend import LocalBackend
 
     db_path.parent.mkdir(parents=True, exist_ok=True)
     store = LocalBackend(db_path)
@@ -187,7 +187,7 @@ def either(
 ) -> Iterator[Backends]:
     """Each test runs once on the local database and once against an in-process serve of it:
     the in-process twin of tests/e2e's `cli` fixture, for the variants of a behaviour."""
-    from convrisk.local_backend.store import LocalBackend
+    from convrisk.local_backend.backend import LocalBackend
 
     db_path.parent.mkdir(parents=True, exist_ok=True)
     if request.param == "local":

@@ -15,7 +15,7 @@ from typing import IO, Any
 
 import pytest
 
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
 
 from .conftest import REMOTE_TOKEN, Backends, Result
 

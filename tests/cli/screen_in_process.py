@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import pyte
 import pytest
 
-from convrisk.cli import iostreams
 from convrisk.cli.app import main
+from convrisk.cli.output import iostreams
 
 SCREEN_LINES = 1000  # tall enough that nothing scrolls off
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
 from tests.cli.conftest import REMOTE_TOKEN
 from tests.shared_server import SharedServer
 

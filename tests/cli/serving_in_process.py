@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-import convrisk.local_backend.server as server_module
+import convrisk.local_backend.serve.server as server_module
 
 
 class ServeStarted(BaseException):

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
 
 from .conftest import REMOTE_TOKEN, Backends, Invoke, Result
 from .scripted_service import ScriptedServer, scripted_service

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from convrisk.cli.errors import UsageProblem
-from convrisk.cli.times import parse_time
+from convrisk.cli.options.times import parse_time
 from tests.cli.conftest import Invoke
 
 NOON = 1714564800  # 2024-05-01T12:00:00Z

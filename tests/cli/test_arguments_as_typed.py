@@ -15,7 +15,7 @@ from tests.cli.conftest import Backends, Invoke
 @pytest.fixture
 def serve_never_listens(monkeypatch: pytest.MonkeyPatch) -> None:
     """A serve that gets as far as listening fails the test (it would serve until stopped)."""
-    import convrisk.local_backend.server as server
+    import convrisk.local_backend.serve.server as server
 
     def listening(*args: object, **kwargs: object) -> NoReturn:
         raise AssertionError("serve went on to listen")

@@ -14,17 +14,17 @@ from typing import Any
 import pytest
 
 from convrisk import api_client
-from convrisk.api_client.capture import (
+from convrisk.api_client.params import ConversationCreateParams
+from convrisk.api_client.remote.capture import (
     PLACEHOLDER_BASE_URL,
     PLACEHOLDER_TOKEN,
     Captured,
     CapturedRequest,
     CaptureTransport,
 )
-from convrisk.api_client.http import HTTPBackend
-from convrisk.api_client.params import ConversationCreateParams
-from convrisk.cli.as_curl import command_line
-from convrisk.local_backend.store import LocalBackend
+from convrisk.api_client.remote.http import HTTPBackend
+from convrisk.cli.output.as_curl import command_line
+from convrisk.local_backend.backend import LocalBackend
 
 from .conftest import REMOTE_TOKEN, Backends, Invoke, Result
 from .recording_service import Request, comparable, recorder

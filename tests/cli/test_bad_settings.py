@@ -34,8 +34,8 @@ def test_a_bad_base_url_in_the_environment_is_a_usage_error(
 def test_an_error_building_the_backend_is_a_settings_problem(
     invoke: Invoke, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from convrisk.api_client import http
     from convrisk.api_client.errors import InvalidRequestError
+    from convrisk.api_client.remote import http
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise InvalidRequestError("base_url is not usable.", param="base_url")

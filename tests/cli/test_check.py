@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
 
 from .conftest import REMOTE_TOKEN, Invoke
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from convrisk.cli.check import _write_junit
+from convrisk.cli.commands.check import _write_junit
 from convrisk.local_backend.conformance import StepResult
 
 

@@ -49,7 +49,7 @@ def test_a_protected_create_on_a_terminal_writes_when_1_is_typed_back(
 def test_a_typed_back_count_may_group_its_digits(
     profiles: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from convrisk.cli.output import Printer
+    from convrisk.cli.output.printer import Printer
 
     monkeypatch.setattr(Printer, "can_ask", lambda self, stdin_free=True: True)
     monkeypatch.setattr(Printer, "type_back", lambda self, q, stdin_free=True: " 1,200\n")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
 from tests.cli.conftest import Invoke
 from tests.cli.screen_in_process import played, show, text_of
 from tests.e2e.test_hostile_text import (

@@ -121,7 +121,7 @@ def test_ids_are_read_from_stdin_a_bounded_line_at_a_time(
     import io
     import sys
 
-    from convrisk.cli.values import id_list
+    from convrisk.cli.options.values import id_list
 
     lines = b"conv_1\r\n\n" + b"x" * 5_000_000 + b"\n" + b" \xff \n" + b"conv_2"
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(lines)))

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from convrisk.cli import importer
+from convrisk.cli.importing import run as importer
 
 from .e2e_twin import Twin
 from .e2e_twin import twin as twin  # a fixture: each test on the local db and on serve

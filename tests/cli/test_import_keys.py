@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from convrisk.cli.import_plan import idempotency_key
+from convrisk.cli.importing.plan import idempotency_key
 
 RECORD = {"customer_id": "cus_1", "profile_type": "moderate", "score": 5, "details": {}}
 
@@ -25,8 +25,8 @@ def test_a_key_changes_with_the_record_the_run_and_the_resource_but_not_field_or
 
 
 def test_a_copied_record_keeps_its_key_wherever_it_stands_in_a_newer_export() -> None:
-    from convrisk.cli.import_plan import CONVERSATION_IMPORT, plan
-    from convrisk.cli.records import Record
+    from convrisk.cli.importing.files import Record
+    from convrisk.cli.importing.plan import CONVERSATION_IMPORT, plan
 
     exported = {"id": "conv_01", "contact_id": "c_1", "group_id": None, "is_muted": True}
     first = plan(CONVERSATION_IMPORT, Record(1, exported), "", copy=True)

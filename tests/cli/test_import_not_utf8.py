@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from convrisk.cli import records
+from convrisk.cli.importing import files as records
 from tests.cli.conftest import Invoke
 
 GOOD = b'{"contact_id": "c_1"}\n'

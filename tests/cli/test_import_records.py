@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from convrisk.cli.importer import CONVERSATION_IMPORT
-from convrisk.cli.records import Record, Source, read
+from convrisk.cli.importing.files import Record, Source, read
+from convrisk.cli.importing.run import CONVERSATION_IMPORT
 
 
 def records_of(tmp_path: Path, text: str) -> list[Record]:

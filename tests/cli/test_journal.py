@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from convrisk.cli import journal
-from convrisk.cli.journal import Entry, JournalError, Problem
-from convrisk.cli.journaled import Recorder, redact_argv
+from convrisk.cli.journal import entries as journal
+from convrisk.cli.journal.entries import Entry, JournalError, Problem
+from convrisk.cli.journal.journaled import Recorder, redact_argv
 
 from .e2e_twin import Twin
 from .e2e_twin import twin as twin  # a fixture: each test on the local db and on serve

@@ -11,8 +11,8 @@ import pytest
 
 from convrisk.api_client.errors import ConvriskError
 from convrisk.cli.context import AppContext
-from convrisk.cli.journaled import JournaledBackend, Recorder
-from convrisk.local_backend.store import LocalBackend
+from convrisk.cli.journal.journaled import JournaledBackend, Recorder
+from convrisk.local_backend.backend import LocalBackend
 
 
 @pytest.fixture
@@ -161,7 +161,7 @@ def test_a_remote_update_or_delete_whose_read_before_it_fails_journals_nothing(
     # (as before `change`/`remove`, when the journal read the record itself).
     import httpx
 
-    from convrisk.api_client.http import HTTPBackend
+    from convrisk.api_client.remote.http import HTTPBackend
 
     sent: list[str] = []
 

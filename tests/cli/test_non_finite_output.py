@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from convrisk.cli.output import Printer
+from convrisk.cli.output.printer import Printer
 from tests.cli.conftest import Invoke
 from tests.e2e.odd_service import (
     FINITE_PROFILE,
@@ -138,7 +138,7 @@ def test_any_other_answer_is_written_byte_for_byte(
 
 def test_the_note_is_printed_once_a_run(capsys: pytest.CaptureFixture[str]) -> None:
     printer = Printer("jsonl", env={})
-    from convrisk.cli.kinds import ANSWER
+    from convrisk.cli.output.kinds import ANSWER
 
     with printer.records(ANSWER, many=True) as sink:
         sink.write([{"n": float("inf")}, {"n": float("nan")}])
@@ -293,8 +293,8 @@ def test_a_score_that_is_not_finite_is_still_refused_on_the_way_in(
 def test_the_journal_writes_them_as_strings_and_marks_the_entry(
     tmp_path: Path, value: float
 ) -> None:
-    from convrisk.cli import journal
-    from convrisk.cli.journaled import Recorder
+    from convrisk.cli.journal import entries as journal
+    from convrisk.cli.journal.journaled import Recorder
 
     path = tmp_path / "journal.jsonl"
     recorder = Recorder(

@@ -12,9 +12,9 @@ from collections.abc import Callable
 
 import pytest
 
-from convrisk.cli.cells import csv_cell, format_timestamp
 from convrisk.cli.errors import ErrorInfo
-from convrisk.cli.output import Printer, debug_handler, traceback_lines
+from convrisk.cli.output.cells import csv_cell, format_timestamp
+from convrisk.cli.output.printer import Printer, debug_handler, traceback_lines
 from tests.cli.conftest import Invoke
 
 Make = Callable[[int], list[str]]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from convrisk.cli.app import main
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
 from tests.cli.conftest import Invoke
 
 

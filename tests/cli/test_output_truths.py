@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
 from tests.cli.conftest import Invoke
 from tests.cli.screen_in_process import on_screen
 from tests.e2e.test_output_truths import ASKED, TITLES

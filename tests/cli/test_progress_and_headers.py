@@ -13,8 +13,8 @@ from tests.cli.conftest import Invoke
 def test_progress_says_one_conversation(
     invoke: Invoke, terminal: object, backend: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from convrisk.cli.output import Printer
-    from convrisk.cli.resource_kinds import CONVERSATIONS
+    from convrisk.cli.output.printer import Printer
+    from convrisk.cli.output.resource_kinds import CONVERSATIONS
 
     shown: list[str] = []
     monkeypatch.setattr(Printer, "progress", lambda self, text: shown.append(text))

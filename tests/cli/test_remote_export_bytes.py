@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from convrisk.api_client import Client
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
 from tests.cli.conftest import Invoke
 from tests.cli.served_in_process import served
 from tests.e2e.test_export_bytes import _expected

@@ -17,7 +17,7 @@ from tests.loopback import JSONService, on_loopback, running, url_of
 TOKEN = "tok_import_stop_0123456789"
 ACCEPTED = 40  # creates the service makes before it starts refusing the token
 RECORDS = 200
-IN_FLIGHT = 8  # api_client.session.CREATE_MANY_CONCURRENCY
+IN_FLIGHT = 8  # api_client.remote.session.CREATE_MANY_CONCURRENCY
 
 
 class RevokingService(JSONService):

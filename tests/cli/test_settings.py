@@ -16,7 +16,7 @@ TOKEN = "tok_settings_0123456789abcdef"
 
 def ids_in(path: Path) -> list[str]:
     """The conversation ids stored in a local database file."""
-    from convrisk.local_backend.store import LocalBackend
+    from convrisk.local_backend.backend import LocalBackend
 
     store = LocalBackend(path)
     try:
@@ -33,8 +33,8 @@ def create_one(invoke: Invoke, *global_flags: str) -> str:
 @pytest.fixture
 def service(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """convrisk's own HTTP server on loopback over its own database file: (url, db path)."""
-    from convrisk.local_backend.server import make_server
-    from convrisk.local_backend.store import LocalBackend
+    from convrisk.local_backend.backend import LocalBackend
+    from convrisk.local_backend.serve.server import make_server
 
     path = tmp_path / "served.db"
     backend = LocalBackend(path)

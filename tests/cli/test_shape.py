@@ -1,4 +1,4 @@
-"""cli/shape.py and the printer's JqSink in-process: streaming page by page, nothing from an
+"""cli/output/fields.py and the printer's JqSink in-process: streaming page by page, nothing from an
 incomplete document, the field checks, and what jq is given; and the variants of
 tests/e2e/test_shape.py (each behaviour on the local database and over HTTP, every format)."""
 
@@ -16,13 +16,14 @@ import pytest
 
 from convrisk.api_client import Client
 from convrisk.api_client.records import Conversation, Page
-from convrisk.cli import iostreams, jq_sink
 from convrisk.cli.errors import JqFailed, UsageProblem
-from convrisk.cli.kinds import DELETIONS
-from convrisk.cli.output import Printer
-from convrisk.cli.resource_kinds import CONVERSATIONS
-from convrisk.cli.shape import FieldChoice, JqProgram, Shape, make_shape, select
-from convrisk.local_backend.store import LocalBackend
+from convrisk.cli.output import iostreams
+from convrisk.cli.output import jq as jq_sink
+from convrisk.cli.output.fields import FieldChoice, JqProgram, Shape, make_shape, select
+from convrisk.cli.output.kinds import DELETIONS
+from convrisk.cli.output.printer import Printer
+from convrisk.cli.output.resource_kinds import CONVERSATIONS
+from convrisk.local_backend.backend import LocalBackend
 from tests.cli.conftest import Backends, Invoke, Result
 from tests.cli.run_with_env import Runs
 from tests.e2e.test_shape import (

@@ -42,7 +42,7 @@ def test_a_config_file_others_may_write_is_refused(
 def test_serve_refuses_a_token_file_open_to_others(
     invoke: Invoke, db_path: Path, monkeypatch: pytest.MonkeyPatch, mode: int
 ) -> None:
-    import convrisk.local_backend.server as server
+    import convrisk.local_backend.serve.server as server
 
     def listening(*args: object, **kwargs: object) -> NoReturn:
         raise AssertionError("serve went on to listen")

@@ -17,16 +17,16 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from convrisk.api_client.pagination import Ahead
-from convrisk.cli import iostreams
-from convrisk.cli.cells import cell_width, cut, fold
 from convrisk.cli.errors import ErrorInfo
-from convrisk.cli.iostreams import IOStreams
-from convrisk.cli.kinds import Kind
-from convrisk.cli.layout import table_layout
-from convrisk.cli.output import Printer
-from convrisk.cli.resource_kinds import CONVERSATIONS, RISK_PROFILES
-from convrisk.cli.views import DetailSink
-from convrisk.local_backend.store import LocalBackend
+from convrisk.cli.output import iostreams
+from convrisk.cli.output.cells import cell_width, cut, fold
+from convrisk.cli.output.iostreams import IOStreams
+from convrisk.cli.output.kinds import Kind
+from convrisk.cli.output.layout import table_layout
+from convrisk.cli.output.printer import Printer
+from convrisk.cli.output.resource_kinds import CONVERSATIONS, RISK_PROFILES
+from convrisk.cli.output.views import DetailSink
+from convrisk.local_backend.backend import LocalBackend
 from tests.cli.conftest import Invoke
 from tests.cli.screen_in_process import on_screen, show
 from tests.e2e.test_terminal import (

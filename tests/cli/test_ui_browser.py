@@ -12,8 +12,8 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 
 from convrisk.cli.context import AppContext
-from convrisk.cli.ui_app import Browser
-from convrisk.cli.ui_rows import RecordsView, Shown
+from convrisk.cli.ui.browser import Browser
+from convrisk.cli.ui.rows import RecordsView, Shown
 
 from .conftest import Invoke
 
@@ -554,8 +554,8 @@ EVIL = "\x1b]0;PWNED\x07\x1b[2J"
 
 
 def test_a_time_field_a_service_sent_as_hostile_text_is_escaped_in_the_detail() -> None:
-    from convrisk.cli.resource_kinds import KINDS
-    from convrisk.cli.ui_rows import detail_text
+    from convrisk.cli.output.resource_kinds import KINDS
+    from convrisk.cli.ui.rows import detail_text
 
     text = detail_text(KINDS["conversations"], {"id": "conv_1", "created_at": EVIL}).plain
     assert "\x1b" not in text and "\x07" not in text

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from convrisk.api_client.resources import RESOURCES
-from convrisk.cli import journal
-from convrisk.local_backend.store import LocalBackend
+from convrisk.cli.journal import entries as journal
+from convrisk.local_backend.backend import LocalBackend
 
 from .conftest import Invoke
 from .e2e_twin import Twin

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from convrisk.api_client.records import Created
-from convrisk.cli import undo_writes
+from convrisk.cli.journal import undo_writes
 
 from .e2e_twin import Twin
 from .e2e_twin import twin as twin  # a fixture: each test on the local db and on serve

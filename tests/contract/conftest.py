@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from convrisk.api_client import Backend, Client
-from convrisk.api_client.http import HTTPBackend
-from convrisk.local_backend.store import LocalBackend
+from convrisk.api_client.remote.http import HTTPBackend
+from convrisk.local_backend.backend import LocalBackend
 from tests.shared_server import SharedServer, shared_server
 
 TOKEN = "contract-token-3b9e"

@@ -19,7 +19,7 @@ from typing import Any, TextIO
 
 import pytest
 
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
 
 from .console import CONVRISK, SAFETY_TIMEOUT, run
 

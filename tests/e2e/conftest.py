@@ -59,7 +59,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 @pytest.fixture
 def store(env: dict[str, str]) -> Iterator[Any]:
     """The local backend on the default database of `env`, to seed rows fast."""
-    from convrisk.local_backend.store import LocalBackend
+    from convrisk.local_backend.backend import LocalBackend
 
     db_of(env).parent.mkdir(parents=True, exist_ok=True)
     backend = LocalBackend(db_of(env))

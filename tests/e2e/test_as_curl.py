@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from convrisk import api_client
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
 from tests.cli.recording_service import comparable, recorder
 
 from .both_backends import Cli, Serve, isolated_env, local_cli, over_serve, remote_cli
@@ -259,8 +259,11 @@ def test_as_curl_loads_only_when_used_and_never_the_database(env: dict[str, str]
     # What a run imports can be seen only in a fresh interpreter: one child per command.
     for args, absent in (
         # Without --as-curl nothing of it is loaded (nor httpx, for the local database).
-        (["conv", "list", "-o", "json"], {"convrisk.cli.as_curl", "convrisk.api_client.capture"}),
-        (["conv", "create", "--contact-id", "c_1"], {"convrisk.cli.as_curl", "httpx"}),
+        (
+            ["conv", "list", "-o", "json"],
+            {"convrisk.cli.output.as_curl", "convrisk.api_client.remote.capture"},
+        ),
+        (["conv", "create", "--contact-id", "c_1"], {"convrisk.cli.output.as_curl", "httpx"}),
         # With it, the local backend is never loaded: the database is not even opened.
         (["conv", "list", "--as-curl"], {"convrisk.local_backend", "sqlite3"}),
         (["conv", "import", "-", "--as-curl"], {"convrisk.local_backend", "sqlite3"}),

@@ -225,17 +225,17 @@ def test_serve_prints_a_ready_to_paste_export_line_once_and_stops_on_sigterm(
 
 _BACKEND = {"convrisk.local_backend", "convrisk.api_client", "httpx", "rich", "jq"}
 _OTHER_COMMANDS = {
-    "convrisk.cli.risk",
-    "convrisk.cli.config_cmd",
-    "convrisk.cli.serve",
-    "convrisk.cli.sandbox",
+    "convrisk.cli.commands.risk",
+    "convrisk.cli.commands.config",
+    "convrisk.cli.commands.serve",
+    "convrisk.cli.commands.sandbox",
 }
 # What only an idempotency key (fingerprint) or a busy retry (jitter) needs.
 _READ_ONLY_ABSENT = {"hashlib", "random", "secrets"}
 # What only `serve` needs: never loaded by another command.
 _SERVE_STACK = {"uvicorn", "starlette", "h11", "httptools", "uvloop"}
 # What only `ui` needs: no other command loads it (none of the commands below is `ui`).
-_UI = {"textual", "convrisk.cli.ui_app", "convrisk.cli.ui_rows"}
+_UI = {"textual", "convrisk.cli.ui.browser", "convrisk.cli.ui.rows"}
 # Every module of api_client but the resources' description (api_client.resources), which the
 # root help reads as it builds each command's --fields option (its help names the fields).
 _CLIENT = {
@@ -251,7 +251,13 @@ IMPORTS: list[tuple[list[str], set[str]]] = [
     (
         ["--version"],  # api_client.__version__ without the models, hence without pydantic
         {"convrisk.local_backend", "convrisk.api_client.client", "pydantic", "httpx", "rich"}
-        | {"importlib.metadata", "tomllib", "logging", "convrisk.cli.conv", *_OTHER_COMMANDS}
+        | {
+            "importlib.metadata",
+            "tomllib",
+            "logging",
+            "convrisk.cli.commands.conv",
+            *_OTHER_COMMANDS,
+        }
         | _SERVE_STACK,
     ),
     (
@@ -264,21 +270,21 @@ IMPORTS: list[tuple[list[str], set[str]]] = [
         {
             *_BACKEND,
             "pydantic",
-            "convrisk.cli.conv",
-            "convrisk.cli.risk",
-            "convrisk.cli.serve",
+            "convrisk.cli.commands.conv",
+            "convrisk.cli.commands.risk",
+            "convrisk.cli.commands.serve",
             *_SERVE_STACK,
         },
     ),
     # typer's click line converts arguments without pydantic (typer 0.29 loads it for any)
     (
         ["config", "set", "output", "json"],
-        {*_BACKEND, "pydantic", "convrisk.cli.conv", "convrisk.cli.risk"},
+        {*_BACKEND, "pydantic", "convrisk.cli.commands.conv", "convrisk.cli.commands.risk"},
     ),
     (["conv", "list", "--help"], {"convrisk.local_backend", "pydantic", "httpx", "rich", "jq"}),
     (
         ["sandbox", "verify", "--help"],
-        {*_BACKEND - {"convrisk.api_client"}, *_CLIENT, "pydantic", "convrisk.cli.conv"}
+        {*_BACKEND - {"convrisk.api_client"}, *_CLIENT, "pydantic", "convrisk.cli.commands.conv"}
         | _SERVE_STACK,
     ),
     (
@@ -300,7 +306,7 @@ IMPORTS: list[tuple[list[str], set[str]]] = [
     (
         ["history", "-o", "json"],
         {"convrisk.local_backend", "sqlite3", "httpx", "pydantic", "rich", "jq"}
-        | {"convrisk.cli.journaled", *_OTHER_COMMANDS, *_SERVE_STACK},
+        | {"convrisk.cli.journal.journaled", *_OTHER_COMMANDS, *_SERVE_STACK},
     ),
     # jq (libjq) only for --jq, not for --fields
     (["conv", "list", "--fields", "id", "-o", "jsonl"], {"httpx", "rich", "jq"}),

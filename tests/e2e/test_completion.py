@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from convrisk.api_client.resources import RISK_PROFILES
-from convrisk.cli.resource_kinds import CONVERSATIONS
+from convrisk.cli.output.resource_kinds import CONVERSATIONS
 
 from .console import CONVRISK, SAFETY_TIMEOUT, db_of, run
 
@@ -170,7 +170,7 @@ def test_id_completion_imports_neither_the_store_nor_the_models(
     store.conversations.create({"contact_id": "c"})
     probe = (
         "import atexit, sys\n"
-        "atexit.register(lambda: print(sorted({'convrisk.local_backend.store',"
+        "atexit.register(lambda: print(sorted({'convrisk.local_backend.backend',"
         " 'convrisk.api_client.models', 'httpx', 'rich'} & set(sys.modules)), file=sys.stderr))\n"
         "from convrisk.cli.app import main\n"
         "main(['conv', 'get', 'conv_'])\n"

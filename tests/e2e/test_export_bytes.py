@@ -12,7 +12,7 @@ import pytest
 from convrisk.api_client import Client
 from convrisk.api_client.records import json_text
 from convrisk.api_client.text import printable_json
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
 from tests.local_backend.varied import fill_varied
 
 from .both_backends import isolated_env

@@ -539,7 +539,13 @@ def test_a_local_import_loads_neither_httpx_nor_rich(tmp_path: Path) -> None:
     (no terminal: no progress bar), no other command group."""
     local = local_cli(tmp_path)
     path = jsonl(tmp_path / "p.jsonl", [profile(1)])
-    absent = {"httpx", "rich", "convrisk.cli.conv", "convrisk.cli.config_cmd", "convrisk.cli.serve"}
+    absent = {
+        "httpx",
+        "rich",
+        "convrisk.cli.commands.conv",
+        "convrisk.cli.commands.config",
+        "convrisk.cli.commands.serve",
+    }
     call = (
         "from convrisk.cli.app import main\n"
         f"code = main(['risk', 'import', {str(path)!r}, '-o', 'id'])\n"

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
 
 from .both_backends import Cli, isolated_env
 from .both_backends import over_serve as over_serve  # a fixture: convrisk against its own serve

@@ -18,7 +18,7 @@ from .console import CONVRISK, SAFETY_TIMEOUT
 
 # More than one batch of the import (256), so that "the whole batch" would show.
 RECORDS = 300
-# The import's concurrency (api_client.session.CREATE_MANY_CONCURRENCY) and its attempts per
+# The import's concurrency (api_client.remote.session.CREATE_MANY_CONCURRENCY) and its attempts per
 # request at the default max_retries of 2: at most this many requests once it stops.
 IN_FLIGHT = 8
 ATTEMPTS = 3

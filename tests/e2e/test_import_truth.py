@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
 from tests.loopback import JSONService, on_loopback, running, url_of
 
 from .both_backends import Cli, isolated_env, local_cli, serving
@@ -185,7 +185,7 @@ def test_under_faults_a_first_run_says_created_and_a_rerun_says_replayed(tmp_pat
         )
         first = run(env, "conv", "import", str(path))
         # Whole-second stamps leave two seconds of doubt, counted as this run's create (see
-        # api_client.http._made_before): a re-run comes later than that.
+        # api_client.remote.http._made_before): a re-run comes later than that.
         time.sleep(2.5)
         again = run(env, "conv", "import", str(path))
     _, log = served.stop()

@@ -230,7 +230,9 @@ def test_a_remote_write_loads_no_sqlite(serve: Served, tmp_path: Path) -> None:
     env = isolated_env(tmp_path, CONVRISK_BASE_URL=serve.url, CONVRISK_TOKEN=serve.token)
     args = ["conv", "create", "--contact-id", "c", "-o", "id"]
     call = f"from convrisk.cli.app import main\ncode = main({args!r})\n"
-    assert_loads_none_of(env, call, {"sqlite3", "_sqlite3", "convrisk.local_backend.database"})
+    assert_loads_none_of(
+        env, call, {"sqlite3", "_sqlite3", "convrisk.local_backend.store.database"}
+    )
     assert len(entries(tmp_path / "state" / "convrisk" / "journal.jsonl")) == 1
 
 
@@ -263,7 +265,7 @@ def test_a_killed_import_loses_at_most_the_batch_in_flight(over_serve: Cli) -> N
         time.sleep(0.01)
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=SAFETY_TIMEOUT)
-    from convrisk.cli.journal import Problem, read
+    from convrisk.cli.journal.entries import Problem, read
 
     read_back = list(read(path))
     cut = [item for item in read_back if isinstance(item, Problem)]

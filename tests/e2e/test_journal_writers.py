@@ -17,7 +17,7 @@ WRITES = 200
 _APPENDER = """
 import sys
 from pathlib import Path
-from convrisk.cli import journal
+from convrisk.cli.journal import entries as journal
 
 path, writer = Path(sys.argv[1]), int(sys.argv[2])
 for n in range(int(sys.argv[3])):

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.fill import fill
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
 
 from .both_backends import TOKEN, Remote, isolated_env, serving
 from .console import CONVRISK, SAFETY_TIMEOUT, db_of, run

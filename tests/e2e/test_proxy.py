@@ -383,7 +383,7 @@ def _imports(home: Path, extra: list[str]) -> set[str]:
     code = (
         "import sys, threading\n"
         "from convrisk.cli.app import main\n"
-        "import convrisk.local_backend.server as server\n"
+        "import convrisk.local_backend.serve.server as server\n"
         "real = server.run_server\n"
         "def ready_then_report(**kw):\n"
         "    on_ready = kw['on_ready']\n"

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
 
 from bench.fill import fill
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
 from tests.loopback import JSONService, on_loopback, running, url_of
 
 from .both_backends import TOKEN, Remote, isolated_env, serving

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from convrisk.api_client import Client
-from convrisk.api_client.http import HTTPBackend
-from convrisk.local_backend.store import LocalBackend
+from convrisk.api_client.remote.http import HTTPBackend
+from convrisk.local_backend.backend import LocalBackend
 
 from .both_backends import TOKEN, Remote, Serve, serving, start_serve
 from .both_backends import serve as serve  # a fixture: one `convrisk serve` for this module

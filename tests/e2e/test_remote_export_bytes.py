@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
 from tests.local_backend.varied import fill_varied
 
 from .both_backends import Remote, serving

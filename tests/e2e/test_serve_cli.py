@@ -19,8 +19,8 @@ import httpx
 import jsonschema_rs
 
 from convrisk.api_client import Client
-from convrisk.local_backend.faults import FAULTS
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
+from convrisk.local_backend.serve.faults import FAULTS
 
 from .both_backends import TOKEN, Remote, Serve, isolated_env, serving
 from .both_backends import serve as serve  # a fixture: one `convrisk serve` for this module
@@ -266,7 +266,7 @@ def _nofile_48() -> None:
 
 
 def test_over_the_connection_limit_the_503_is_in_the_error_shape(tmp_path: Path) -> None:
-    """48 descriptors leave serve 16 connections (local_backend.server): the 17th is refused
+    """48 descriptors leave serve 16 connections (local_backend.serve.server): the 17th is refused
     with a 503 that carries the error shape and Retry-After, like every other error."""
     proc, port = _serve_limited(tmp_path, tmp_path / "s.db", _nofile_48)
     idle: list[socket.socket] = []

@@ -18,7 +18,7 @@ from typing import ClassVar
 import httpx
 import pytest
 
-from convrisk.local_backend.memory import BODY_BUDGET, HEAD_BUDGET
+from convrisk.local_backend.serve.memory import BODY_BUDGET, HEAD_BUDGET
 from tests.loopback import JSONService, on_loopback, running, url_of
 
 from .both_backends import TOKEN, Serve, serving

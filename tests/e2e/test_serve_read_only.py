@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from convrisk.api_client import Client
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
 
 from .both_backends import TOKEN, Remote, isolated_env, serving
 from .console import run

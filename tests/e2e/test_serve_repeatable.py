@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from convrisk.local_backend import ids
+from convrisk.local_backend.store import ids
 
 from .both_backends import TOKEN, isolated_env, serving
 from .console import run

@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 
 from convrisk.api_client import Client
-from convrisk.api_client.http import HTTPBackend
 from convrisk.api_client.records import Conversation, RiskProfile
+from convrisk.api_client.remote.http import HTTPBackend
 from convrisk.cli.errors import JqFailed
-from convrisk.cli.output import Printer
-from convrisk.cli.resource_kinds import CONVERSATIONS, RISK_PROFILES
-from convrisk.cli.shape import JqProgram, Shape
-from convrisk.local_backend.store import LocalBackend
+from convrisk.cli.output.fields import JqProgram, Shape
+from convrisk.cli.output.printer import Printer
+from convrisk.cli.output.resource_kinds import CONVERSATIONS, RISK_PROFILES
+from convrisk.local_backend.backend import LocalBackend
 from tests.local_backend.varied import fill_varied
 
 from .both_backends import TOKEN, Serve, isolated_env

@@ -15,8 +15,8 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from convrisk.cli.ui_app import Browser
-from convrisk.cli.ui_rows import Shown
+from convrisk.cli.ui.browser import Browser
+from convrisk.cli.ui.rows import Shown
 from tests.cli.test_ui_browser import (
     answered,
     browse,
@@ -143,7 +143,7 @@ def remote_env(url: str, token: str = "t") -> dict[str, str]:
 
 def test_ui_against_serve_every_key_and_action(tmp_path: Path) -> None:
     with serving(tmp_path) as served:
-        from convrisk.local_backend.store import LocalBackend
+        from convrisk.local_backend.backend import LocalBackend
 
         seeded = LocalBackend(served.db_path)
         try:
@@ -234,7 +234,7 @@ def test_ui_against_serve_a_protected_profile_mutes_only_once_the_count_is_typed
     tmp_path: Path,
 ) -> None:
     with serving(tmp_path) as served:
-        from convrisk.local_backend.store import LocalBackend
+        from convrisk.local_backend.backend import LocalBackend
 
         seeded = LocalBackend(served.db_path)
         try:
@@ -340,7 +340,7 @@ def hanging() -> Iterator[str]:
 
 def test_ui_against_serve_holds_a_window_of_pages_and_pages_back_up(tmp_path: Path) -> None:
     with serving(tmp_path) as served:
-        from convrisk.local_backend.store import LocalBackend
+        from convrisk.local_backend.backend import LocalBackend
 
         seeded = LocalBackend(served.db_path)
         try:
@@ -793,7 +793,7 @@ def test_ui_against_serve_the_keys_undo_switch_tabs_refuse_read_only_and_ctrl_c_
     tmp_path: Path,
 ) -> None:
     with serving(tmp_path) as served:
-        from convrisk.local_backend.store import LocalBackend
+        from convrisk.local_backend.backend import LocalBackend
 
         seeded = LocalBackend(served.db_path)
         try:

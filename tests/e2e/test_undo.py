@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from convrisk.api_client.resources import RESOURCES
-from convrisk.cli import journal
+from convrisk.cli.journal import entries as journal
 
 from .both_backends import Cli, isolated_env
 from .both_backends import over_serve as over_serve  # a fixture: convrisk against its own serve

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
 
 START = 1_700_000_000.0
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from convrisk.api_client.errors import InvalidRequestError
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
 
 from .conftest import dump, risk_body
 

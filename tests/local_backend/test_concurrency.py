@@ -13,7 +13,7 @@ import pytest
 
 from convrisk.api_client.client import Client
 from convrisk.api_client.errors import ServiceError
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
 
 from .conftest import dump, risk_body
 
@@ -22,7 +22,7 @@ from .conftest import dump, risk_body
 WORKER = """
 import json, sys
 from convrisk.api_client.client import Client
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
 
 path, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 store = LocalBackend(path)

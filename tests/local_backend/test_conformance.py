@@ -11,7 +11,7 @@ import pytest
 
 from convrisk.api_client.raw import RawAnswer
 from convrisk.local_backend import conformance
-from convrisk.local_backend.contract import Contract
+from convrisk.local_backend.sandbox.contract import Contract
 
 Alter = Callable[[str, str, RawAnswer], RawAnswer]
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from convrisk.local_backend.contract import Contract, Violation
-from convrisk.local_backend.store import LocalBackend
-from convrisk.local_backend.wire import Answer, Wire
+from convrisk.local_backend.backend import LocalBackend
+from convrisk.local_backend.sandbox.contract import Contract, Violation
+from convrisk.local_backend.sandbox.wire import Answer, Wire
 
 TOKEN = "contract-test-token-9a1"
 AUTH = ("authorization", f"Bearer {TOKEN}")

@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from convrisk.api_client.records import json_text
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
 
 from .conftest import FakeClock
 

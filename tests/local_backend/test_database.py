@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from convrisk.api_client.errors import ServiceError
-from convrisk.local_backend.database import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
+from convrisk.local_backend.store.database import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
 from .conftest import dump, risk_body
 

@@ -16,10 +16,10 @@ from convrisk.api_client.errors import ServiceError
 from convrisk.api_client.params import RiskProfileCreateParams
 from convrisk.api_client.records import json_text
 from convrisk.api_client.text import printable_json
-from convrisk.cli.output import Printer
-from convrisk.cli.resource_kinds import CONVERSATIONS, RISK_PROFILES
-from convrisk.local_backend import json_export
-from convrisk.local_backend.store import LocalBackend
+from convrisk.cli.output.printer import Printer
+from convrisk.cli.output.resource_kinds import CONVERSATIONS, RISK_PROFILES
+from convrisk.local_backend.backend import LocalBackend
+from convrisk.local_backend.store import json_export
 
 from .varied import RAW_DETAILS, fill_varied
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from convrisk.api_client.endpoint import token_problem
-from convrisk.local_backend import serve_token
+from convrisk.local_backend.serve import token as serve_token
 
 
 def test_a_made_token_never_starts_with_a_dash_even_when_the_random_part_does(

@@ -11,7 +11,7 @@ import pytest
 from convrisk.api_client.errors import InvalidRequestError
 from convrisk.api_client.params import ConversationCreateParams
 from convrisk.api_client.records import Created
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
 
 from .conftest import START, FakeClock, dump, risk_body
 
@@ -157,7 +157,7 @@ def _store_keys(
 ) -> None:
     """Store these (key, resource, fingerprint, answer) rows as an older build left them: the
     records the answers describe, then the keys."""
-    from convrisk.local_backend import snapshot
+    from convrisk.local_backend.sandbox import snapshot
 
     lines = [snapshot.line(resource, json.loads(answer)) for _, resource, _, answer in stored]
     backend.restore(snapshot.parse("\n".join(lines).encode()))  # also makes the file

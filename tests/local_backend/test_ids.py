@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from convrisk.local_backend import ids
+from convrisk.local_backend.store import ids
 
 
 def test_encode_and_decode_round_trip() -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from convrisk.api_client.errors import ServiceError
-from convrisk.local_backend.database import WouldWait, never_wait
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
+from convrisk.local_backend.store.database import WouldWait, never_wait
 
 
 def test_a_locked_write_under_never_wait_fails_at_once_and_writes_nothing(tmp_path: Path) -> None:

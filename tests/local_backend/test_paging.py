@@ -10,8 +10,8 @@ import pytest
 
 from bench.fill import fill
 from convrisk.api_client.records import Conversation
-from convrisk.local_backend.resource import TableResource
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
+from convrisk.local_backend.store.resource import TableResource
 
 from .conftest import FakeClock, risk_body
 

@@ -1,11 +1,11 @@
-"""local_backend.proxy: an upstream URL every request would fail to reach is refused when the
+"""local_backend.serve.proxy: an upstream URL every request would fail to reach is refused when the
 proxy is made (serve turns it into exit 2), never a 500 on each request."""
 
 from __future__ import annotations
 
 import pytest
 
-from convrisk.local_backend.proxy import Proxy
+from convrisk.local_backend.serve.proxy import Proxy
 
 
 @pytest.mark.parametrize("url", ["http://bücher..de", "http://xn--", "http://127.0.0.1:1/a\x7fb"])

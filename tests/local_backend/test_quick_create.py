@@ -14,9 +14,9 @@ import pytest
 from convrisk.api_client.errors import InvalidRequestError
 from convrisk.api_client.records import Created, load_json
 from convrisk.api_client.resources import CONVERSATIONS, RISK_PROFILES, Resource
-from convrisk.local_backend.column_values import json_text
-from convrisk.local_backend.store import LocalBackend
-from convrisk.local_backend.table_spec import table_spec
+from convrisk.local_backend.backend import LocalBackend
+from convrisk.local_backend.store.column_values import json_text
+from convrisk.local_backend.store.table_spec import table_spec
 
 from .conftest import risk_body
 

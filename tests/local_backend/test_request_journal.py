@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from convrisk.local_backend.request_journal import Journal
+from convrisk.local_backend.sandbox.request_journal import Journal
 
 
 def test_over_the_bound_the_oldest_are_dropped_and_counted() -> None:

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from convrisk.api_client.errors import InvalidRequestError
-from convrisk.local_backend import ids, snapshot
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
+from convrisk.local_backend.sandbox import snapshot
+from convrisk.local_backend.store import ids
 
 from .conftest import START
 

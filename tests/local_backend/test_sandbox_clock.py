@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from convrisk.api_client.errors import NotFoundError
-from convrisk.local_backend import ids
-from convrisk.local_backend.clock import SandboxClock
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
+from convrisk.local_backend.store import ids
+from convrisk.local_backend.store.clock import SandboxClock
 
 from .conftest import risk_body
 

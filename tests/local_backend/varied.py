@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from convrisk.api_client.params import MAX_NUMBER, MAX_TIMESTAMP, MIN_NUMBER
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
 
 TEXTS = [
     "plain",

@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from convrisk.local_backend.server import ConvriskServer, make_server
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
+from convrisk.local_backend.serve.server import ConvriskServer, make_server
 from tests.shared_server import SharedServer, shared_server
 
 TOKEN = "wire-test-token-5f2c"

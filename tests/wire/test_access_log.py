@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from convrisk.local_backend import access_log
-from convrisk.local_backend.access_log import AccessLog
+from convrisk.local_backend.serve import access_log
+from convrisk.local_backend.serve.access_log import AccessLog
 
 from .conftest import TLS, TOKEN, Served, ServeWith, connect, read_all
 

@@ -15,11 +15,11 @@ from typing import Any, cast
 import httpx
 import pytest
 
-from convrisk.local_backend.access_log import AccessLog
-from convrisk.local_backend.asgi_app import ServeApp
-from convrisk.local_backend.faults import Connections
-from convrisk.local_backend.store import LocalBackend
-from convrisk.local_backend.wire import Wire
+from convrisk.local_backend.backend import LocalBackend
+from convrisk.local_backend.sandbox.wire import Wire
+from convrisk.local_backend.serve.access_log import AccessLog
+from convrisk.local_backend.serve.asgi_app import ServeApp
+from convrisk.local_backend.serve.faults import Connections
 
 from .conftest import TLS, TOKEN, Served
 

@@ -9,7 +9,7 @@ from collections import Counter
 import httpx
 import pytest
 
-from convrisk.local_backend.faults import FAULTS, Chaos
+from convrisk.local_backend.serve.faults import FAULTS, Chaos
 
 from .conftest import TLS, TOKEN, Served, ServeWith
 

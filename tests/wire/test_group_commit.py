@@ -14,12 +14,12 @@ import httpx
 import pytest
 
 from convrisk.api_client.errors import ServiceError
-from convrisk.local_backend.access_log import AccessLog
-from convrisk.local_backend.asgi_app import ServeApp
-from convrisk.local_backend.database import WouldWait, never_wait
-from convrisk.local_backend.faults import Connections
-from convrisk.local_backend.store import LocalBackend
-from convrisk.local_backend.wire import Answer, Call, Wire
+from convrisk.local_backend.backend import LocalBackend
+from convrisk.local_backend.sandbox.wire import Answer, Call, Wire
+from convrisk.local_backend.serve.access_log import AccessLog
+from convrisk.local_backend.serve.asgi_app import ServeApp
+from convrisk.local_backend.serve.faults import Connections
+from convrisk.local_backend.store.database import WouldWait, never_wait
 
 from .conftest import TLS, TOKEN, Served
 

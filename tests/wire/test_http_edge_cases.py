@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
-from convrisk.local_backend import asgi_app, uvicorn_protocols
-from convrisk.local_backend.server import is_loopback
+from convrisk.local_backend.serve import asgi_app, uvicorn_protocols
+from convrisk.local_backend.serve.server import is_loopback
 
 from .conftest import TLS, TOKEN, Served, connect, read_all
 

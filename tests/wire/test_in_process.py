@@ -9,8 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from convrisk.local_backend.store import LocalBackend
-from convrisk.local_backend.wire import Wire
+from convrisk.local_backend.backend import LocalBackend
+from convrisk.local_backend.sandbox.wire import Wire
 
 from .conftest import TOKEN
 

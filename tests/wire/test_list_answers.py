@@ -17,10 +17,10 @@ from starlette.responses import Response
 from starlette.types import Message
 
 from convrisk.api_client.errors import ServiceError
-from convrisk.local_backend import json_export
-from convrisk.local_backend.asgi_app import ServeApp
-from convrisk.local_backend.store import LocalBackend
-from convrisk.local_backend.wire import SERVER_FAILED, Answer, Wire, _parse_query, _Reply
+from convrisk.local_backend.backend import LocalBackend
+from convrisk.local_backend.sandbox.wire import SERVER_FAILED, Answer, Wire, _parse_query, _Reply
+from convrisk.local_backend.serve.asgi_app import ServeApp
+from convrisk.local_backend.store import json_export
 from tests.local_backend.varied import fill_varied
 
 from .conftest import TOKEN

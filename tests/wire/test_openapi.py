@@ -23,7 +23,7 @@ from convrisk.api_client.params import (
     check_risk_profile_create,
     check_risk_profile_update,
 )
-from convrisk.local_backend.openapi import document
+from convrisk.local_backend.sandbox.openapi import document
 
 CONV = "/v1/conversations"
 RISK = "/v1/risk-profiles"

@@ -9,8 +9,8 @@ import httpx
 import jsonschema_rs
 import pytest
 
-from convrisk.local_backend.openapi import document
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
+from convrisk.local_backend.sandbox.openapi import document
 
 from .conftest import TLS, TOKEN, Served, ServeWith
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from convrisk.local_backend.openapi import document
-from convrisk.local_backend.store import LocalBackend
-from convrisk.local_backend.wire import Answer, Call, Wire
+from convrisk.local_backend.backend import LocalBackend
+from convrisk.local_backend.sandbox.openapi import document
+from convrisk.local_backend.sandbox.wire import Answer, Call, Wire
 
 TOKEN = "replay-token"
 BODY = json.dumps({"contact_id": "c_777"}).encode()

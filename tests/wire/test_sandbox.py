@@ -13,9 +13,9 @@ import jsonschema_rs
 import pytest
 
 from convrisk.api_client import sandbox as sandbox_api
-from convrisk.local_backend.faults import FAULTS, Chaos
-from convrisk.local_backend.openapi import document
-from convrisk.local_backend.request_journal import BODY_CUT
+from convrisk.local_backend.sandbox.openapi import document
+from convrisk.local_backend.sandbox.request_journal import BODY_CUT
+from convrisk.local_backend.serve.faults import FAULTS, Chaos
 
 from .conftest import TLS, TOKEN, Served, ServeWith
 

@@ -19,8 +19,8 @@ import pytest
 from convrisk.api_client import ConvriskError
 from convrisk.api_client.protocol import ConversationsBackend, RiskProfilesBackend
 from convrisk.api_client.raw import RawAnswer
-from convrisk.local_backend.server import make_server, run_server
-from convrisk.local_backend.store import LocalBackend
+from convrisk.local_backend.backend import LocalBackend
+from convrisk.local_backend.serve.server import make_server, run_server
 
 from .conftest import TLS, TOKEN
 
@@ -175,7 +175,7 @@ def test_run_server_on_a_busy_port_is_a_clear_error(tmp_path: Path) -> None:
 def test_a_stop_that_hangs_ends_the_process_with_its_stacks_in_the_log() -> None:
     script = (
         "import time\n"
-        "from convrisk.local_backend.server import _end_within\n"
+        "from convrisk.local_backend.serve.server import _end_within\n"
         "_end_within(0.3, lambda line: print(line, flush=True))\n"
         "time.sleep(30)\n"
     )

@@ -1,0 +1,1 @@
+"""The remote transport: session, deadline, proxies, retries, failures, the HTTP backend."""

@@ -1,0 +1,469 @@
+"""`convrisk sandbox`: the request journal, reset, snapshot and restore of a `convrisk serve`
+(DESIGN 5.4), through its admin routes."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, cast
+
+import typer
+
+from convrisk.cli import guard
+from convrisk.cli.context import AppContext, app_context
+from convrisk.cli.errors import UsageProblem, VerifyFailed
+from convrisk.cli.options import common as opt
+from convrisk.cli.options import values
+from convrisk.cli.output.kinds import REQUESTS
+
+if TYPE_CHECKING:
+    from convrisk.api_client.sandbox import Send
+
+# Near misses listed when a verification fails, the closest first.
+MAX_NEAR_MISSES = 10
+
+app = typer.Typer(
+    help="""A `convrisk serve` sandbox as a test double: what it was sent, reset, snapshot and
+    restore (the profile's base_url and token).
+
+    \b
+    Example:
+      convrisk sandbox reset
+      convrisk sandbox verify --method POST --path /v1/conversations --count 1
+      convrisk sandbox requests --path '/v1/risk-profiles/*' -o json
+    """,
+    rich_markup_mode=None,
+    no_args_is_help=True,
+)
+
+Method = Annotated[
+    str | None,
+    typer.Option("--method", metavar="M", help="Only requests of this HTTP method (GET, POST...)."),
+]
+PathGlob = Annotated[
+    str | None,
+    typer.Option(
+        "--path",
+        metavar="GLOB",
+        help="Only requests whose path (without the query) matches this glob: * ? [...].",
+    ),
+]
+
+
+def _sandbox(run: AppContext) -> Send:
+    """How to reach the sandbox's admin routes: the remote backend's one request path."""
+    settings = run.settings()
+    if not settings.is_remote:
+        raise UsageProblem(
+            "`convrisk sandbox` talks to a running `convrisk serve`: set base_url (--base-url "
+            "URL or CONVRISK_BASE_URL) and its token; the local database has no sandbox.",
+            param="--base-url",
+        )
+    return run.client().send
+
+
+def _method(text: str | None, *, needed: bool = False) -> str | None:
+    """--method in capitals; a usage error for what is no HTTP method."""
+    if text is None:
+        if needed:
+            raise UsageProblem(
+                "--method M is needed (GET, POST, PUT, DELETE...).", param="--method"
+            )
+        return None
+    if not text.isascii() or not text.isalpha():
+        raise UsageProblem(
+            f"--method takes an HTTP method such as GET or POST, not {text!r}.", param="--method"
+        )
+    return text.upper()
+
+
+def _glob(text: str | None, *, needed: bool = False) -> str | None:
+    """--path GLOB, checked to compile: no space or control character, each [ closed by ]."""
+    if text is None:
+        if needed:
+            raise UsageProblem("--path GLOB is needed (e.g. '/v1/conversations*').", param="--path")
+        return None
+    problem = None
+    if not text:
+        problem = "it is empty"
+    elif any(not char.isprintable() or char.isspace() for char in text):
+        problem = "it holds a space or a control character (percent-encode it, as in the path)"
+    else:
+        problem = _unclosed_bracket(text)
+    if problem is not None:
+        raise UsageProblem(f"--path {text!r} is not a valid glob: {problem}.", param="--path")
+    return text
+
+
+def _unclosed_bracket(glob: str) -> str | None:
+    """Where a `[` has no `]` to close it (fnmatch would read it as a plain character)."""
+    i = 0
+    while i < len(glob):
+        if glob[i] == "[":
+            j = i + 1
+            if j < len(glob) and glob[j] == "!":
+                j += 1
+            if j < len(glob) and glob[j] == "]":
+                j += 1
+            close = glob.find("]", j)
+            if close < 0:
+                return f"the [ at character {i + 1} is never closed by ]"
+            i = close
+        i += 1
+    return None
+
+
+@app.command("requests")
+def requests(
+    ctx: typer.Context,
+    method: Method = None,
+    path: PathGlob = None,
+    status: Annotated[
+        str | None,
+        typer.Option("--status", metavar="N", help="Only requests answered with this status."),
+    ] = None,
+    output: opt.Output = None,
+) -> None:
+    """List the requests the sandbox received, oldest first (its admin requests are not among
+    them). The journal keeps the most recent ones; a note says how many older ones it dropped.
+
+    \b
+    Example:
+      convrisk sandbox requests
+      convrisk sandbox requests --method POST --path '/v1/conversations*' -o json
+      convrisk sandbox requests --status 404 -o jsonl
+    """
+    from convrisk.api_client import sandbox
+
+    run = app_context(ctx)
+    printer = run.printer(output)
+    printer.format_for(REQUESTS)
+    verb, glob = _method(method), _glob(path)
+    code = None if status is None else values.whole_number(status, "--status", low=100, high=599)
+    journal = sandbox.requests(_sandbox(run), method=verb, path=glob, status=code)
+    page = cast("Any", {"data": journal.requests, "has_more": False})
+    printer.pages(REQUESTS, [page], hint_more=False)
+    if journal.dropped:
+        printer.hint(
+            f"The journal dropped its {journal.dropped:,} oldest requests (it keeps the most "
+            "recent); they are not listed."
+        )
+
+
+@app.command("verify")
+def verify(
+    ctx: typer.Context,
+    method: Method = None,
+    path: PathGlob = None,
+    count: Annotated[
+        str | None,
+        typer.Option("--count", metavar="N", help="Exactly N requests must match."),
+    ] = None,
+    at_least: Annotated[
+        str | None,
+        typer.Option("--at-least", metavar="N", help="N or more must match (default 1)."),
+    ] = None,
+    body_jq: Annotated[
+        str | None,
+        typer.Option(
+            "--body-jq",
+            metavar="EXPR",
+            help="Only requests whose JSON body makes this jq program true (not false or null).",
+        ),
+    ] = None,
+) -> None:
+    """Check that the sandbox received the requests a test expects: exit 0 when it did, else
+    exit 1 with the near misses (the same path with another method, the same method on another
+    path, a body the program refused).
+
+    \b
+    Example:
+      convrisk sandbox verify --method POST --path /v1/conversations --count 1
+      convrisk sandbox verify --method PUT --path '/v1/conversations/*' --at-least 2
+      convrisk sandbox verify --method POST --path /v1/risk-profiles --body-jq '.score > 50'
+    """
+    from convrisk.api_client import sandbox
+
+    run = app_context(ctx)
+    printer = run.printer()
+    verb, glob = _method(method, needed=True), _glob(path, needed=True)
+    assert verb is not None and glob is not None
+    if count is not None and at_least is not None:
+        raise UsageProblem("Give --count or --at-least, not both.", param="--count")
+    exact = None if count is None else values.whole_number(count, "--count", low=0)
+    least = 1 if at_least is None else values.whole_number(at_least, "--at-least", low=0)
+    holds_body = _body_test(body_jq)
+    send = _sandbox(run)
+    verdicts = [
+        (entry, holds_body(entry))
+        for entry in sandbox.requests(send, method=verb, path=glob).requests
+    ]
+    matched = [entry for entry, why_not in verdicts if why_not is None]
+    refused = [(entry, why_not) for entry, why_not in verdicts if why_not is not None]
+    wanted = f"exactly {exact}" if exact is not None else f"at least {least}"
+    what = f"{verb} {glob}" + (f" with a body where {body_jq}" if body_jq is not None else "")
+    got = len(matched)
+    if (got == exact) if exact is not None else got >= least:
+        printer.line(f"Verified: {_requests(got)} {what} (expected {wanted}).")
+        return
+    misses = _near_misses(sandbox.requests(send).requests, verb, glob, refused)
+    if exact is not None and got > exact:
+        seqs = ", ".join(f"#{entry.get('seq')}" for entry in matched[:MAX_NEAR_MISSES])
+        more = ", ..." if got > MAX_NEAR_MISSES else ""
+        printer.notice(f"Matched: {seqs}{more}")
+    elif misses:
+        printer.notice("Near misses, the closest first:")
+        for line in misses[:MAX_NEAR_MISSES]:
+            printer.notice(f"  {line}")
+        if len(misses) > MAX_NEAR_MISSES:
+            printer.notice(f"  ... and {len(misses) - MAX_NEAR_MISSES:,} more")
+    else:
+        printer.notice("No near miss: the sandbox received no request like it.")
+    raise VerifyFailed(f"Expected {wanted} {what}; the sandbox received {got}.")
+
+
+def _requests(number: int) -> str:
+    return f"{number:,} request" if number == 1 else f"{number:,} requests"
+
+
+def _body_test(program: str | None) -> Callable[[dict[str, Any]], str | None]:
+    """What --body-jq makes of a recorded request: None when its body passes, else why not.
+
+    Compiled before any request is sent: a program that does not compile is exit 2.
+    """
+    if program is None:
+        return lambda entry: None
+    import json
+
+    import jq
+
+    try:
+        compiled = jq.compile(program)
+    except ValueError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        message = first.removeprefix("jq: error: ").rstrip(":")
+        raise UsageProblem(f"--body-jq does not compile: {message}", param="--body-jq") from None
+
+    def test(entry: dict[str, Any]) -> str | None:
+        body = entry.get("body")
+        if entry.get("body_truncated"):
+            return "its body was cut short in the journal"
+        if not isinstance(body, str) or not body:
+            return "it has no body"
+        try:
+            value = json.loads(body)
+        except (ValueError, RecursionError):
+            return "its body is not JSON"
+        try:
+            results = compiled.input_value(value).all()
+        except ValueError as exc:
+            return f"--body-jq failed on its body: {str(exc).strip().splitlines()[0]}"
+        if results and results[0] is not False and results[0] is not None:
+            return None
+        return "--body-jq is false on its body"
+
+    return test
+
+
+def _near_misses(
+    journal: Sequence[dict[str, Any]],
+    verb: str,
+    glob: str,
+    refused: Sequence[tuple[dict[str, Any], str]],
+) -> list[str]:
+    """The requests that nearly matched, each a line, the closest first: a body the program
+    refused, then the same path with another method, then the same method on another path
+    (the most alike paths first)."""
+    from difflib import SequenceMatcher
+    from fnmatch import fnmatchcase
+
+    lines = [f"{_shown(entry)}: {why_not}" for entry, why_not in refused]
+    other_method = [
+        entry
+        for entry in journal
+        if entry.get("method") != verb and fnmatchcase(str(entry.get("path")), glob)
+    ]
+    lines += [f"{_shown(entry)}: another method" for entry in other_method]
+    other_path = [
+        entry
+        for entry in journal
+        if entry.get("method") == verb and not fnmatchcase(str(entry.get("path")), glob)
+    ]
+    other_path.sort(key=lambda e: -SequenceMatcher(None, str(e.get("path")), glob).ratio())
+    lines += [f"{_shown(entry)}: another path" for entry in other_path]
+    return lines
+
+
+def _shown(entry: dict[str, Any]) -> str:
+    """A recorded request in a line: its number, method, path and query, and its answer."""
+    query = entry.get("query")
+    target = f"{entry.get('path')}?{query}" if query else str(entry.get("path"))
+    status = entry.get("status")
+    answer = "no answer" if status is None else str(status)
+    if entry.get("fault"):
+        answer += f", fault {entry.get('fault')}"
+    return f"#{entry.get('seq')} {entry.get('method')} {target} -> {answer}"
+
+
+@app.command("reset")
+def reset(ctx: typer.Context, yes: opt.WriteYes = False) -> None:
+    """Empty the sandbox: every conversation and risk profile, the idempotency keys, and the
+    request journal. The ids of `serve --seed` and the time of `serve --clock` start over, so
+    each test that resets first gets the same ids and times.
+
+    \b
+    Example:
+      convrisk sandbox reset
+    """
+    from convrisk.api_client import sandbox
+
+    run = app_context(ctx)
+    what = "reset the sandbox (delete every record)"
+    guard.refuse_early(run, what, yes=yes)
+    send = _sandbox(run)
+    guard.check_write(run, count=None, what=what, max_affected=None, yes=yes)
+    sandbox.reset(send)
+    run.printer().notice("The sandbox is empty: no record, no idempotency key, no request.")
+
+
+@app.command("snapshot")
+def snapshot(
+    ctx: typer.Context,
+    file: Annotated[str, typer.Argument(metavar="FILE|-", help="Where to write it; - for stdout.")],
+) -> None:
+    """Write every record of the sandbox as JSON lines: each line a record as `conv list -o
+    jsonl` prints it, with a "resource" key first; conversations, then risk profiles, each
+    oldest first. `sandbox restore` reads it back.
+
+    \b
+    Example:
+      convrisk sandbox snapshot seed.jsonl
+      convrisk sandbox snapshot - | gzip > seed.jsonl.gz
+    """
+    from convrisk.api_client import sandbox
+
+    run = app_context(ctx)
+    printer = run.printer()
+    if not file:
+        raise UsageProblem("FILE is empty: give a file name, or - for stdout.", param="FILE")
+    data = sandbox.snapshot(_sandbox(run))
+    if file == "-":
+        if printer.stdout_is_terminal():
+            for line in data.decode("utf-8", errors="replace").splitlines():
+                printer.line(line)
+        else:
+            printer.write_bytes(data)
+        return
+    _write_whole(Path(file), data)
+    printer.notice(f"{_records(data)} written to {file}.")
+
+
+def _write_whole(path: Path, data: bytes) -> None:
+    """Write `data` to `path` whole or not at all: an existing file stays as it was on failure."""
+    import tempfile
+
+    try:
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise UsageProblem(f"Cannot write {path}: {exc.strerror or exc}.", param="FILE") from None
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(name, path)
+    except OSError as exc:
+        os.unlink(name)
+        raise UsageProblem(f"Cannot write {path}: {exc.strerror or exc}.", param="FILE") from None
+
+
+def _records(data: bytes) -> str:
+    count = sum(1 for line in data.splitlines() if line.strip())
+    return f"{count:,} record" if count == 1 else f"{count:,} records"
+
+
+@app.command("restore")
+def restore(
+    ctx: typer.Context,
+    file: Annotated[str, typer.Argument(metavar="FILE|-", help="A snapshot; - for stdin.")],
+    yes: opt.WriteYes = False,
+) -> None:
+    """Replace every record of the sandbox with those of a snapshot (ids and times included).
+    All or nothing: a snapshot the sandbox refuses changes nothing.
+
+    \b
+    Example:
+      convrisk sandbox restore seed.jsonl
+      gunzip -c seed.jsonl.gz | convrisk sandbox restore -
+    """
+    from convrisk.api_client import sandbox
+
+    run = app_context(ctx)
+    what = "replace every record of the sandbox"
+    guard.refuse_early(run, what, yes=yes, stdin_free=file != "-")
+    send = _sandbox(run)
+    data = _read_snapshot(run, file, sandbox.MAX_SNAPSHOT_BYTES)
+    count = _check_snapshot(data, file)
+    guard.check_write(
+        run, count=count, what=what, max_affected=None, yes=yes, stdin_free=file != "-"
+    )
+    restored = sandbox.restore(send, data)
+    parts = [_counted(number, name.replace("_", " ")) for name, number in restored.items()]
+    run.printer().notice(f"Restored {' and '.join(parts) or 'nothing'}.")
+
+
+def _counted(number: int, plural: str) -> str:
+    """`1 conversation`, `2 conversations`."""
+    return f"{number:,} {plural.removesuffix('s') if number == 1 else plural}"
+
+
+def _read_snapshot(run: AppContext, file: str, cap: int) -> bytes:
+    """The bytes of FILE (or stdin), refused over `cap` without reading further."""
+    if file == "-":
+        run.printer().reading_stdin("the snapshot (JSON lines)")
+        data = sys.stdin.buffer.read(cap + 1)
+    else:
+        try:
+            with open(file, "rb") as source:
+                data = source.read(cap + 1)
+        except OSError as exc:
+            raise UsageProblem(
+                f"Cannot read {file}: {exc.strerror or exc}.", param="FILE"
+            ) from None
+    if len(data) > cap:
+        raise UsageProblem(
+            f"{file} is over {cap // (1024 * 1024)} MiB, the most a snapshot may hold; nothing "
+            "was sent.",
+            param="FILE",
+        )
+    return data
+
+
+def _check_snapshot(data: bytes, file: str) -> int:
+    """The number of records of a snapshot, or a usage error naming its first bad line."""
+    import json
+
+    where = "stdin" if file == "-" else file
+    count = 0
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        problem = None
+        try:
+            record = json.loads(line.decode("utf-8"))
+        except UnicodeDecodeError:
+            problem = "is not UTF-8 text"
+        except (ValueError, RecursionError):
+            problem = "is not JSON"
+        else:
+            if not isinstance(record, dict):
+                problem = "is not a JSON object"
+            elif record.get("resource") not in ("conversations", "risk_profiles"):
+                problem = 'has no "resource" of conversations or risk_profiles'
+        if problem is not None:
+            raise UsageProblem(
+                f"{where}: line {number} {problem}: it is not a snapshot; nothing was sent.",
+                param="FILE",
+            )
+        count += 1
+    return count

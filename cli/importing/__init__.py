@@ -1,0 +1,1 @@
+"""`conv import` / `risk import`: reading files, planning operations, running, reporting."""

@@ -1,0 +1,1 @@
+"""Option and value parsing: shared options, values, times, bodies, completion."""

@@ -1,0 +1,1 @@
+"""The one printer and what it draws with: streams, tables, cells, --fields, sinks, jq, views."""

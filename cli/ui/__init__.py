@@ -1,0 +1,1 @@
+"""The Textual browser of `convrisk ui` and its rows."""

@@ -1,0 +1,2 @@
+"""`convrisk serve`: the server, ASGI app, uvicorn protocols, access log, faults, proxy, token,
+memory."""

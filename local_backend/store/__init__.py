@@ -1,0 +1,1 @@
+"""The SQLite store: database and migrations, tables, ids, idempotency, export, clock."""
