@@ -1,6 +1,8 @@
 """Our column policy for a table on a terminal: which columns fit, how wide each is, what gives
 way first (empty columns, then times lose their time, then the kind's narrowing order); the id
-column is never cut. rich draws the table with these widths (cli/output/draw.py)."""
+column is never cut. rich draws the table with these widths and cuts its cells
+(cli/output/draw.py), as the ui's DataTable does (cli/ui/rows.py); why rich's own widths are
+not used: docs/design/output.md."""
 
 from __future__ import annotations
 
