@@ -62,6 +62,15 @@ class Field:
     client_default: Any = None
     # The values the interface names (others may be accepted): shell completion offers them.
     known: tuple[str, ...] = ()
+    # The ui's toggle of the field: the key that flips it, what the key does (in the keys' help
+    # and the binding: "mute"), and what the status line says after a flip and after its undoing
+    # (`done`: "muted", "unmuted"). A boolean flips to its opposite, a time to now or to null.
+    key: str = ""
+    verb: str = ""
+    done: tuple[str, ...] = ()
+    # The word of the FLAGS column when the field is set (a boolean true, a time not null, a
+    # string not empty); `{}` in it is the value. Words with a value come after the plain ones.
+    flag: str = ""
 
     @property
     def heading(self) -> str:
@@ -110,6 +119,9 @@ class Resource:
     table: tuple[str, ...] = ()
     # When the terminal is too narrow, in this order: show a time as its date, or drop a column.
     narrowing: tuple[tuple[Literal["date", "drop"], str], ...] = ()
+    # The order of the ui's toggle keys (the fields' `key`) in its keys' help and bindings; a
+    # key not named here comes after those named, in the order of the fields.
+    key_order: tuple[str, ...] = ()
 
     @property
     def plural(self) -> str:
@@ -188,9 +200,28 @@ CONVERSATIONS = Resource(
             title="PINNED MESSAGE",
             doc="null unpins the message.",
             null_means="unpin the message",
+            flag="message {}",
         ),
-        Field("is_pinned", "boolean", update=True, title="PINNED"),
-        Field("is_muted", "boolean", update=True, title="MUTED"),
+        Field(
+            "is_pinned",
+            "boolean",
+            update=True,
+            title="PINNED",
+            key="p",
+            verb="pin",
+            done=("pinned", "unpinned"),
+            flag="pinned",
+        ),
+        Field(
+            "is_muted",
+            "boolean",
+            update=True,
+            title="MUTED",
+            key="m",
+            verb="mute",
+            done=("muted", "unmuted"),
+            flag="muted",
+        ),
         Field("last_active_at", "timestamp", nullable=True, title="LAST ACTIVE"),
         Field("last_opened_at", "timestamp", nullable=True, title="LAST OPENED"),
         Field("created_at", "timestamp", title="CREATED"),
@@ -201,6 +232,10 @@ CONVERSATIONS = Resource(
             update=True,
             title="ARCHIVED",
             doc="null unarchives.",
+            key="a",
+            verb="archive",
+            done=("archived", "unarchived"),
+            flag="archived",
         ),
     ),
     filters=(
@@ -227,6 +262,7 @@ CONVERSATIONS = Resource(
         ("drop", "last_active_at"),
         ("drop", "flags"),
     ),
+    key_order=("m", "p", "a"),
 )
 
 _PROFILE_TYPES = ("conservative", "moderate", "aggressive")
