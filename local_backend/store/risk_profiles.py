@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from convrisk.api_client.records import RiskProfile
 from convrisk.api_client.resources import RISK_PROFILES
 from convrisk.local_backend.store.resource import Columns, ResourceSpec
-from convrisk.local_backend.store.table_spec import table_spec
+from convrisk.local_backend.store.table_spec import spec_of
 
 KNOWN_TYPES = ("conservative", "moderate", "aggressive")
-SPEC: ResourceSpec[RiskProfile] = table_spec(RISK_PROFILES)
+SPEC: ResourceSpec[RiskProfile] = spec_of(RISK_PROFILES)
 
 
 def sample_rows(n: int, *, start: int, end: int, seed: int = 0) -> Iterator[Columns]:
