@@ -132,8 +132,8 @@ class LocalBackend:
         """
 
         def empty(conn: sqlite3.Connection) -> None:
-            conn.execute("DELETE FROM conversations")
-            conn.execute("DELETE FROM risk_profiles")
+            for resource in RESOURCES.values():
+                conn.execute(f"DELETE FROM {spec_of(resource).table}")
             conn.execute("DELETE FROM idempotency_keys")
             for name, source in self._id_sources.items():
                 if source.repeatable:
@@ -174,8 +174,8 @@ class LocalBackend:
         from convrisk.local_backend.sandbox import snapshot
 
         def replace(conn: sqlite3.Connection) -> dict[str, int]:
-            conn.execute("DELETE FROM conversations")
-            conn.execute("DELETE FROM risk_profiles")
+            for resource in RESOURCES.values():
+                conn.execute(f"DELETE FROM {spec_of(resource).table}")
             conn.execute("DELETE FROM idempotency_keys")
             for name in snapshot.ORDER:
                 spec = spec_of(RESOURCES[name])
