@@ -73,6 +73,19 @@ class Field:
     flag: str = ""
 
     @property
+    def has_default(self) -> bool:
+        """Whether a record may be stored without it: a boolean (false) or a nullable field."""
+        return self.type == "boolean" or self.nullable
+
+    @property
+    def default(self) -> Any:
+        """What a record stored without it holds (has_default): false for a boolean, else null.
+
+        A field added to a resource takes it in the rows and snapshots made before it existed.
+        """
+        return False if self.type == "boolean" else None
+
+    @property
     def heading(self) -> str:
         """The title of its table column."""
         return self.title or self.name.upper().replace("_", " ")
