@@ -40,7 +40,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--records", type=int, default=500)
     args = parser.parse_args(argv)
     from convrisk.api_client.client import Client
-    from convrisk.api_client.params import ConversationUpdateParams
+    from convrisk.api_client.record_types import ConversationUpdateParams
     from convrisk.api_client.remote.http import HTTPBackend
 
     convrisk = str(Path(sys.executable).parent / "convrisk")

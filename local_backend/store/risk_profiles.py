@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from convrisk.api_client.records import RiskProfile
+from convrisk.api_client.record_types import RiskProfile
 from convrisk.api_client.resources import RISK_PROFILES
 from convrisk.local_backend.store.resource import Columns, ResourceSpec
 from convrisk.local_backend.store.table_spec import table_spec

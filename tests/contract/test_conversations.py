@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from convrisk.api_client import Conversation, InvalidRequestError, NotFoundError
-from convrisk.api_client.params import ConversationFilters
+from convrisk.api_client import InvalidRequestError, NotFoundError
+from convrisk.api_client.record_types import Conversation, ConversationFilters
 
 from .conftest import START, Leg
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from convrisk.api_client import InvalidRequestError, NotFoundError, RiskProfile
-from convrisk.api_client.params import RiskProfileFilters
+from convrisk.api_client import InvalidRequestError, NotFoundError
+from convrisk.api_client.record_types import RiskProfile, RiskProfileFilters
 
 from .conftest import START, Leg
 

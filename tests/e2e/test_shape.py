@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from convrisk.api_client import Client
-from convrisk.api_client.records import Conversation, RiskProfile
+from convrisk.api_client.record_types import Conversation, RiskProfile
 from convrisk.api_client.remote.http import HTTPBackend
 from convrisk.cli.errors import JqFailed
 from convrisk.cli.output.fields import JqProgram, Shape

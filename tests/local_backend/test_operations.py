@@ -11,7 +11,8 @@ import pytest
 
 from convrisk.api_client.errors import ConvriskError, InvalidRequestError, NotFoundError
 from convrisk.api_client.protocol import Backend
-from convrisk.api_client.records import Conversation, Deleted, RiskProfile, json_text
+from convrisk.api_client.record_types import Conversation, RiskProfile
+from convrisk.api_client.records import Deleted, json_text
 from convrisk.local_backend.backend import LocalBackend
 from convrisk.local_backend.store import ids
 
