@@ -74,20 +74,10 @@ def in_process(count: int) -> tuple[float, float]:
     before and after), and of `Recorder.entry` + `write` with a token to hide."""
     from convrisk.cli.journal import entries as journal
     from convrisk.cli.journal import journaled
+    from tests import described
 
     conv = "conv_01HVZ8Q2K4M6P8R0T2V4X6Z8B0"
-    record: dict[str, object] = {
-        "id": conv,
-        "contact_id": "c_1",
-        "group_id": None,
-        "pinned_message_id": None,
-        "is_pinned": False,
-        "is_muted": False,
-        "last_active_at": None,
-        "last_opened_at": None,
-        "created_at": 1714564800,
-        "archived_at": None,
-    }
+    record: dict[str, object] = described.conversation(conv, 1714564800, contact_id="c_1")
     with tempfile.TemporaryDirectory(prefix="journal-bench-") as tmp:
         path = Path(tmp) / "journal.jsonl"
         recorder = journaled.Recorder(

@@ -15,6 +15,7 @@ from convrisk.api_client.record_types import Conversation, RiskProfile
 from convrisk.api_client.records import Deleted, json_text
 from convrisk.local_backend.backend import LocalBackend
 from convrisk.local_backend.store import ids
+from tests import described
 
 from .conftest import START, FakeClock, risk_body
 
@@ -38,18 +39,7 @@ def test_nothing_touches_the_disk_before_the_first_operation(db_path: Path) -> N
 def test_create_conversation_starts_with_the_service_defaults(backend: LocalBackend) -> None:
     conv = backend.conversations.create({"contact_id": "ct_1"})
     assert re.fullmatch(rf"conv_{ID_BODY}", conv["id"])
-    assert conv == {
-        "id": conv["id"],
-        "contact_id": "ct_1",
-        "group_id": None,
-        "pinned_message_id": None,
-        "is_pinned": False,
-        "is_muted": False,
-        "last_active_at": None,
-        "last_opened_at": None,
-        "created_at": int(START),
-        "archived_at": None,
-    }
+    assert conv == described.conversation(conv["id"], int(START), contact_id="ct_1")
     assert isinstance(conv["created_at"], int)
     assert backend.conversations.retrieve(conv["id"]) == conv
 
