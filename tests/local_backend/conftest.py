@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -67,3 +68,29 @@ def risk_body(**overrides: object) -> Any:
     }
     body.update(overrides)
     return body
+
+
+def rebuild_with_defaults(path: Path, table: str, defaults: dict[str, str]) -> None:
+    """Rebuild `table` by hand, as someone with the sqlite3 shell might: the schema it has, each
+    column of `defaults` given that DEFAULT (SQL text), its rows copied across."""
+    with sqlite3.connect(path) as conn:
+        (schema,) = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+        ).fetchone()
+        for column, default in defaults.items():
+            # A column of the schema is a line of its own, its definition up to the comma.
+            schema, found = re.subn(
+                rf"^(\s*{column}\b[^,\n]*)", rf"\1 DEFAULT {default}", schema, count=1, flags=re.M
+            )
+            assert found == 1, f"{table}.{column} is not a line of {schema}"
+        columns = ", ".join(row[1] for row in conn.execute(f"PRAGMA table_info({table})"))
+        rebuilt = schema.replace(f"CREATE TABLE {table}", "CREATE TABLE rebuilt", 1)
+        conn.executescript(
+            f"""
+            {rebuilt};
+            INSERT INTO rebuilt ({columns}) SELECT {columns} FROM {table};
+            DROP TABLE {table};
+            ALTER TABLE rebuilt RENAME TO {table};
+            """
+        )
+    conn.close()

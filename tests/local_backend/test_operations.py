@@ -17,7 +17,7 @@ from convrisk.local_backend.backend import LocalBackend
 from convrisk.local_backend.store import ids
 from tests import described
 
-from .conftest import START, FakeClock, risk_body
+from .conftest import START, FakeClock, rebuild_with_defaults, risk_body
 
 ID_BODY = r"[0-9A-HJKMNP-TV-Z]{26}"
 
@@ -324,23 +324,12 @@ def test_a_create_answers_the_defaults_a_table_rebuilt_by_hand_stores(db_path: P
     made_file = LocalBackend(db_path)
     made_file.conversations.list()
     made_file.close()
-    with sqlite3.connect(db_path) as conn:
-        conn.executescript(
-            """
-            CREATE TABLE c2 (
-                id TEXT NOT NULL PRIMARY KEY, contact_id TEXT, group_id TEXT,
-                pinned_message_id TEXT DEFAULT 5,
-                is_pinned INTEGER NOT NULL DEFAULT 0, is_muted INTEGER NOT NULL DEFAULT 0,
-                last_active_at DEFAULT 99999999999999999999, last_opened_at DEFAULT ²,
-                created_at INTEGER NOT NULL, archived_at,
-                is_archived INTEGER GENERATED ALWAYS AS (archived_at IS NOT NULL) VIRTUAL,
-                CHECK ((contact_id IS NULL) <> (group_id IS NULL))
-            );
-            DROP TABLE conversations;
-            ALTER TABLE c2 RENAME TO conversations;
-            """
-        )
-    conn.close()
+    defaults = {
+        "pinned_message_id": "5",
+        "last_active_at": "99999999999999999999",
+        "last_opened_at": "²",
+    }
+    rebuild_with_defaults(db_path, "conversations", defaults)
     store = LocalBackend(db_path)
     try:
         made = store.conversations.create({"contact_id": "cus_1"})
