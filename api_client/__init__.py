@@ -30,15 +30,8 @@ if TYPE_CHECKING:
         ServiceError,
     )
     from convrisk.api_client.protocol import Backend
-    from convrisk.api_client.records import (
-        Conversation,
-        Deleted,
-        IdPage,
-        JsonPage,
-        Page,
-        Record,
-        RiskProfile,
-    )
+    from convrisk.api_client.record_types import Conversation, RiskProfile
+    from convrisk.api_client.records import Deleted, IdPage, JsonPage, Page, Record
 
 # The one place the version is written (pyproject.toml reads it without importing the package).
 __version__ = "0.1.0"
@@ -55,13 +48,13 @@ _LAZY = {
     "NotFoundError": "errors",
     "PermissionDeniedError": "errors",
     "ServiceError": "errors",
-    "Conversation": "records",
+    "Conversation": "record_types",
     "Deleted": "records",
     "IdPage": "records",
     "JsonPage": "records",
     "Page": "records",
     "Record": "records",
-    "RiskProfile": "records",
+    "RiskProfile": "record_types",
     "Backend": "protocol",
 }
 

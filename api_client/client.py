@@ -13,28 +13,23 @@ from convrisk.api_client.pagination import AnyPage, paginate
 from convrisk.api_client.params import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
-    ConversationCreateParams,
-    ConversationFilters,
-    ConversationUpdateParams,
-    RiskProfileCreateParams,
-    RiskProfileFilters,
-    RiskProfileUpdateParams,
     check_conversation_create,
     check_conversation_update,
     check_risk_profile_create,
     check_risk_profile_update,
 )
 from convrisk.api_client.protocol import Backend, ResourceBackend
-from convrisk.api_client.records import (
+from convrisk.api_client.record_types import (
     Conversation,
-    Created,
-    Deleted,
-    IdPage,
-    JsonPage,
-    Page,
-    Record,
+    ConversationCreateParams,
+    ConversationFilters,
+    ConversationUpdateParams,
     RiskProfile,
+    RiskProfileCreateParams,
+    RiskProfileFilters,
+    RiskProfileUpdateParams,
 )
+from convrisk.api_client.records import Created, Deleted, IdPage, JsonPage, Page, Record
 
 if TYPE_CHECKING:
     from convrisk.api_client.raw import RawAnswer

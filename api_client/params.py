@@ -19,6 +19,12 @@ from convrisk.api_client.defaults import MAX_NUMBER as MAX_NUMBER
 from convrisk.api_client.defaults import MAX_TIMESTAMP as MAX_TIMESTAMP
 from convrisk.api_client.defaults import MIN_NUMBER as MIN_NUMBER
 from convrisk.api_client.errors import InvalidRequestError
+from convrisk.api_client.record_types import (
+    ConversationCreateParams,
+    ConversationUpdateParams,
+    RiskProfileCreateParams,
+    RiskProfileUpdateParams,
+)
 from convrisk.api_client.resources import (
     ID_ALPHABET_WORDS,
     ID_BODY_LENGTH,
@@ -28,15 +34,7 @@ from convrisk.api_client.resources import (
     Field,
     Resource,
 )
-
-# The request types live beside the description of their resource; importable from here too.
-from convrisk.api_client.resources import ConversationCreateParams as ConversationCreateParams
-from convrisk.api_client.resources import ConversationFilters as ConversationFilters
-from convrisk.api_client.resources import ConversationUpdateParams as ConversationUpdateParams
 from convrisk.api_client.resources import ResourceName as ResourceName
-from convrisk.api_client.resources import RiskProfileCreateParams as RiskProfileCreateParams
-from convrisk.api_client.resources import RiskProfileFilters as RiskProfileFilters
-from convrisk.api_client.resources import RiskProfileUpdateParams as RiskProfileUpdateParams
 from convrisk.api_client.text import safe_line
 
 # Deepest `details` accepted, counting every object and array (the top object is level 1).

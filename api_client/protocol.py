@@ -11,18 +11,19 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from convrisk.api_client.errors import ConvriskError
-from convrisk.api_client.params import (
-    DEFAULT_LIMIT,
+from convrisk.api_client.params import DEFAULT_LIMIT
+from convrisk.api_client.record_types import (
+    Conversation,
     ConversationCreateParams,
     ConversationFilters,
     ConversationUpdateParams,
+    RiskProfile,
     RiskProfileCreateParams,
     RiskProfileFilters,
     RiskProfileUpdateParams,
 )
 from convrisk.api_client.records import (
     Change,
-    Conversation,
     Created,
     Deleted,
     IdPage,
@@ -30,7 +31,6 @@ from convrisk.api_client.records import (
     Page,
     Record,
     Removal,
-    RiskProfile,
 )
 
 if TYPE_CHECKING:

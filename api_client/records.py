@@ -24,9 +24,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, Generic, NamedTuple, NotRequired, Required, TypedDict, TypeVar
 
 from convrisk.api_client.params import MAX_DETAILS_DEPTH, exceeds_depth, is_encodable
-from convrisk.api_client.resources import Conversation as Conversation
-from convrisk.api_client.resources import RiskProfile as RiskProfile
-from convrisk.api_client.resources import Timestamp as Timestamp
 
 
 class Record(TypedDict, total=False):

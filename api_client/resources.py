@@ -7,8 +7,9 @@ tables
 (local_backend.store.table_spec), the CLI's columns, `--fields` names, import columns and completion
 (cli.output.resource_kinds, cli.importing.run, cli.options.complete) and the client's URL paths
 (api_client.remote.http).
-The TypedDicts below are the static view of the same fields, for type checkers; a test holds
-them to the description (tests/api_client/test_resources.py).
+The static view of the same fields, for type checkers, is generated from it: the TypedDicts of
+api_client/record_types.py (`python -m tests.record_types --write`; tests/test_record_types.py
+holds them to the description).
 
 Plain frozen dataclasses, as the CLI reads this module while it starts (1.3 ms here, where
 pydantic models would cost tens); compared by identity (`eq=False` saves a fifth of that): each
@@ -18,7 +19,7 @@ description exists once.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Required, TypedDict
+from typing import Any, Literal
 
 ResourceName = Literal["conversations", "risk_profiles"]
 FieldType = Literal["string", "boolean", "number", "timestamp", "object"]
@@ -331,87 +332,3 @@ RESOURCES: dict[ResourceName, Resource] = {
     CONVERSATIONS.name: CONVERSATIONS,
     RISK_PROFILES.name: RISK_PROFILES,
 }
-
-
-# -- the same fields for type checkers ----------------------------------------------------------
-
-# A timestamp as the service sent it: integer Unix seconds from our own service, but a remote one
-# may send milliseconds or floats. Kept unchanged so JSON output carries the service's values.
-Timestamp = int | float
-
-
-class Conversation(TypedDict, total=False):
-    """A conversation with one contact or one group."""
-
-    id: Required[str]
-    contact_id: str | None
-    group_id: str | None
-    pinned_message_id: str | None
-    is_pinned: bool
-    is_muted: bool
-    last_active_at: Timestamp | None
-    last_opened_at: Timestamp | None
-    created_at: Timestamp
-    archived_at: Timestamp | None
-
-
-class ConversationCreateParams(TypedDict, total=False):
-    """Create a conversation: exactly one of contact_id or group_id."""
-
-    contact_id: str | None
-    group_id: str | None
-
-
-class ConversationUpdateParams(TypedDict, total=False):
-    """Update a conversation: only the supplied attributes change."""
-
-    pinned_message_id: str | None
-    is_pinned: bool
-    is_muted: bool
-    archived_at: int | float | None
-
-
-class ConversationFilters(TypedDict, total=False):
-    """List filters for conversations, combined with AND; None or absent means no filter."""
-
-    muted: bool | None
-    archived: bool | None
-    pinned: bool | None
-    group_id: str | None
-    contact_id: str | None
-
-
-class RiskProfile(TypedDict, total=False):
-    """The risk tolerance of one customer."""
-
-    id: Required[str]
-    customer_id: str
-    profile_type: str
-    score: int | float
-    details: dict[str, Any]
-    created_at: Timestamp
-    updated_at: Timestamp
-
-
-class RiskProfileCreateParams(TypedDict):
-    """Create a risk profile: every field required."""
-
-    customer_id: str
-    profile_type: str
-    score: int | float
-    details: dict[str, Any]
-
-
-class RiskProfileUpdateParams(TypedDict, total=False):
-    """Update a risk profile; customer_id cannot be changed."""
-
-    profile_type: str
-    score: int | float
-    details: dict[str, Any]
-
-
-class RiskProfileFilters(TypedDict, total=False):
-    """List filters for risk profiles, combined with AND."""
-
-    customer_id: str | None
-    profile_type: str | None

@@ -21,7 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from convrisk.api_client.resources import CONVERSATIONS, ConversationUpdateParams
+from convrisk.api_client.record_types import ConversationUpdateParams
+from convrisk.api_client.resources import CONVERSATIONS
 from convrisk.cli.context import AppContext
 from convrisk.cli.ui.browser import Browser
 from convrisk.local_backend.backend import LocalBackend

@@ -41,7 +41,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--records", type=int, default=500)
     args = parser.parse_args(argv)
     from convrisk.api_client.client import Client
-    from convrisk.api_client.params import ConversationUpdateParams
+    from convrisk.api_client.record_types import ConversationUpdateParams
     from convrisk.api_client.remote.http import HTTPBackend
     from convrisk.api_client.resources import CONVERSATIONS
 

@@ -16,15 +16,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from convrisk.api_client.errors import ServiceError
-from convrisk.api_client.params import (
+from convrisk.api_client.record_types import (
+    Conversation,
     ConversationCreateParams,
     ConversationFilters,
     ConversationUpdateParams,
+    RiskProfile,
     RiskProfileCreateParams,
     RiskProfileFilters,
     RiskProfileUpdateParams,
 )
-from convrisk.api_client.records import Conversation, RiskProfile
 from convrisk.api_client.resources import RESOURCES
 from convrisk.local_backend.store.database import BUSY_TIMEOUT_SECONDS, Database
 from convrisk.local_backend.store.ids import SYSTEM, IdSource

@@ -29,6 +29,7 @@ from convrisk.cli.output import iostreams
 from convrisk.local_backend.backend import LocalBackend
 from convrisk.local_backend.sandbox.snapshot import parse as parse_snapshot
 from convrisk.local_backend.serve.server import make_server
+from tests import described
 from tests.cli.conftest import walk
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -220,35 +221,21 @@ SEED_WRITES = [
 
 def conversation(id: str, **fields: object) -> dict[str, object]:
     """A conversation record of the seed."""
-    record: dict[str, object] = {
-        "resource": "conversations",
-        "id": id,
-        "contact_id": None,
-        "group_id": None,
-        "pinned_message_id": None,
-        "is_pinned": False,
-        "is_muted": False,
-        "last_active_at": None,
-        "last_opened_at": None,
-        "created_at": 1714564800,
-        "archived_at": None,
-    }
-    return record | fields
+    return {"resource": "conversations", **described.conversation(id, 1714564800)} | fields
 
 
 def risk_profile(id: str, **fields: object) -> dict[str, object]:
     """A risk profile record of the seed."""
-    record: dict[str, object] = {
-        "resource": "risk_profiles",
-        "id": id,
-        "customer_id": "cus_1",
-        "profile_type": "moderate",
-        "score": 72,
-        "details": {},
-        "created_at": 1714564800,
-        "updated_at": 1714564800,
-    }
-    return record | fields
+    record = described.risk_profile(
+        id=id,
+        customer_id="cus_1",
+        profile_type="moderate",
+        score=72,
+        details={},
+        created_at=1714564800,
+        updated_at=1714564800,
+    )
+    return {"resource": "risk_profiles", **record} | fields
 
 
 # The records every example starts with, locally and on the sandbox (the ids the examples name).

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from convrisk.api_client import resources
+from convrisk.api_client import record_types
 from convrisk.api_client.resources import RESOURCES, Resource
 from convrisk.cli.importing.run import CONVERSATION_IMPORT, RISK_PROFILE_IMPORT
 from convrisk.cli.output.resource_kinds import CONVERSATIONS, RISK_PROFILES
@@ -25,16 +25,16 @@ TABLES: dict[str, ResourceSpec[Any]] = {
 }
 TYPED = {
     "conversations": (
-        resources.Conversation,
-        resources.ConversationCreateParams,
-        resources.ConversationUpdateParams,
-        resources.ConversationFilters,
+        record_types.Conversation,
+        record_types.ConversationCreateParams,
+        record_types.ConversationUpdateParams,
+        record_types.ConversationFilters,
     ),
     "risk_profiles": (
-        resources.RiskProfile,
-        resources.RiskProfileCreateParams,
-        resources.RiskProfileUpdateParams,
-        resources.RiskProfileFilters,
+        record_types.RiskProfile,
+        record_types.RiskProfileCreateParams,
+        record_types.RiskProfileUpdateParams,
+        record_types.RiskProfileFilters,
     ),
 }
 

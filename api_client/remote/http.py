@@ -30,13 +30,7 @@ from convrisk.api_client.pagination import Ahead, scan_page
 from convrisk.api_client.params import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
-    ConversationCreateParams,
-    ConversationFilters,
-    ConversationUpdateParams,
     ResourceName,
-    RiskProfileCreateParams,
-    RiskProfileFilters,
-    RiskProfileUpdateParams,
     check_conversation_create,
     check_conversation_update,
     check_filters,
@@ -48,10 +42,19 @@ from convrisk.api_client.params import (
 )
 from convrisk.api_client.protocol import ConversationsBackend, RiskProfilesBackend
 from convrisk.api_client.raw import RawAnswer
+from convrisk.api_client.record_types import (
+    Conversation,
+    ConversationCreateParams,
+    ConversationFilters,
+    ConversationUpdateParams,
+    RiskProfile,
+    RiskProfileCreateParams,
+    RiskProfileFilters,
+    RiskProfileUpdateParams,
+)
 from convrisk.api_client.records import (
     REPLAYED_HEADER,
     Change,
-    Conversation,
     Created,
     Deleted,
     IdPage,
@@ -59,7 +62,6 @@ from convrisk.api_client.records import (
     Page,
     Record,
     Removal,
-    RiskProfile,
     ShapeError,
     check_json_page,
     check_page,

@@ -14,7 +14,7 @@ from convrisk.cli.options import common as opt
 from convrisk.cli.output.resource_kinds import CONVERSATIONS
 
 if TYPE_CHECKING:
-    from convrisk.api_client.params import ConversationFilters
+    from convrisk.api_client.record_types import ConversationFilters
 
 ConvFields = Annotated[str | None, opt.fields_option(CONVERSATIONS)]
 

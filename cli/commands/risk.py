@@ -14,7 +14,7 @@ from convrisk.cli.options import common as opt
 from convrisk.cli.output.resource_kinds import RISK_PROFILES
 
 if TYPE_CHECKING:
-    from convrisk.api_client.params import RiskProfileFilters
+    from convrisk.api_client.record_types import RiskProfileFilters
 
 RiskFields = Annotated[str | None, opt.fields_option(RISK_PROFILES)]
 

@@ -10,7 +10,7 @@ from convrisk.cli.options.times import parse_time
 from convrisk.cli.options.values import nonempty, parse_details, parse_number, parse_score
 
 if TYPE_CHECKING:
-    from convrisk.api_client.params import (
+    from convrisk.api_client.record_types import (
         ConversationCreateParams,
         ConversationUpdateParams,
         RiskProfileCreateParams,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from convrisk.api_client.records import Conversation
+from convrisk.api_client.record_types import Conversation
 from convrisk.api_client.resources import CONVERSATIONS, Field
 from convrisk.local_backend.store.resource import Columns, ResourceSpec
 from convrisk.local_backend.store.table_spec import spec_of

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from convrisk.api_client.records import RiskProfile
+from convrisk.api_client.record_types import RiskProfile
 from convrisk.api_client.resources import RISK_PROFILES, Field
 from convrisk.local_backend.store.resource import Columns, ResourceSpec
 from convrisk.local_backend.store.table_spec import spec_of

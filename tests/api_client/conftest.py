@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from convrisk.api_client.remote.http import HTTPBackend
+from tests import described
 
 TOKEN = "sk_test_7Hq2xP9vLm4Rt8Wz"
 BASE_URL = "http://svc.test:8080"
@@ -17,34 +18,23 @@ Step = httpx.Response | Exception | Callable[[httpx.Request], httpx.Response]
 
 
 def conversation(id: str = "conv_01", **fields: Any) -> dict[str, Any]:
-    """A conversation as the service sends it."""
-    body: dict[str, Any] = {
-        "id": id,
-        "contact_id": "ct_1",
-        "group_id": None,
-        "pinned_message_id": None,
-        "is_pinned": False,
-        "is_muted": False,
-        "last_active_at": None,
-        "last_opened_at": None,
-        "created_at": 1_700_000_000,
-        "archived_at": None,
-    }
+    """A conversation as the service sends it (with `fields` changed or added)."""
+    body = described.conversation(id, 1_700_000_000, contact_id="ct_1")
     body.update(fields)
     return body
 
 
 def risk_profile(id: str = "rp_01", **fields: Any) -> dict[str, Any]:
-    """A risk profile as the service sends it."""
-    body: dict[str, Any] = {
-        "id": id,
-        "customer_id": "cus_1",
-        "profile_type": "moderate",
-        "score": 55,
-        "details": {"horizon": "10y"},
-        "created_at": 1_700_000_000,
-        "updated_at": 1_700_000_000,
-    }
+    """A risk profile as the service sends it (with `fields` changed or added)."""
+    body = described.risk_profile(
+        id=id,
+        customer_id="cus_1",
+        profile_type="moderate",
+        score=55,
+        details={"horizon": "10y"},
+        created_at=1_700_000_000,
+        updated_at=1_700_000_000,
+    )
     body.update(fields)
     return body
 

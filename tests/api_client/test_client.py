@@ -20,7 +20,8 @@ import pytest
 from convrisk.api_client import Client
 from convrisk.api_client.errors import InvalidRequestError, NotFoundError, ServiceError
 from convrisk.api_client.pagination import CursorGuard
-from convrisk.api_client.records import Conversation, json_text
+from convrisk.api_client.record_types import Conversation
+from convrisk.api_client.records import json_text
 from convrisk.api_client.remote.http import HTTPBackend
 from convrisk.local_backend.backend import LocalBackend
 from tests.shared_server import SharedServer, shared_server

@@ -18,7 +18,7 @@ from convrisk.api_client.errors import (
     NotSent,
     ServiceError,
 )
-from convrisk.api_client.params import ConversationCreateParams
+from convrisk.api_client.record_types import ConversationCreateParams
 from convrisk.api_client.remote.session import Session
 
 from .conftest import Remote, conversation

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from convrisk.api_client.errors import APITimeoutError, InvalidRequestError, ServiceError
-from convrisk.api_client.params import RiskProfileCreateParams
+from convrisk.api_client.record_types import RiskProfileCreateParams
 from convrisk.api_client.records import Created
 from convrisk.api_client.remote.http import HTTPBackend
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from convrisk import api_client
-from convrisk.api_client.params import ConversationCreateParams
+from convrisk.api_client.record_types import ConversationCreateParams
 from convrisk.api_client.remote.capture import (
     PLACEHOLDER_BASE_URL,
     PLACEHOLDER_TOKEN,

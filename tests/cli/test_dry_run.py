@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from convrisk.api_client.records import Conversation, RiskProfile
+from convrisk.api_client.record_types import Conversation, RiskProfile
 
 from .e2e_twin import Twin
 from .e2e_twin import twin as twin  # a fixture: each test on the local db and on serve

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import pytest
 
+from convrisk.api_client import resources
 from convrisk.cli.errors import ErrorInfo
 from convrisk.cli.output.cells import csv_cell, format_timestamp
 from convrisk.cli.output.printer import Printer, debug_handler, traceback_lines
@@ -26,24 +27,13 @@ def test_piped_table_is_tsv_under_a_header_and_never_cut(invoke: Invoke) -> None
     invoke("conv", "create", "--contact-id", long_contact).ok()
     invoke("conv", "create", "--group-id", "g\twith tab").ok()
     header, *rows = invoke("conv", "list").ok().lines()
-    assert header.split("\t") == [
-        "id",
-        "contact_id",
-        "group_id",
-        "pinned_message_id",
-        "is_pinned",
-        "is_muted",
-        "last_active_at",
-        "last_opened_at",
-        "created_at",
-        "archived_at",
-    ]
+    fields = list(resources.CONVERSATIONS.names())
+    assert header.split("\t") == fields
     assert len(rows) == 2
-    cells = [row.split("\t") for row in rows]
-    assert all(len(c) == 10 for c in cells)
-    assert cells[0][2] == "g\\twith tab"
-    assert cells[1][1] == long_contact
-    assert cells[1][4:6] == ["false", "false"]
+    cells = [dict(zip(fields, row.split("\t"), strict=True)) for row in rows]
+    assert cells[0]["group_id"] == "g\\twith tab"
+    assert cells[1]["contact_id"] == long_contact
+    assert (cells[1]["is_pinned"], cells[1]["is_muted"]) == ("false", "false")
 
 
 def test_tsv_times_say_they_are_utc(invoke: Invoke) -> None:
@@ -119,8 +109,8 @@ def test_empty_lists_in_every_format(invoke: Invoke) -> None:
         "json": "[]\n",
         "jsonl": "",
         "id": "",
-        "csv": "id,customer_id,profile_type,score,details,created_at,updated_at\n",
-        None: "id\tcustomer_id\tprofile_type\tscore\tdetails\tcreated_at\tupdated_at\n",
+        "csv": ",".join(resources.RISK_PROFILES.names()) + "\n",
+        None: "\t".join(resources.RISK_PROFILES.names()) + "\n",
         "table": "",  # asked for, the table is drawn even piped: no rows, no table
     }
     for fmt, text in expected.items():

@@ -19,7 +19,8 @@ def test_progress_says_one_conversation(
     shown: list[str] = []
     monkeypatch.setattr(Printer, "progress", lambda self, text: shown.append(text))
 
-    from convrisk.api_client.records import Conversation, Page
+    from convrisk.api_client.record_types import Conversation
+    from convrisk.api_client.records import Page
 
     # A remote record with fields the interface does not list.
     item: Any = {

@@ -11,6 +11,7 @@ from typing import ClassVar
 
 import pytest
 
+from tests import described
 from tests.cli.conftest import Invoke
 from tests.loopback import JSONService, on_loopback, running, url_of
 
@@ -18,16 +19,7 @@ TOKEN = "tok_remote_secret_0123456789"
 MS = 1714564800123  # 2024-05-01 12:00:00.123 UTC in milliseconds
 
 CONV = {
-    "id": "conv_ms",
-    "contact_id": "c_1",
-    "group_id": None,
-    "pinned_message_id": None,
-    "is_pinned": False,
-    "is_muted": True,
-    "last_active_at": MS,
-    "last_opened_at": None,
-    "created_at": MS,
-    "archived_at": None,
+    **described.conversation("conv_ms", MS, contact_id="c_1", is_muted=True, last_active_at=MS),
     "topic": "billing",  # a field the interface does not know
 }
 

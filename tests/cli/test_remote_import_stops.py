@@ -11,6 +11,7 @@ from typing import ClassVar
 
 import pytest
 
+from tests import described
 from tests.cli.conftest import Invoke
 from tests.loopback import JSONService, on_loopback, running, url_of
 
@@ -39,21 +40,7 @@ class RevokingService(JSONService):
         if conversation is None:
             self.send_json(401, {"error": {"type": "authentication_error", "message": "revoked"}})
             return
-        self.send_json(
-            200,
-            {
-                "id": conversation,
-                "contact_id": "c",
-                "group_id": None,
-                "is_pinned": False,
-                "is_muted": False,
-                "pinned_message_id": None,
-                "last_active_at": None,
-                "last_opened_at": None,
-                "created_at": 1_700_000_000,
-                "archived_at": None,
-            },
-        )
+        self.send_json(200, described.conversation(conversation, 1_700_000_000, contact_id="c"))
 
 
 @pytest.fixture

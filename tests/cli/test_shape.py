@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from convrisk.api_client import Client
-from convrisk.api_client.records import Conversation, Page
+from convrisk.api_client.record_types import Conversation
+from convrisk.api_client.records import Page
 from convrisk.cli.errors import JqFailed, UsageProblem
 from convrisk.cli.output import iostreams
 from convrisk.cli.output import jq as jq_sink

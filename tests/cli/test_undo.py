@@ -16,6 +16,7 @@ import pytest
 from convrisk.api_client.resources import RESOURCES
 from convrisk.cli.journal import entries as journal
 from convrisk.local_backend.backend import LocalBackend
+from tests import described
 
 from .conftest import Invoke
 from .e2e_twin import Twin
@@ -144,7 +145,7 @@ def test_undo_of_a_delete_creates_the_old_fields_under_a_new_id(
     new_id = row["id"]
     assert row["operation"] == "create" and row["stands_for"] == record["id"]
     made = backend.conversations.retrieve(new_id)
-    fields = ("contact_id", "group_id", "is_muted", "is_pinned", "archived_at", "pinned_message_id")
+    fields = described.settable(RESOURCES["conversations"])
     assert {k: made[k] for k in fields} == {k: before[k] for k in fields}  # type: ignore[literal-required]
     assert new_id != record["id"] and not exists(backend, record["id"])
 

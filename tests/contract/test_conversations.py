@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from convrisk.api_client import Conversation, InvalidRequestError, NotFoundError
-from convrisk.api_client.params import ConversationFilters
+from convrisk.api_client import InvalidRequestError, NotFoundError
+from convrisk.api_client.record_types import Conversation, ConversationFilters
+from tests import described
 
 from .conftest import START, Leg
 
@@ -29,15 +30,9 @@ def ids(page: list[Conversation]) -> list[str]:
 def test_create_with_a_contact_has_the_documented_defaults(leg: Leg) -> None:
     conv = create(leg, contact_id="ct_ana")
     assert conv["id"].startswith("conv_")
-    assert conv["contact_id"] == "ct_ana"
-    assert conv["group_id"] is None
-    assert conv["is_pinned"] is False
-    assert conv["is_muted"] is False
-    assert conv["pinned_message_id"] is None
-    assert conv["archived_at"] is None
-    assert conv["last_active_at"] is None
-    assert conv["last_opened_at"] is None
-    assert conv["created_at"] == START
+    documented = described.conversation(conv["id"], START, contact_id="ct_ana")
+    assert conv == documented
+    assert list(map(type, conv.values())) == list(map(type, documented.values()))  # false, not 0
     assert leg.client.conversations.retrieve(conv["id"]) == conv
 
 

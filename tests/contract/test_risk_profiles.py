@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from convrisk.api_client import InvalidRequestError, NotFoundError, RiskProfile
-from convrisk.api_client.params import RiskProfileFilters
+from convrisk.api_client import InvalidRequestError, NotFoundError
+from convrisk.api_client.record_types import RiskProfile, RiskProfileFilters
+from convrisk.api_client.resources import RISK_PROFILES
 
 from .conftest import START, Leg
 
@@ -74,7 +75,7 @@ def test_create_refuses_bad_values_naming_them(
     assert leg.client.risk_profiles.list()["data"] == []
 
 
-@pytest.mark.parametrize("missing", ["customer_id", "profile_type", "score", "details"])
+@pytest.mark.parametrize("missing", [f.name for f in RISK_PROFILES.creatable() if f.required])
 def test_every_field_is_required(leg: Leg, missing: str) -> None:
     params = {"customer_id": "cus_1", "profile_type": "moderate", "score": 1, "details": {}}
     del params[missing]

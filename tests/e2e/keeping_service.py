@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
+from tests import described
 from tests.loopback import JSONService, on_loopback, running, url_of
 
 _PATH = "/v1/conversations"
@@ -66,19 +67,7 @@ class KeepingService(JSONService):
             kept = store.answers.get(key)
             if kept is None:
                 ident = f"conv_{next(store.numbers):026d}"
-                kept = {
-                    "id": ident,
-                    "contact_id": None,
-                    "group_id": None,
-                    "pinned_message_id": None,
-                    "is_pinned": False,
-                    "is_muted": False,
-                    "last_active_at": None,
-                    "last_opened_at": None,
-                    "created_at": int(time.time()),
-                    "archived_at": None,
-                    **body,
-                }
+                kept = {**described.conversation(ident, int(time.time())), **body}
                 store.records[ident] = dict(kept)
                 store.answers[key] = kept
                 self._answer(200, kept, replayed=False)

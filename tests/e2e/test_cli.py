@@ -11,6 +11,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from convrisk.api_client.resources import RISK_PROFILES
+
 from .console import (
     CONVRISK,
     SAFETY_TIMEOUT,
@@ -90,7 +92,7 @@ def test_a_piped_table_is_tsv(env: dict[str, str]) -> None:
         "5",
     )
     header, row = run(env, "risk", "list").stdout.splitlines()
-    assert header == "id\tcustomer_id\tprofile_type\tscore\tdetails\tcreated_at\tupdated_at"
+    assert header == "\t".join(RISK_PROFILES.names())
     cells = row.split("\t")
     assert cells[1:5] == ["cus_1", "moderate", "5", "{}"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from convrisk.api_client.records import Conversation, RiskProfile
+from convrisk.api_client.record_types import Conversation, RiskProfile
 
 from .both_backends import Cli
 from .both_backends import over_serve as over_serve  # a fixture: convrisk against its own serve

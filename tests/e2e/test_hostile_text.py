@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import pytest
 
 from convrisk.api_client.text import unprintable
+from tests import described
 from tests.e2e.screen import Terminal
 from tests.loopback import JSONService, on_loopback, running, url_of
 
@@ -111,18 +112,12 @@ def test_an_error_names_a_hostile_id_escaped(env: dict[str, str]) -> None:
     assert json.loads(as_json.stderr)["error"]["id"] == HOSTILE  # JSON keeps the exact value
 
 
-HOSTILE_RECORD: dict[str, Any] = {
-    "id": "conv_" + HOSTILE,
-    "contact_id": "\ud800 lone surrogate",
-    "group_id": "\u2028\u2029\x85\x9b\u202e",
-    "pinned_message_id": None,
-    "is_pinned": False,
-    "is_muted": False,
-    "last_active_at": None,
-    "last_opened_at": None,
-    "created_at": 1714564800,
-    "archived_at": None,
-}
+HOSTILE_RECORD: dict[str, Any] = described.conversation(
+    "conv_" + HOSTILE,
+    1714564800,
+    contact_id="\ud800 lone surrogate",
+    group_id="\u2028\u2029\x85\x9b\u202e",
+)
 
 
 class HostileService(JSONService):

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.fill import fill
+from convrisk.api_client.resources import RISK_PROFILES
 from convrisk.local_backend.backend import LocalBackend
 
 from .both_backends import TOKEN, Remote, isolated_env, serving
@@ -131,8 +132,4 @@ def test_ending_before_against_serve_pages_back_the_same_way(tmp_path: Path) -> 
         assert result.stdout.split() == made[1:3]
         assert f"--ending-before {made[2]}" in result.stderr
         risk = cli.run("risk", "list", "--ending-before", "rp_00000000000000000000000000")
-        assert (
-            risk.returncode == 0
-            and risk.stdout
-            == "id\tcustomer_id\tprofile_type\tscore\tdetails\tcreated_at\tupdated_at\n"
-        )
+        assert risk.returncode == 0 and risk.stdout == "\t".join(RISK_PROFILES.names()) + "\n"

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import httpx
 import pytest
 
+from tests import described
 from tests.loopback import JSONService, on_loopback, running, url_of
 
 from .both_backends import TOKEN, isolated_env, serving
@@ -117,18 +118,7 @@ def test_the_cli_through_the_proxy_gives_what_it_gives_direct_with_no_violation(
 
 
 def _record(**changes: Any) -> dict[str, Any]:
-    return {
-        "id": CONV_ID,
-        "contact_id": "ct_1",
-        "group_id": None,
-        "pinned_message_id": None,
-        "is_pinned": False,
-        "is_muted": False,
-        "last_active_at": None,
-        "last_opened_at": None,
-        "created_at": 1_700_000_000,
-        "archived_at": None,
-    } | changes
+    return described.conversation(CONV_ID, 1_700_000_000, contact_id="ct_1") | changes
 
 
 class Breaking(JSONService):

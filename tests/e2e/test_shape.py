@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from convrisk.api_client import Client
-from convrisk.api_client.records import Conversation, RiskProfile
+from convrisk.api_client import Client, resources
+from convrisk.api_client.record_types import Conversation, RiskProfile
 from convrisk.api_client.remote.http import HTTPBackend
 from convrisk.cli.errors import JqFailed
 from convrisk.cli.output.fields import JqProgram, Shape
@@ -34,10 +34,7 @@ from .console import CONVRISK, SAFETY_TIMEOUT, run
 from .odd_service import stdout_against as _odd
 from .screen import on_screen
 
-CONV_FIELDS = (
-    "id, contact_id, group_id, pinned_message_id, is_pinned, is_muted, last_active_at, "
-    "last_opened_at, created_at, archived_at"
-)
+CONV_FIELDS = ", ".join(resources.CONVERSATIONS.names())
 ESC_GROUP = "g_\x1b[31mred"
 
 

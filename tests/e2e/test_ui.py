@@ -17,6 +17,7 @@ from textual.widgets import Input
 
 from convrisk.cli.ui.browser import Browser
 from convrisk.cli.ui.rows import Shown
+from tests import described
 from tests.cli.test_ui_browser import (
     answered,
     browse,
@@ -298,18 +299,7 @@ class Huge(JSONService):
 
 def conversation(id: str) -> dict[str, Any]:
     """A conversation as the service answers it."""
-    return {
-        "id": id,
-        "contact_id": "c_1",
-        "group_id": None,
-        "pinned_message_id": None,
-        "is_pinned": False,
-        "is_muted": False,
-        "last_active_at": None,
-        "last_opened_at": None,
-        "created_at": 1714560000,
-        "archived_at": None,
-    }
+    return described.conversation(id, 1714560000, contact_id="c_1")
 
 
 class SlowThenNew(JSONService):
@@ -744,15 +734,15 @@ class Hostile(JSONService):
             "pinned_message_id": "pm" + HOSTILE,
             "last_active_at": "la" + HOSTILE,
         }
-        profile = {
-            "id": "rp_1",
-            "customer_id": "cus" + HOSTILE,
-            "profile_type": "pt" + HOSTILE,
-            "score": 5,
-            "details": {"k" + HOSTILE: "v" + HOSTILE},
-            "created_at": "t" + HOSTILE,
-            "updated_at": 1714560000,
-        }
+        profile = described.risk_profile(
+            id="rp_1",
+            customer_id="cus" + HOSTILE,
+            profile_type="pt" + HOSTILE,
+            score=5,
+            details={"k" + HOSTILE: "v" + HOSTILE},
+            created_at="t" + HOSTILE,
+            updated_at=1714560000,
+        )
         pages = {
             "/v1/conversations": [conversation("conv_01HV00000000000000000FIRST"), evil],
             "/v1/risk-profiles": [profile],

@@ -21,6 +21,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from convrisk.api_client.records import Created
+from convrisk.api_client.resources import CONVERSATIONS
+from tests import described
 from tests.loopback import JSONService, running, url_of
 
 from .both_backends import Cli, isolated_env, serving
@@ -246,7 +248,7 @@ def killed_midway_then_finished(
     mine = [c for c in every_conversation(cli) if c.get("contact_id") == contact]
     [made] = mine  # exactly one record for the one deleted
     assert made["id"] == row["id"] != id
-    names = ("contact_id", "is_muted", "is_pinned", "pinned_message_id")
+    names = described.settable(CONVERSATIONS)
     assert {n: made[n] for n in names} == {n: deleted[n] for n in names}  # type: ignore[literal-required]
     again = cli.run("undo", row["entry"])  # the delete is undone now: once is enough
     assert again.returncode == 1 and "already undone by" in again.stderr

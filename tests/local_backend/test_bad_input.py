@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from convrisk.api_client.errors import InvalidRequestError
+from convrisk.api_client.resources import RISK_PROFILES
 from convrisk.local_backend.backend import LocalBackend
 
 from .conftest import dump, risk_body
@@ -97,7 +98,7 @@ CASES: list[tuple[str, Call, str | None]] = [
             risk_create({k: v for k, v in risk_body().items() if k != key}),
             key,
         )
-        for key in ("customer_id", "profile_type", "score", "details")
+        for key in (f.name for f in RISK_PROFILES.creatable() if f.required)
     ],
     ("risk customer null", risk_create(risk_body(customer_id=None)), "customer_id"),
     ("risk customer empty", risk_create(risk_body(customer_id="")), "customer_id"),

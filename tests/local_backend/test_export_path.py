@@ -13,7 +13,7 @@ import pytest
 
 from convrisk.api_client import Client
 from convrisk.api_client.errors import ServiceError
-from convrisk.api_client.params import RiskProfileCreateParams
+from convrisk.api_client.record_types import RiskProfileCreateParams
 from convrisk.api_client.records import json_text
 from convrisk.api_client.text import printable_json
 from convrisk.cli.output.printer import Printer

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from convrisk.api_client.errors import InvalidRequestError
-from convrisk.api_client.params import ConversationCreateParams
+from convrisk.api_client.record_types import ConversationCreateParams
 from convrisk.api_client.records import Created
 from convrisk.local_backend.backend import LocalBackend
 

@@ -15,6 +15,7 @@ from convrisk.api_client.records import Deleted, json_text
 from convrisk.api_client.resources import CONVERSATIONS, RISK_PROFILES
 from convrisk.local_backend.backend import LocalBackend
 from convrisk.local_backend.store import ids
+from tests import described
 
 from .conftest import START, FakeClock, rebuild_conversations, risk_body
 
@@ -38,9 +39,7 @@ def test_nothing_touches_the_disk_before_the_first_operation(db_path: Path) -> N
 def test_create_conversation_starts_with_the_service_defaults(backend: LocalBackend) -> None:
     conv = backend.conversations.create({"contact_id": "ct_1"})
     assert re.fullmatch(rf"conv_{ID_BODY}", conv["id"])
-    # Each field the create does not set at its default (a boolean false, the others null).
-    defaults = {field.name: field.default for field in CONVERSATIONS.fields}
-    assert conv == defaults | {"id": conv["id"], "contact_id": "ct_1", "created_at": int(START)}
+    assert conv == described.conversation(conv["id"], int(START), contact_id="ct_1")
     assert isinstance(conv["created_at"], int)
     assert backend.conversations.retrieve(conv["id"]) == conv
 

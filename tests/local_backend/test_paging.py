@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from bench.fill import fill
-from convrisk.api_client.records import Conversation
+from convrisk.api_client.record_types import Conversation
 from convrisk.local_backend.backend import LocalBackend
 from convrisk.local_backend.store.resource import TableResource
 

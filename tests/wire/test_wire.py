@@ -13,6 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
+from convrisk.api_client.resources import CONVERSATIONS
+
 from .conftest import TOKEN, Served, ServeWith
 
 CONV = "/v1/conversations"
@@ -332,7 +334,9 @@ def test_boolean_filter_values(http: httpx.Client, value: str, muted: bool) -> N
     assert ids == [quiet["id"] if muted else loud["id"]]
 
 
-@pytest.mark.parametrize("param", ["muted", "archived", "pinned"])
+@pytest.mark.parametrize(
+    "param", [f.name for f in CONVERSATIONS.interface_filters() if f.type == "boolean"]
+)
 @pytest.mark.parametrize("value", ["yes", "", "2", "truee", "null"])
 def test_bad_boolean_filter_is_400_naming_it(http: httpx.Client, param: str, value: str) -> None:
     assert_error(http.get(CONV, params={param: value}), 400, "invalid_request_error", param)
