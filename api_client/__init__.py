@@ -29,13 +29,11 @@ if TYPE_CHECKING:
         PermissionDeniedError,
         ServiceError,
     )
+    from convrisk.api_client.page import Page
     from convrisk.api_client.protocol import Backend
     from convrisk.api_client.records import (
         Conversation,
         Deleted,
-        IdPage,
-        JsonPage,
-        Page,
         Record,
         RiskProfile,
     )
@@ -57,9 +55,7 @@ _LAZY = {
     "ServiceError": "errors",
     "Conversation": "records",
     "Deleted": "records",
-    "IdPage": "records",
-    "JsonPage": "records",
-    "Page": "records",
+    "Page": "page",
     "Record": "records",
     "RiskProfile": "records",
     "Backend": "protocol",
@@ -90,9 +86,7 @@ __all__ = [
     "Conversation",
     "ConvriskError",
     "Deleted",
-    "IdPage",
     "InvalidRequestError",
-    "JsonPage",
     "NotFoundError",
     "Page",
     "PermissionDeniedError",
