@@ -47,7 +47,7 @@ def test_reading_ahead_asks_for_the_next_page_before_it_is_needed(remote: MakeRe
     )
     conversations = Client(r.backend, page_size=2).conversations
     conversations.read_ahead(True)
-    pages = conversations.iter_json_pages()
+    pages = conversations.iter_pages(view="json")
     first = next(pages)
     # The second page is asked for while the first is still in the caller's hands.
     assert asked.wait(WAIT)
@@ -61,10 +61,10 @@ def test_without_reading_ahead_no_page_is_asked_for_before_it_is_needed(
     remote: MakeRemote,
 ) -> None:
     r = remote(page("conv_4", "conv_3", has_more=True), page("conv_2", has_more=False))
-    pages = Client(r.backend, page_size=2).conversations.iter_json_pages()
+    pages = Client(r.backend, page_size=2).conversations.iter_pages(view="json")
     next(pages)
     assert len(r.requests) == 1
-    assert [p["ids"] for p in pages] == [["conv_2"]]
+    assert [p.ids for p in pages] == [["conv_2"]]
 
 
 @pytest.mark.parametrize("walk", ["iter_json_pages", "iter_id_pages", "iter_pages"])
@@ -96,8 +96,8 @@ def test_a_page_read_ahead_for_another_size_is_not_used(remote: MakeRemote) -> N
     )
     conversations = Client(r.backend, page_size=2).conversations
     conversations.read_ahead(True)
-    pages = list(conversations.iter_json_pages(limit=3))
-    assert [p["ids"] for p in pages] == [["conv_5", "conv_4"], ["conv_3"]]
+    pages = list(conversations.iter_pages(limit=3, view="json"))
+    assert [p.ids for p in pages] == [["conv_5", "conv_4"], ["conv_3"]]
     assert [q.url.params["limit"] for q in r.requests[:3]] == ["2", "2", "1"]
 
 
@@ -110,11 +110,11 @@ def test_a_page_read_ahead_is_forgotten_once_reading_ahead_is_off(remote: MakeRe
     )
     conversations = Client(r.backend, page_size=2).conversations
     conversations.read_ahead(True)
-    pages = conversations.iter_json_pages()
+    pages = conversations.iter_pages(view="json")
     next(pages)
     assert asked.wait(WAIT)
     conversations.read_ahead(False)
-    assert [p["ids"] for p in pages] == [["conv_2"]]
+    assert [p.ids for p in pages] == [["conv_2"]]
 
 
 def test_a_call_read_ahead_is_sent_before_the_caller_goes_on() -> None:
@@ -162,7 +162,7 @@ def test_the_transport_says_a_request_is_sent_before_its_answer_comes() -> None:
 
         def list_page() -> object:
             with when_sent(sent.set):
-                return backend.conversations.list_ids(limit=5)
+                return backend.conversations.list(limit=5, view="ids")
 
         worker = Ahead(lambda _: list_page())
         # The answer is held back until the transport has said that the request is sent.

@@ -80,11 +80,11 @@ def _walk(store: LocalBackend, name: str, size: int, forward: bool, **filters: s
 
 def _oldest(resource: Any) -> str:
     """The oldest id of a resource."""
-    page = resource.list_ids(limit=100)
-    ids: list[str] = page["data"]
-    while page["has_more"]:
-        page = resource.list_ids(limit=100, starting_after=ids[-1])
-        ids += page["data"]
+    page = resource.list(limit=100, view="ids")
+    ids: list[str] = page.ids
+    while page.has_more:
+        page = resource.list(limit=100, starting_after=ids[-1], view="ids")
+        ids += page.ids
     return ids[-1]
 
 
