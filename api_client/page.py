@@ -13,7 +13,7 @@ page the long way (`check_json_page`) gives, or None (tests/api_client/test_quic
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Generic, Literal, TypeVar
 
 from convrisk.api_client.params import MAX_DETAILS_DEPTH
@@ -44,7 +44,16 @@ class Page(Generic[R]):
     `page["has_more"]` the flag, and it equals the dict `{"has_more": ..., "data": [...]}`.
     """
 
-    __slots__ = ("_edits", "_ids", "_more", "_non_finite", "_records", "_texts", "has_more")
+    __slots__ = (
+        "_edits",
+        "_ids",
+        "_more",
+        "_non_finite",
+        "_records",
+        "_sent",
+        "_texts",
+        "has_more",
+    )
 
     def __init__(
         self,
@@ -55,6 +64,7 @@ class Page(Generic[R]):
         ids: list[str] | None = None,
         non_finite: bool = False,
         more: Callable[[View], Page[R]] | None = None,
+        sent: Mapping[str, Any] | None = None,
     ) -> None:
         if records is None and ids is None:
             raise ValueError("a page is made of its records or its ids")
@@ -69,6 +79,8 @@ class Page(Generic[R]):
         self._more = more
         # The cuts and reversals made since (a view read later is edited alike).
         self._edits: list[int | None] = []
+        # The page object as the service sent it, with any member besides these two.
+        self._sent = sent
 
     @property
     def records(self) -> list[R]:
@@ -150,20 +162,20 @@ class Page(Generic[R]):
     # -- the page as the service sends it ---------------------------------------------------------
 
     def as_dict(self) -> dict[str, Any]:
-        """The page as the service sends it: `{"has_more": ..., "data": [records]}`."""
-        return {"has_more": self.has_more, "data": self.records}
+        """The page as the service sends it: `{"has_more": ..., "data": [records]}`, with the
+        other members it sent, in its order."""
+        if self._sent is None:
+            return {"has_more": self.has_more, "data": self.records}
+        mine = {"has_more": self.has_more, "data": self.records}
+        return {key: mine.get(key, value) for key, value in self._sent.items()}
 
-    def __getitem__(self, key: str) -> Any:
+    def __getitem__(self, key: Literal["data", "has_more"]) -> Any:
         """`page["data"]` (the records) and `page["has_more"]`, as in the service's JSON."""
         if key == "data":
             return self.records
         if key == "has_more":
             return self.has_more
         raise KeyError(key)
-
-    def keys(self) -> Iterator[str]:
-        """The keys of the page as the service sends it."""
-        return iter(("has_more", "data"))
 
     def __eq__(self, other: object) -> bool:
         """Pages, or a page and a dict of the service's form, are equal when their records and
@@ -315,7 +327,7 @@ def quick_json_page(
     if len(texts) != count:
         return None
     ids = [item["id"] for item in items]
-    return Page(page["has_more"], texts=texts, ids=ids, more=more)
+    return Page(page["has_more"], texts=texts, ids=ids, more=more, sent=page)
 
 
 def quick_id_page(
@@ -332,7 +344,7 @@ def quick_id_page(
     # A record holds its own `{`; the page its `{` and `[`: the rest may all be in one record.
     if text.count("{") + text.count("[") - 1 - len(items) > MAX_DETAILS_DEPTH:
         return None
-    return Page(page["has_more"], ids=[item["id"] for item in items], more=more)
+    return Page(page["has_more"], ids=[item["id"] for item in items], more=more, sent=page)
 
 
 def _utf8_object(content: bytes) -> str | None:
@@ -392,4 +404,4 @@ def check_json_page(
             check_depth(item, f"data.{index}")
         texts.append(text)
     ids = [item["id"] for item in items]
-    return Page(data["has_more"], texts=texts, ids=ids, non_finite=non_finite, more=more)
+    return Page(data["has_more"], texts=texts, ids=ids, non_finite=non_finite, more=more, sent=data)

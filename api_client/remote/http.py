@@ -353,7 +353,7 @@ class HTTPResource(Generic[M, C, U, F]):
         status = response.status_code
         if view == "records":
             checked: dict[str, Any] = _validate(check_page, data, status, what)
-            return Page(checked["has_more"], records=checked["data"], more=more)
+            return Page(checked["has_more"], records=checked["data"], more=more, sent=checked)
         page: Page[M] = _validate(
             lambda data: check_json_page(data, texts, more), data, status, what
         )
@@ -365,7 +365,7 @@ class HTTPResource(Generic[M, C, U, F]):
         what = f"a page of {self._noun}s"
         if view == "records":
             checked: dict[str, Any] = _validate(check_page, data, response.status_code, what)
-            return Page(checked["has_more"], records=checked["data"])
+            return Page(checked["has_more"], records=checked["data"], sent=checked)
         status = response.status_code
         page: Page[M] = _validate(lambda data: check_json_page(data, texts), data, status, what)
         return page

@@ -12,6 +12,7 @@ import pytest
 
 from convrisk.api_client import Client
 from convrisk.api_client.errors import APIError
+from convrisk.api_client.page import View
 from convrisk.api_client.pagination import Ahead
 from convrisk.api_client.remote.deadline import when_sent
 from convrisk.api_client.remote.http import HTTPBackend
@@ -53,7 +54,7 @@ def test_reading_ahead_asks_for_the_next_page_before_it_is_needed(remote: MakeRe
     assert asked.wait(WAIT)
     assert r.requests[1].url.params["starting_after"] == "conv_3"
     rest = list(pages)
-    assert [first["ids"], *(p["ids"] for p in rest)] == [["conv_4", "conv_3"], ["conv_2"]]
+    assert [first.ids, *(p.ids for p in rest)] == [["conv_4", "conv_3"], ["conv_2"]]
     assert len(r.requests) == 2
 
 
@@ -67,9 +68,9 @@ def test_without_reading_ahead_no_page_is_asked_for_before_it_is_needed(
     assert [p.ids for p in pages] == [["conv_2"]]
 
 
-@pytest.mark.parametrize("walk", ["iter_json_pages", "iter_id_pages", "iter_pages"])
+@pytest.mark.parametrize("view", ["json", "ids", "records"])
 def test_an_error_on_the_page_read_ahead_comes_after_every_page_before_it(
-    remote: MakeRemote, walk: str
+    remote: MakeRemote, view: View
 ) -> None:
     r = remote(
         page("conv_4", "conv_3", has_more=True),
@@ -78,8 +79,8 @@ def test_an_error_on_the_page_read_ahead_comes_after_every_page_before_it(
     )
     conversations = Client(r.backend, page_size=2).conversations
     conversations.read_ahead(True)
-    pages = getattr(conversations, walk)()
-    assert next(pages)["has_more"] is True
+    pages = conversations.iter_pages(view=view)
+    assert next(pages).has_more is True
     with pytest.raises(APIError) as info:
         next(pages)
     assert info.value.status == 500

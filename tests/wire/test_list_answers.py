@@ -17,6 +17,7 @@ from starlette.responses import Response
 from starlette.types import Message
 
 from convrisk.api_client.errors import ServiceError
+from convrisk.api_client.page import Page
 from convrisk.local_backend.backend import LocalBackend
 from convrisk.local_backend.sandbox.wire import SERVER_FAILED, Answer, Wire, _parse_query, _Reply
 from convrisk.local_backend.serve.asgi_app import ServeApp
@@ -46,6 +47,8 @@ def store(varied: Path) -> Iterator[LocalBackend]:
 
 def _dumped(page: object) -> bytes:
     """A page as json.dumps writes it: compact, non-ASCII kept, no NaN."""
+    if isinstance(page, Page):
+        page = page.as_dict()
     text = json.dumps(page, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     return text.encode("utf-8")
 
