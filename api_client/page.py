@@ -40,8 +40,8 @@ class Page(Generic[R]):
     """One page of a list, newest first: `has_more`, and the views `records`, `json_texts`
     (each record's `records.json_text`, a non-finite float named: `non_finite`) and `ids`.
 
-    Read as a mapping it is the page as the service sends it: `page["data"]` are the records,
-    `page["has_more"]` the flag, and it equals the dict `{"has_more": ..., "data": [...]}`.
+    Indexed as the service's JSON, `page["data"]` are the records and `page["has_more"]` the
+    flag; `as_dict()` is the page as the service sent it, and a page equals that dict.
     """
 
     __slots__ = (
@@ -178,8 +178,8 @@ class Page(Generic[R]):
         raise KeyError(key)
 
     def __eq__(self, other: object) -> bool:
-        """Pages, or a page and a dict of the service's form, are equal when their records and
-        `has_more` are."""
+        """Pages, or a page and a dict of the service's form, are equal when their `as_dict()`
+        are: the same records, `has_more` and other members."""
         if isinstance(other, Page):
             return self.as_dict() == other.as_dict()
         if isinstance(other, Mapping):
@@ -189,8 +189,19 @@ class Page(Generic[R]):
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        """What the page holds, as its dict."""
-        return f"Page({self.as_dict()!r})"
+        """What the page holds so far (no view is read for it)."""
+        held = {
+            name: view
+            for name, view in (
+                ("records", self._records),
+                ("texts", self._texts),
+                ("ids", self._ids),
+            )
+            if view is not None
+        }
+        return (
+            f"Page(has_more={self.has_more!r}, {', '.join(f'{k}={v!r}' for k, v in held.items())})"
+        )
 
 
 class _NotAsPrinted(ValueError):
