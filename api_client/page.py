@@ -124,8 +124,10 @@ class Page(Generic[R]):
     @property
     def cursor(self) -> str | None:
         """The last record's id (where the next page starts), None for an empty page."""
-        ids = self.ids
-        return ids[-1] if ids else None
+        if self._ids is None:  # not every id made for the last one
+            records = self.records
+            return records[-1]["id"] if records else None
+        return self._ids[-1] if self._ids else None
 
     def __len__(self) -> int:
         """How many records the page holds."""
