@@ -29,9 +29,10 @@ if TYPE_CHECKING:
         PermissionDeniedError,
         ServiceError,
     )
+    from convrisk.api_client.page import Page
     from convrisk.api_client.protocol import Backend
     from convrisk.api_client.record_types import Conversation, RiskProfile
-    from convrisk.api_client.records import Deleted, IdPage, JsonPage, Page, Record
+    from convrisk.api_client.records import Deleted, Record
 
 # The one place the version is written (pyproject.toml reads it without importing the package).
 __version__ = "0.1.0"
@@ -50,9 +51,7 @@ _LAZY = {
     "ServiceError": "errors",
     "Conversation": "record_types",
     "Deleted": "records",
-    "IdPage": "records",
-    "JsonPage": "records",
-    "Page": "records",
+    "Page": "page",
     "Record": "records",
     "RiskProfile": "record_types",
     "Backend": "protocol",
@@ -83,9 +82,7 @@ __all__ = [
     "Conversation",
     "ConvriskError",
     "Deleted",
-    "IdPage",
     "InvalidRequestError",
-    "JsonPage",
     "NotFoundError",
     "Page",
     "PermissionDeniedError",

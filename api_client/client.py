@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from convrisk.api_client.defaults import DEFAULT_PAGE_SIZE
 from convrisk.api_client.errors import ConvriskError, InvalidRequestError
-from convrisk.api_client.pagination import AnyPage, paginate
+from convrisk.api_client.page import Page, View
+from convrisk.api_client.pagination import paginate
 from convrisk.api_client.params import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -29,7 +30,7 @@ from convrisk.api_client.record_types import (
     RiskProfileFilters,
     RiskProfileUpdateParams,
 )
-from convrisk.api_client.records import Created, Deleted, IdPage, JsonPage, Page, Record
+from convrisk.api_client.records import Created, Deleted, Record
 
 if TYPE_CHECKING:
     from convrisk.api_client.raw import RawAnswer
@@ -80,10 +81,15 @@ class ResourceClient(Generic[M, C, U, F]):
         limit: int = DEFAULT_LIMIT,
         starting_after: str | None = None,
         ending_before: str | None = None,
+        view: View = "records",
     ) -> Page[M]:
-        """One page as the backend returns it."""
+        """One page as the backend returns it, read for `view` (api_client.page)."""
         return self._backend.list(
-            filters, limit=limit, starting_after=starting_after, ending_before=ending_before
+            filters,
+            limit=limit,
+            starting_after=starting_after,
+            ending_before=ending_before,
+            view=view,
         )
 
     def iter_pages(
@@ -94,6 +100,7 @@ class ResourceClient(Generic[M, C, U, F]):
         starting_after: str | None = None,
         ending_before: str | None = None,
         page_size: int | None = None,
+        view: View = "records",
     ) -> Iterator[Page[M]]:
         """Pages until `limit` items in all (None: every page), fetched lazily.
 
@@ -105,6 +112,10 @@ class ResourceClient(Generic[M, C, U, F]):
         items just newer than the last one yielded, and its items are yielded oldest first
         (the reverse of the list order), so that the last item yielded is always the cursor
         that continues the walk.
+
+        `view` is what the caller reads of each page: records, their JSON text (which the local
+        backend builds in SQLite, several times faster for a long export than dumping each
+        record) or their ids (the local backend reads the ids only, and builds no record).
         """
         per_page, limit = self._check_iteration(limit, page_size)
         if starting_after is not None and ending_before is not None:
@@ -113,72 +124,16 @@ class ResourceClient(Generic[M, C, U, F]):
             )
 
         def fetch(size: int, cursor: str | None) -> Page[M]:
-            return self._backend.list(filters, limit=size, starting_after=cursor)
+            return self._backend.list(filters, limit=size, starting_after=cursor, view=view)
 
         def fetch_backwards(size: int, cursor: str | None) -> Page[M]:
-            page = self._backend.list(filters, limit=size, ending_before=cursor)
-            page["data"].reverse()  # newest first -> oldest first, the walk's order
+            page = self._backend.list(filters, limit=size, ending_before=cursor, view=view)
+            page.reverse()  # newest first -> oldest first, the walk's order
             return page
 
-        def cut(page: Page[M], size: int) -> None:
-            page["data"] = page["data"][:size]
-
         if ending_before is not None:
-            return paginate(
-                fetch_backwards,
-                lambda page: page["data"][-1]["id"],
-                cut,
-                limit,
-                ending_before,
-                per_page,
-            )
-        return paginate(
-            fetch, lambda page: page["data"][-1]["id"], cut, limit, starting_after, per_page
-        )
-
-    def iter_json_pages(
-        self,
-        filters: F | None = None,
-        *,
-        limit: int | None = None,
-        starting_after: str | None = None,
-        page_size: int | None = None,
-    ) -> Iterator[JsonPage]:
-        """`iter_pages` with each record as its compact JSON text (`records.json_text`).
-
-        The same pages, items and errors as `iter_pages`; the local backend builds the text in
-        SQLite, which makes a long export several times faster than dumping each record.
-        """
-        per_page, limit = self._check_iteration(limit, page_size)
-
-        def fetch(size: int, cursor: str | None) -> JsonPage:
-            return self._backend.list_json(filters, limit=size, starting_after=cursor)
-
-        def cut(page: JsonPage, size: int) -> None:
-            page["data"] = page["data"][:size]
-            page["ids"] = page["ids"][:size]
-
-        return paginate(fetch, lambda page: page["ids"][-1], cut, limit, starting_after, per_page)
-
-    def iter_id_pages(
-        self,
-        filters: F | None = None,
-        *,
-        limit: int | None = None,
-        starting_after: str | None = None,
-        page_size: int | None = None,
-    ) -> Iterator[IdPage]:
-        """`iter_pages` with each record as its id alone: the same pages, ids and errors; the
-        local backend reads the ids only, and builds no record."""
-        per_page, limit = self._check_iteration(limit, page_size)
-
-        def fetch(size: int, cursor: str | None) -> IdPage:
-            return self._backend.list_ids(filters, limit=size, starting_after=cursor)
-
-        def cut(page: IdPage, size: int) -> None:
-            page["data"] = page["data"][:size]
-
-        return paginate(fetch, lambda page: page["data"][-1], cut, limit, starting_after, per_page)
+            return paginate(fetch_backwards, limit, ending_before, per_page)
+        return paginate(fetch, limit, starting_after, per_page)
 
     def _check_iteration(self, limit: int | None, page_size: int | None) -> tuple[int, int | None]:
         """The page size to ask for, and the checked total."""
@@ -206,7 +161,7 @@ class ResourceClient(Generic[M, C, U, F]):
             ending_before=ending_before,
             page_size=page_size,
         )
-        return (item for page in pages for item in page["data"])
+        return (item for page in pages for item in page.records)
 
     def scanned_filters(self, filters: F | None) -> tuple[str, ...]:
         """The given filters a list applies by reading every record (filters the service's
@@ -290,7 +245,7 @@ class Client:
         api_client.raw); `target` as made by `raw.api_target`."""
         return self.backend.send(method, target, body)
 
-    def raw_pages(self, target: str) -> Iterator[AnyPage]:
+    def raw_pages(self, target: str) -> Iterator[Page[Any]]:
         """Each page of the list at `target`, following has_more (raw.pages); pages of
         `page_size` items unless the target's query sets `limit`."""
         from convrisk.api_client.raw import (  # only `convrisk api --paginate` needs it

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from convrisk.api_client.errors import ServiceError
+from convrisk.api_client.page import Page
+from convrisk.api_client.records import Record
 
 if TYPE_CHECKING:
     import queue
@@ -13,6 +15,8 @@ if TYPE_CHECKING:
 # Cursors remembered exactly to catch a service that pages in a circle; past this many pages
 # (a million items at pages of 100) the guard keeps memory flat (see CursorGuard).
 MAX_REMEMBERED_CURSORS = 10_000
+
+R = TypeVar("R", bound=Record)
 
 
 class CursorGuard:
@@ -45,25 +49,15 @@ class CursorGuard:
         return False
 
 
-class AnyPage(TypedDict):
-    """What pagination needs of a page, records or JSON text."""
-
-    has_more: bool
-    data: list[Any]
-
-
-P = TypeVar("P", bound=AnyPage)
 T = TypeVar("T")
 
 
 def paginate(
-    fetch: Callable[[int, str | None], P],
-    last_id: Callable[[P], str],
-    cut: Callable[[P, int], None],
+    fetch: Callable[[int, str | None], Page[R]],
     limit: int | None,
     start: str | None,
     per_page: int,
-) -> Iterator[P]:
+) -> Iterator[Page[R]]:
     """Pages from `fetch(size, cursor)` until `limit` items (None: all), guarded against loops.
 
     `start` is the first cursor (starting_after, or ending_before for a backward walk)."""
@@ -75,13 +69,14 @@ def paginate(
     while remaining is None or remaining > 0:
         size = per_page if remaining is None else min(per_page, remaining)
         page = fetch(size, cursor)
-        if len(page["data"]) > size:
-            cut(page, size)
-            page["has_more"] = True
+        count = len(page)
+        if count > size:
+            page.cut(size)
+            count = size
         # Both faults are caught before the page is handed out, so no item is shown twice.
-        if page["has_more"] and not page["data"]:
+        if page.has_more and not count:
             raise ServiceError("The service said more items exist but sent an empty page.")
-        last = last_id(page) if page["data"] else None
+        last = page.cursor
         if last is not None and guard.repeated(last):
             raise ServiceError(
                 "The service sent a page that makes no progress: its last item "
@@ -89,8 +84,8 @@ def paginate(
             )
         yield page
         if remaining is not None:
-            remaining -= len(page["data"])
-        if not page["has_more"]:
+            remaining -= count
+        if not page.has_more:
             return
         cursor = last
 
@@ -169,14 +164,14 @@ MAX_SCAN_PAGES = 100_000
 
 
 def scan_page(
-    fetch: Callable[[str | None], Any],
-    keep: Callable[[Any], bool],
+    fetch: Callable[[str | None], Page[R]],
+    keep: Callable[[R], bool],
     limit: int,
     *,
     backwards: bool,
     start: str | None,
     report: Callable[[int, int], None] | None = None,
-) -> dict[str, Any]:
+) -> Page[R]:
     """One page of a list filtered on the client: the first `limit` items that `keep` keeps,
     read from pages of the unfiltered list (`fetch(cursor)`, newest first) from `start` on.
 
@@ -186,7 +181,7 @@ def scan_page(
     `limit` matches; `has_more` is true when the list goes on past the last match (more may
     match). `report(scanned, matched)` follows each page. Guarded as `paginate` is.
     """
-    matched: list[Any] = []
+    matched: list[R] = []
     scanned = 0
     cursor = start
     guard = CursorGuard()
@@ -194,8 +189,8 @@ def scan_page(
         guard.repeated(start)
     for _ in range(MAX_SCAN_PAGES):
         page = fetch(cursor)
-        items = page["data"]
-        if page["has_more"] and not items:
+        items = page.records
+        if page.has_more and not items:
             raise ServiceError("The service said more items exist but sent an empty page.")
         walk = list(reversed(items)) if backwards else items
         for index, item in enumerate(walk):
@@ -203,12 +198,12 @@ def scan_page(
                 matched.append(item)
                 if len(matched) == limit:
                     rest = walk[index + 1 :]
-                    has_more = page["has_more"] or any(keep(later) for later in rest)
+                    has_more = page.has_more or any(keep(later) for later in rest)
                     return _scanned(matched, has_more, backwards, report, scanned + index + 1)
         scanned += len(items)
         if report is not None:
             report(scanned, len(matched))
-        if not page["has_more"]:
+        if not page.has_more:
             return _scanned(matched, False, backwards, None, scanned)
         last: str = walk[-1]["id"]
         if guard.repeated(last):
@@ -224,15 +219,15 @@ def scan_page(
 
 
 def _scanned(
-    matched: list[Any],
+    matched: list[R],
     has_more: bool,
     backwards: bool,
     report: Callable[[int, int], None] | None,
     scanned: int,
-) -> dict[str, Any]:
+) -> Page[R]:
     """The page of matches, newest first."""
     if report is not None:
         report(scanned, len(matched))
     if backwards:
         matched.reverse()
-    return {"has_more": has_more, "data": matched}
+    return Page(has_more, records=matched)

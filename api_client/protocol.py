@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from convrisk.api_client.errors import ConvriskError
+from convrisk.api_client.page import Page, View
 from convrisk.api_client.params import DEFAULT_LIMIT
 from convrisk.api_client.record_types import (
     Conversation,
@@ -26,9 +27,6 @@ from convrisk.api_client.records import (
     Change,
     Created,
     Deleted,
-    IdPage,
-    JsonPage,
-    Page,
     Record,
     Removal,
 )
@@ -56,28 +54,13 @@ class ResourceBackend(Protocol[M, C_contra, U_contra, F_contra]):
         limit: int = DEFAULT_LIMIT,
         starting_after: str | None = None,
         ending_before: str | None = None,
+        view: View = "records",
     ) -> Page[M]:
-        """One page, newest first; cursors are ids (the id need not still exist)."""
-        ...
+        """One page, newest first; cursors are ids (the id need not still exist).
 
-    def list_json(
-        self,
-        filters: F_contra | None = None,
-        *,
-        limit: int = DEFAULT_LIMIT,
-        starting_after: str | None = None,
-    ) -> JsonPage:
-        """The page `list` would return, as each record's `records.json_text()` and its id."""
-        ...
-
-    def list_ids(
-        self,
-        filters: F_contra | None = None,
-        *,
-        limit: int = DEFAULT_LIMIT,
-        starting_after: str | None = None,
-    ) -> IdPage:
-        """The page `list` would return, as its records' ids alone."""
+        `view` is what the caller reads of it (api_client.page): the page is read for that view
+        (JSON text not parsed, ids without their records); the other views are made on demand.
+        """
         ...
 
     def scanned_filters(self, filters: F_contra | None) -> tuple[str, ...]:

@@ -23,7 +23,8 @@ from convrisk.api_client.errors import (
     ServiceError,
     error_from_response,
 )
-from convrisk.api_client.pagination import AnyPage, paginate
+from convrisk.api_client.page import Page
+from convrisk.api_client.pagination import paginate
 from convrisk.api_client.params import shown_id
 
 # Every PATH is under the interface's prefix (the resources' description has it).
@@ -267,16 +268,17 @@ def check_paginate(method: str, target: str) -> None:
         )
 
 
-def pages(send: Send, target: str) -> Iterator[AnyPage]:
+def pages(send: Send, target: str) -> Iterator[Page[Any]]:
     """Each page (its `data` and `has_more`) of a list, the first at `target`, following
-    `has_more`.
+    `has_more`. Its items are what the service sent, objects or not; an item's id is "" where
+    it has none (only the last one's matters, to go on from).
 
     An error answer is raised (APIError with its status); an answer that is not a list page, or
     a page that makes no progress, is a ServiceError: nothing loops.
     """
     import json
 
-    def fetch(size: int, cursor: str | None) -> AnyPage:
+    def fetch(size: int, cursor: str | None) -> Page[Any]:
         answer = send("GET", target if cursor is None else with_cursor(target, cursor), None)
         if not answer.ok:
             raise answer.error()
@@ -295,22 +297,21 @@ def pages(send: Send, target: str) -> Iterator[AnyPage]:
                 f"{target.partition('?')[0]} did not answer with a list page (an object with "
                 "data and has_more): --paginate needs a list path, such as /v1/conversations."
             )
-        return {"data": page["data"], "has_more": page["has_more"]}
-
-    def last_id(page: AnyPage) -> str:
-        last = page["data"][-1]
-        item_id = last.get("id") if isinstance(last, dict) else None
-        if page["has_more"] and (not isinstance(item_id, str) or not item_id):
+        items: list[Any] = page["data"]
+        ids = [_id_of(item) for item in items]
+        if page["has_more"] and items and not ids[-1]:
             raise ServiceError("The last item of a page has no id to go on from.")
-        return item_id if isinstance(item_id, str) else ""
+        return Page(page["has_more"], records=items, ids=ids)
 
     start = None
     _, _, query = target.partition("?")
     for name, value in parse_qsl(query, keep_blank_values=True):
         if name == "starting_after":
             start = value
-    yield from paginate(fetch, last_id, _never_cut, None, start, sys.maxsize)
+    yield from paginate(fetch, None, start, sys.maxsize)  # never cut: no page is that long
 
 
-def _never_cut(page: AnyPage, size: int) -> None:
-    raise AssertionError("pages of --paginate are never cut")  # size is sys.maxsize
+def _id_of(item: object) -> str:
+    """An item's id, "" where it has none that is a string."""
+    item_id = item.get("id") if isinstance(item, dict) else None
+    return item_id if isinstance(item_id, str) else ""

@@ -5,13 +5,14 @@ on."""
 from __future__ import annotations
 
 import builtins
+import functools
 import json
 import random as _random
 import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -25,6 +26,14 @@ from convrisk.api_client.errors import (
     NotFoundError,
     ServiceError,
     stops_every_request,
+)
+from convrisk.api_client.page import (
+    Page,
+    View,
+    check_json_page,
+    load_page,
+    quick_id_page,
+    quick_json_page,
 )
 from convrisk.api_client.pagination import Ahead, scan_page
 from convrisk.api_client.params import (
@@ -57,20 +66,12 @@ from convrisk.api_client.records import (
     Change,
     Created,
     Deleted,
-    IdPage,
-    JsonPage,
-    Page,
     Record,
     Removal,
     ShapeError,
-    check_json_page,
     check_page,
     check_record,
     differs,
-    finite_text,
-    load_page,
-    quick_id_page,
-    quick_json_page,
     read_json,
 )
 from convrisk.api_client.remote.deadline import when_sent
@@ -144,11 +145,6 @@ def _next_cursor(data: object) -> str | None:
     last = items[-1] if isinstance(items, list) and items else None
     id = last.get("id") if isinstance(last, dict) else None
     return id if isinstance(id, str) and id else None
-
-
-def _last_if_more(has_more: bool, data: Sequence[str]) -> str | None:
-    """The cursor after a checked page of ids, if it says more items exist."""
-    return data[-1] if has_more and data else None
 
 
 def deleted_answer(status: int, content: bytes, id: str, *, gone: bool = False) -> Deleted:
@@ -269,23 +265,29 @@ class HTTPResource(Generic[M, C, U, F]):
         limit: int = DEFAULT_LIMIT,
         starting_after: str | None = None,
         ending_before: str | None = None,
+        view: View = "records",
     ) -> Page[M]:
         """One page; the service judges the cursors (its ids may have any form). A filter the
-        interface lacks (`contact_id`) is applied here, on a scan of the pages (`scan_page`)."""
+        interface lacks (`contact_id`) is applied here, on a scan of the pages (`scan_page`).
+
+        The page's answer is read for `view`: JSON text as sent where it is each record's
+        `json_text` (`quick_json_page`), ids without a record's text where they can be
+        (`quick_id_page`); every record is checked as for records. A view read later comes
+        from the same answer."""
         query, cursors, kept = self._list_query(filters, limit, starting_after, ending_before)
         if not kept:
-            return self._page({**query, **cursors, "limit": str(limit)})
+            return self._page({**query, **cursors, "limit": str(limit)}, view)
         columns = {self._scanned[name]: value for name, value in kept.items()}
         walk = "ending_before" if ending_before is not None else "starting_after"
 
         def fetch(cursor: str | None) -> Page[M]:
             at = {} if cursor is None else {walk: cursor}
-            return self._page({**query, **at, "limit": str(MAX_LIMIT)})
+            return self._page({**query, **at, "limit": str(MAX_LIMIT)}, "records")
 
         def keep(record: M) -> bool:
             return all(record.get(column) == value for column, value in columns.items())
 
-        found = scan_page(
+        return scan_page(
             fetch,
             keep,
             limit,
@@ -293,7 +295,6 @@ class HTTPResource(Generic[M, C, U, F]):
             start=cursors.get(walk),
             report=self._scan_report,
         )
-        return cast("Page[M]", found)
 
     def _list_query(
         self,
@@ -337,13 +338,39 @@ class HTTPResource(Generic[M, C, U, F]):
             # Not waited for: a stopped list (Ctrl-C) ends now; the request ends by its timeout.
             self._ahead = None
 
-    def _page(self, query: dict[str, str]) -> Page[M]:
-        """One page as the service sends it, checked."""
+    def _page(self, query: dict[str, str], view: View) -> Page[M]:
+        """One page as the service sends it, checked, read for `view`."""
         response = self._page_response(query)
-        data, _ = self._page_body(query, response)
+        quick: Page[M] | None = None
+        more = functools.partial(self._again, response)
+        if view == "json":
+            quick = quick_json_page(response.content, more)
+        elif view == "ids":
+            quick = quick_id_page(response.content, more)
+        if quick is not None:
+            self._read_ahead_unless_asked(query, quick.cursor if quick.has_more else None)
+            return quick
+        data, texts = self._page_body(query, response)
         what = f"a page of {self._noun}s"
-        result: Page[M] = _validate(check_page, data, response.status_code, what)
-        return result
+        status = response.status_code
+        if view == "records":
+            checked: dict[str, Any] = _validate(check_page, data, status, what)
+            return Page(checked["has_more"], records=checked["data"], more=more, sent=checked)
+        page: Page[M] = _validate(
+            lambda data: check_json_page(data, texts, more), data, status, what
+        )
+        return page
+
+    def _again(self, response: Answer, view: View) -> Page[M]:
+        """A view of a page read earlier, from its answer (no request made)."""
+        data, texts = _json_body(response, f"a page of {self._noun}s", load_page)
+        what = f"a page of {self._noun}s"
+        if view == "records":
+            checked: dict[str, Any] = _validate(check_page, data, response.status_code, what)
+            return Page(checked["has_more"], records=checked["data"], sent=checked)
+        status = response.status_code
+        page: Page[M] = _validate(lambda data: check_json_page(data, texts), data, status, what)
+        return page
 
     def _page_body(
         self, query: dict[str, str], response: Answer
@@ -387,66 +414,6 @@ class HTTPResource(Generic[M, C, U, F]):
                     return self._t.request("GET", self._path, params=after)
 
             self._ahead = (after, Ahead(fetch))
-
-    def list_json(
-        self,
-        filters: F | None = None,
-        *,
-        limit: int = DEFAULT_LIMIT,
-        starting_after: str | None = None,
-    ) -> JsonPage:
-        """The page `list` returns, each record as its compact JSON text."""
-        query, cursors, kept = self._list_query(filters, limit, starting_after, None)
-        if kept:
-            items = self.list(filters, limit=limit, starting_after=starting_after)
-            texts = [finite_text(item) for item in items["data"]]
-            page: JsonPage = {
-                "has_more": items["has_more"],
-                "data": [text for text, _ in texts],
-                "ids": [item["id"] for item in items["data"]],
-            }
-            if any(named for _, named in texts):
-                page["non_finite"] = True
-            return page
-        asked = {**query, **cursors, "limit": str(limit)}
-        response = self._page_response(asked)
-        quick = quick_json_page(response.content)
-        if quick is None:
-            return self._json_page(asked, response)
-        self._read_ahead_unless_asked(asked, _last_if_more(quick["has_more"], quick["ids"]))
-        return quick
-
-    def list_ids(
-        self,
-        filters: F | None = None,
-        *,
-        limit: int = DEFAULT_LIMIT,
-        starting_after: str | None = None,
-    ) -> IdPage:
-        """The page `list` returns, as its records' ids (the service sends whole records, each
-        checked as `list_json` checks it; the ids read without a record's text when they can
-        be)."""
-        query, cursors, kept = self._list_query(filters, limit, starting_after, None)
-        if kept:
-            page = self.list_json(filters, limit=limit, starting_after=starting_after)
-            return {"has_more": page["has_more"], "data": page["ids"]}
-        asked = {**query, **cursors, "limit": str(limit)}
-        response = self._page_response(asked)
-        quick = quick_id_page(response.content)
-        if quick is None:
-            page = self._json_page(asked, response)
-            return {"has_more": page["has_more"], "data": page["ids"]}
-        self._read_ahead_unless_asked(asked, _last_if_more(quick["has_more"], quick["data"]))
-        return quick
-
-    def _json_page(self, query: dict[str, str], response: Answer) -> JsonPage:
-        """A page's answer read the long way (`load_page`, `check_json_page`): any page a
-        service may send, and the error of a broken one."""
-        data, texts = self._page_body(query, response)
-        what = f"a page of {self._noun}s"
-        status = response.status_code
-        result: JsonPage = _validate(lambda page: check_json_page(page, texts), data, status, what)
-        return result
 
     def create(self, params: C, *, idempotency_key: str | None = None) -> M:
         """Create an object; the same Idempotency-Key is sent on each retry."""

@@ -1,6 +1,6 @@
 """`convrisk api`: one request to the interface as it is, on either backend (DESIGN 4.4)."""
 
-from typing import Annotated, Any, cast
+from typing import Annotated
 
 import typer
 
@@ -97,7 +97,7 @@ def api(
         )
     client = run.client()
     if paginate:
-        pages = cast("Any", client.raw_pages(target))
+        pages = client.raw_pages(target)
         try:
             printer.pages(ANSWER, pages, hint_more=False, cursor_option="starting_after={} in PATH")
         except run.captured():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -14,6 +14,7 @@ from convrisk.cli.options import values
 from convrisk.cli.output.kinds import HISTORY
 
 if TYPE_CHECKING:
+    from convrisk.api_client.page import Page
     from convrisk.cli.journal.entries import Entry, Problem
     from convrisk.cli.output.printer import Printer
 
@@ -72,8 +73,7 @@ def history(
     try:
         items = read_newest(path)
         more = [False]
-        pages = cast("Any", _pages(printer, items, wanted, total, more))
-        printer.pages(HISTORY, pages, hint_more=False)
+        printer.pages(HISTORY, _pages(printer, items, wanted, total, more), hint_more=False)
     except JournalError as exc:
         raise UsageProblem(str(exc), param="CONVRISK_JOURNAL") from None
     if more[0]:
@@ -86,8 +86,9 @@ def _pages(
     wanted: str | None,
     total: int | None,
     more: list[bool],
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[Page[Any]]:
     """The entries that match, in pages; each bad line a warning (the first few named)."""
+    from convrisk.api_client.page import Page
     from convrisk.cli.journal.entries import Problem
 
     page: list[Any] = []
@@ -106,14 +107,14 @@ def _pages(
         page.append(item)
         shown += 1
         if len(page) == _PAGE:
-            yield {"data": page, "has_more": True}
+            yield Page(True, records=page)
             page = []
     if problems > MAX_NAMED_PROBLEMS:
         printer.warning(
             f"{problems - MAX_NAMED_PROBLEMS} more lines of the journal could not be read "
             "(skipped)."
         )
-    yield {"data": page, "has_more": False}
+    yield Page(False, records=page)
 
 
 def _ids(entry: Entry) -> tuple[object, ...]:

@@ -55,17 +55,16 @@ def print_list(
     ahead = limit is None and not scanned and not getattr(run, "as_curl", False)
     target.read_ahead(ahead)
     try:
-        if printer.takes_ids() and ending_before is None:
-            ids = target.iter_id_pages(filters, limit=limit, starting_after=starting_after)
-            printer.id_pages(kind, ids, hint_more=hint_more, cursor_option=going_on)
-        elif printer.takes_json_text() and ending_before is None:
-            texts = target.iter_json_pages(filters, limit=limit, starting_after=starting_after)
-            printer.json_pages(kind, texts, hint_more=hint_more, cursor_option=going_on)
-        else:
-            pages = target.iter_pages(
-                filters, limit=limit, starting_after=starting_after, ending_before=ending_before
-            )
-            printer.pages(kind, pages, hint_more=hint_more, cursor_option=going_on)
+        # JSON text and ids alone are read going forward; a backward walk reads records.
+        view = printer.view() if ending_before is None else "records"
+        pages = target.iter_pages(
+            filters,
+            limit=limit,
+            starting_after=starting_after,
+            ending_before=ending_before,
+            view=view,
+        )
+        printer.pages(kind, pages, view=view, hint_more=hint_more, cursor_option=going_on)
     except run.captured():
         if scanned or limit is None or limit > run.client().page_size:
             printer.hint(

@@ -143,7 +143,9 @@ def requests(
     verb, glob = _method(method), _glob(path)
     code = None if status is None else values.whole_number(status, "--status", low=100, high=599)
     journal = sandbox.requests(_sandbox(run), method=verb, path=glob, status=code)
-    page = cast("Any", {"data": journal.requests, "has_more": False})
+    from convrisk.api_client.page import Page
+
+    page = Page(False, records=cast("list[Any]", journal.requests))
     printer.pages(REQUESTS, [page], hint_more=False)
     if journal.dropped:
         printer.hint(

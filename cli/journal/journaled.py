@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from convrisk.api_client.endpoint import Scrubber
+    from convrisk.api_client.page import Page, View
     from convrisk.api_client.protocol import (
         Backend,
         ConversationsBackend,
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
         RiskProfilesBackend,
     )
     from convrisk.api_client.raw import RawAnswer
-    from convrisk.api_client.records import Deleted, IdPage, JsonPage, Page
+    from convrisk.api_client.records import Deleted
     from convrisk.cli.journal.entries import Entry, Operation, Outcome
 
 M = TypeVar("M", bound=Record)
@@ -354,31 +355,16 @@ class JournaledResource(Generic[M, C, U, F]):
         limit: int = DEFAULT_LIMIT,
         starting_after: str | None = None,
         ending_before: str | None = None,
+        view: View = "records",
     ) -> Page[M]:
         """One page, as the wrapped backend gives it."""
         return self._inner.list(
-            filters, limit=limit, starting_after=starting_after, ending_before=ending_before
+            filters,
+            limit=limit,
+            starting_after=starting_after,
+            ending_before=ending_before,
+            view=view,
         )
-
-    def list_json(
-        self,
-        filters: F | None = None,
-        *,
-        limit: int = DEFAULT_LIMIT,
-        starting_after: str | None = None,
-    ) -> JsonPage:
-        """One page as JSON texts, as the wrapped backend gives it."""
-        return self._inner.list_json(filters, limit=limit, starting_after=starting_after)
-
-    def list_ids(
-        self,
-        filters: F | None = None,
-        *,
-        limit: int = DEFAULT_LIMIT,
-        starting_after: str | None = None,
-    ) -> IdPage:
-        """One page as ids, as the wrapped backend gives it."""
-        return self._inner.list_ids(filters, limit=limit, starting_after=starting_after)
 
     def scanned_filters(self, filters: F | None) -> tuple[str, ...]:
         """The filters a list applies by a scan, as the wrapped backend says."""

@@ -23,7 +23,7 @@ import re
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar
 
 from convrisk.cli.errors import ErrorInfo, JqFailed, OutputFailed, StdoutClosed, UsageProblem
 from convrisk.cli.output import cells
@@ -46,7 +46,8 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
-    from convrisk.api_client.records import IdPage, JsonPage, Page, Record
+    from convrisk.api_client.page import Page, View
+    from convrisk.api_client.records import Record
     from convrisk.cli.output.fields import Shape
 
 R = TypeVar("R", bound="Record")
@@ -432,18 +433,18 @@ class Printer:
         with self.records(ANSWER, many=False) as sink:
             sink.write([value])
 
-    def takes_json_text(self) -> bool:
-        """Whether a list's pages may come as JSON text (`JsonPage`): its output is compact
-        JSON, or the input of --jq."""
+    def view(self) -> View:
+        """What this output reads of a list's pages (api_client.page): ids alone for `-o id`,
+        JSON text for compact JSON or the input of --jq, else the records."""
         if self.shape is not None:
             # --fields works on records; --jq alone reads the records' JSON text, which is
             # byte for byte what it would make of the records (`records.json_text`).
-            return self.shape.fields is None and self.shape.jq is not None
-        return self.fmt == "jsonl" or (self.fmt == "json" and not self.stdout_is_terminal())
-
-    def takes_ids(self) -> bool:
-        """Whether a list's pages may come as ids alone (`IdPage`): its output is `-o id`."""
-        return self.shape is None and self.fmt == "id"
+            return "json" if self.shape.fields is None and self.shape.jq is not None else "records"
+        if self.fmt == "id":
+            return "ids"
+        if self.fmt == "jsonl" or (self.fmt == "json" and not self.stdout_is_terminal()):
+            return "json"
+        return "records"
 
     def pages(
         self,
@@ -451,9 +452,11 @@ class Printer:
         pages: Iterable[Page[R]],
         *,
         hint_more: bool,
+        view: View = "records",
         cursor_option: str = "--starting-after",
     ) -> None:
-        """Every page of a list as it arrives; a hint on stderr when more items exist.
+        """Every page of a list as it arrives, its `view` written (see `view()`); a hint on
+        stderr when more items exist.
 
         `cursor_option` is the option that continues after the last item printed (the walk of
         `--ending-before` goes on with `--ending-before`); a `{}` in it stands for the id as a
@@ -461,40 +464,6 @@ class Printer:
         after printing something says on stderr how to go on from the last item printed, then
         fails as it would.
         """
-        self._pages(kind, pages, hint_more=hint_more, given="records", cursor_option=cursor_option)
-
-    def json_pages(
-        self,
-        kind: Kind,
-        pages: Iterable[JsonPage],
-        *,
-        hint_more: bool,
-        cursor_option: str = "--starting-after",
-    ) -> None:
-        """`pages` for pages of JSON text (when `takes_json_text()`): written as they are, or
-        given to --jq as they are."""
-        self._pages(kind, pages, hint_more=hint_more, given="json", cursor_option=cursor_option)
-
-    def id_pages(
-        self,
-        kind: Kind,
-        pages: Iterable[IdPage],
-        *,
-        hint_more: bool,
-        cursor_option: str = "--starting-after",
-    ) -> None:
-        """`pages` for pages of ids alone (when `takes_ids()`)."""
-        self._pages(kind, pages, hint_more=hint_more, given="ids", cursor_option=cursor_option)
-
-    def _pages(
-        self,
-        kind: Kind,
-        pages: Iterable[Page[R]] | Iterable[JsonPage] | Iterable[IdPage],
-        *,
-        hint_more: bool,
-        given: Literal["records", "json", "ids"],
-        cursor_option: str,
-    ) -> None:
         count = 0
         has_more = False
         last_id: str | None = None
@@ -502,19 +471,19 @@ class Printer:
         try:
             with self.records(kind, many=True) as sink:
                 for page in pages:
-                    if given == "ids":
-                        ids = cast("IdPage", page)["data"]
+                    if view == "ids":
+                        ids = page.ids
                         sink.write_ids(ids)
                         size = len(ids)
-                    elif given == "json":
-                        text_page = cast("JsonPage", page)
-                        if text_page.get("non_finite"):
+                    elif view == "json":
+                        texts = page.json_texts
+                        if page.non_finite:
                             self._note_non_finite()
-                        sink.write_json(text_page["data"])
-                        ids = text_page["ids"]
+                        sink.write_json(texts)
+                        ids = page.ids
                         size = len(ids)
                     else:
-                        records = cast("Page[R]", page)["data"]
+                        records = page.records
                         sink.write(records)
                         # `convrisk api --paginate` prints any items: only an id string counts.
                         ids = [
@@ -525,7 +494,7 @@ class Printer:
                         size = len(records)
                     last_id = ids[-1] if ids else last_id
                     count += size
-                    has_more = page["has_more"]
+                    has_more = page.has_more
                     if has_more:
                         noun = kind.noun if count == 1 else kind.plural
                         self.progress(f"{count:,} {noun}...")

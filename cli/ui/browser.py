@@ -17,6 +17,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static, TabbedContent, TabPane
 
 from convrisk.api_client.errors import NotFoundError
+from convrisk.api_client.page import Page
 from convrisk.api_client.resources import CONVERSATIONS as CONVERSATION_RESOURCE
 from convrisk.api_client.resources import RESOURCES, Field, Resource, ResourceName
 from convrisk.api_client.resources import RISK_PROFILES as RISK_PROFILE_RESOURCE
@@ -347,7 +348,7 @@ class Browser(App[int]):
                 page = await asyncio.wrap_future(first)
             elif "id" in filters:
                 record = getattr(self.run_context.client(), name).retrieve
-                page = {"data": [await off_thread(lambda: record(filters["id"]))]}
+                page = Page(False, records=[await off_thread(lambda: record(filters["id"]))])
             else:
                 resource = getattr(self.run_context.client(), name)
                 size = self.page_size
@@ -370,7 +371,7 @@ class Browser(App[int]):
         if view.generation != generation:
             self.load(view)
             return
-        rows, more = page["data"], bool(page.get("has_more"))
+        rows, more = page.records, page.has_more
         if len(rows) > self.page_size:  # a service that ignored the limit: the rest when asked
             rows, more = (rows[-self.page_size :] if up else rows[: self.page_size]), True
         if not view.keeps_cursor(rows, up=up):

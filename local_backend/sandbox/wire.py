@@ -467,7 +467,8 @@ def _list(resource: AnyResource, route: Resource, query: dict[str, str]) -> str:
     given = filters or None
     if isinstance(resource, TableResource):
         return resource.list_text(given, limit=limit, starting_after=after, ending_before=before)
-    return _dump(resource.list(given, limit=limit, starting_after=after, ending_before=before))
+    page = resource.list(given, limit=limit, starting_after=after, ending_before=before)
+    return _dump(page.as_dict())
 
 
 def _parse_limit(raw: str | None) -> int:

@@ -1,96 +1,17 @@
-"""The export path: each row's JSON text built by SQLite (`json_object`), byte for byte what
-`records.json_text` gives for the record `list` returns. A row SQLite cannot render exactly so is
-left to Python; a SQLite that escapes differently is not used at all (`json_agrees`)."""
+"""The export path's SQL: each row's JSON text built by SQLite (`json_object`), byte for byte
+what `records.json_text` gives for the record `list` returns. A row SQLite cannot render exactly
+so is left to Python; a SQLite that escapes differently is not used at all (`json_agrees`). The
+pages made with it are store.pages'."""
 
 from __future__ import annotations
 
 import json
 import math
 import sqlite3
-from collections.abc import Callable, Iterable
-from typing import Any, cast
+from collections.abc import Iterable
 
-from convrisk.api_client.errors import ServiceError
 from convrisk.api_client.params import MAX_DETAILS_DEPTH
-from convrisk.api_client.records import JsonPage
 from convrisk.api_client.records import json_text as record_json
-from convrisk.local_backend.store.database import Database
-
-
-class JsonPages:
-    """The pages of one table as JSON texts, from a query of (id, JSON text or NULL) rows."""
-
-    def __init__(self, db: Database, record_text: Callable[[sqlite3.Connection, str], str]) -> None:
-        self._db = db
-        # The JSON text of the object with this id, written by Python (for rows SQLite leaves).
-        self._record_text = record_text
-        # Whether this SQLite writes JSON as Python does; checked on first use (json_agrees).
-        self._agrees: bool | None = None
-
-    def page(self, sql: str, args: list[Any]) -> JsonPage | None:
-        """The page of a list query (its last argument is limit + 1), or None where the general
-        path must make it: this SQLite writes JSON otherwise, or it fails on a value of the page
-        (a BLOB, a non-finite number), which the general path names.
-
-        A row whose JSON SQLite cannot be sure to write as Python would (see `json_object_sql`)
-        is read again as a record in the same snapshot.
-        """
-        rows = self._rows(sql, args)
-        if rows is None:
-            return None
-        size = args[-1] - 1
-        ids, texts = _split(rows[:size])
-        if None in texts:
-            rows = self._db.snapshot(lambda conn: self._fill(conn, sql, args, size))
-            ids, texts = _split(rows[:size])
-        return {"has_more": len(rows) > size, "data": cast("list[str]", texts), "ids": ids}
-
-    def texts(self, sql: str, args: list[Any]) -> tuple[list[str], bool] | None:
-        """The JSON texts of a page query of (JSON text or NULL) rows, its last argument limit
-        + 1, and whether more rows follow; None where `page` must make it: this SQLite writes
-        JSON otherwise, it fails on a value of the page, or a row is left to Python."""
-        rows = self._rows(sql, args)
-        if rows is None:
-            return None
-        size = args[-1] - 1
-        texts = [row[0] for row in rows[:size]]
-        if None in texts:
-            return None
-        return cast("list[str]", texts), len(rows) > size
-
-    def _rows(self, sql: str, args: list[Any]) -> list[Any] | None:
-        """The rows of a page query, or None where this SQLite writes JSON otherwise or fails
-        on a value of the page."""
-        if self._agrees is None:
-            self._agrees = self._db.read(json_agrees)
-        if not self._agrees:
-            return None
-        try:
-            rows: list[Any] = self._db.read(lambda conn: conn.execute(sql, args).fetchall())
-        except ServiceError:
-            return None
-        return rows
-
-    def _fill(
-        self, conn: sqlite3.Connection, sql: str, args: list[Any], size: int
-    ) -> list[tuple[str, str | None]]:
-        """The JSON page again, the rows SQLite left to Python made from their records: only
-        the page's first `size` rows (the row after them only tells that more follow, and is
-        not read as a record: one that cannot be is no error of this page)."""
-        rows: list[tuple[str, str | None]] = conn.execute(sql, args).fetchall()
-        for index, (object_id, text) in enumerate(rows[:size]):
-            if text is None:
-                rows[index] = (object_id, self._record_text(conn, object_id))
-        return rows
-
-
-def _split(rows: list[tuple[str, str | None]]) -> tuple[list[str], list[str | None]]:
-    """(id, text) rows as a list of ids and a list of texts."""
-    if not rows:
-        return [], []
-    ids, texts = zip(*rows, strict=True)
-    return list(ids), list(texts)
-
 
 # The SQL function writing a REAL as Python's json.dumps does (float.__repr__). SQLite's own
 # json_object writes 15 significant digits and `1.0e+300`: not the same text.

@@ -2,20 +2,20 @@
 
 What differs between the two resources (table, columns, input rules, how a row becomes a record)
 is a small `ResourceSpec`; the table's rows and queries (keyset paging, ids, not-found) are here,
-idempotency keys in store.idempotency and the export path in store.json_export. Records are
+idempotency keys in store.idempotency and the pages of a list in store.pages. Records are
 plain dicts made straight from the rows (no model).
 """
 
 from __future__ import annotations
 
 import builtins
-import json
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
 from convrisk.api_client.errors import ChangedSince, ConvriskError, NotFoundError, ServiceError
+from convrisk.api_client.page import Page, View
 from convrisk.api_client.params import (
     DEFAULT_LIMIT,
     ResourceName,
@@ -28,9 +28,6 @@ from convrisk.api_client.records import (
     Change,
     Created,
     Deleted,
-    IdPage,
-    JsonPage,
-    Page,
     Record,
     Removal,
     differs,
@@ -46,7 +43,7 @@ from convrisk.local_backend.store.column_values import (
 )
 from convrisk.local_backend.store.database import IN_CHUNK, Database, first_line
 from convrisk.local_backend.store.idempotency import Checked, IdempotencyKeys
-from convrisk.local_backend.store.json_export import JsonPages
+from convrisk.local_backend.store.pages import Pages, Query
 
 M = TypeVar("M", bound=Record)
 C = TypeVar("C")
@@ -55,9 +52,6 @@ F = TypeVar("F")
 
 Row = tuple[Any, ...]
 Columns = dict[str, Any]
-
-# A page as `serve` sends it: `{"has_more":...,"data":[...]}`, compact, non-ASCII kept.
-_PAGE_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -111,9 +105,6 @@ class TableResource(Generic[M, C, U, F]):
         self._stamps = stamps
         self._ids = id_source
         self._select = f"SELECT {', '.join(spec.columns)} FROM {spec.table}"
-        self._select_json = f"SELECT id, {spec.json_sql} FROM {spec.table}"
-        self._select_text = f"SELECT {spec.json_sql} FROM {spec.table}"
-        self._select_ids = f"SELECT id FROM {spec.table}"
         self._keys = IdempotencyKeys(spec.name, spec.table, spec.json_columns, spec.flags)
         # The table's column affinities and defaults (see _columns) and the schema version they
         # were read at: read again when the schema changes (a table altered by hand meanwhile).
@@ -121,9 +112,7 @@ class TableResource(Generic[M, C, U, F]):
         self._column_info_version: int | None = None
         # The last id issued here and its number (see _id_number).
         self._last_issued: tuple[str, int] | None = None
-        self._json_pages = JsonPages(
-            db, lambda conn, object_id: record_json(self._fetch(conn, object_id))
-        )
+        self._pages = Pages(db, spec.table, spec.json_sql, self._record, self._fetch)
         self._cut = _object_cut(spec)
 
     # -- the five operations --------------------------------------------------------------------
@@ -135,41 +124,12 @@ class TableResource(Generic[M, C, U, F]):
         limit: int = DEFAULT_LIMIT,
         starting_after: str | None = None,
         ending_before: str | None = None,
+        view: View = "records",
     ) -> Page[M]:
-        """One page, newest first; cursors are ids (the id need not still exist)."""
-        sql, args = self.list_sql(
-            filters, limit=limit, starting_after=starting_after, ending_before=ending_before
-        )
-        size = args[-1] - 1
-        rows = self._db.read(lambda conn: conn.execute(sql, args).fetchall())
-        has_more = len(rows) > size
-        rows = rows[:size]
-        if ending_before is not None:
-            rows.reverse()
-        return {"has_more": has_more, "data": [self._record(row) for row in rows]}
-
-    def list_json(
-        self,
-        filters: F | None = None,
-        *,
-        limit: int = DEFAULT_LIMIT,
-        starting_after: str | None = None,
-    ) -> JsonPage:
-        """The page `list` returns, each record as its `records.json_text()`, built by SQLite
-        where it can be (local_backend.store.json_export), else dumped by Python from `list`."""
-        sql, args = self.list_sql(
-            filters, limit=limit, starting_after=starting_after, select=self._select_json
-        )
-        page = self._json_pages.page(sql, args)
-        if page is not None:
-            return page
-        general = self.list(filters, limit=limit, starting_after=starting_after)
-        records = general["data"]
-        return {
-            "has_more": general["has_more"],
-            "data": [record_json(record) for record in records],
-            "ids": [record["id"] for record in records],
-        }
+        """One page, newest first; cursors are ids (the id need not still exist). Read for
+        `view` (store.pages): JSON text built by SQLite where it can be, ids alone."""
+        query = self._query(filters, limit, starting_after, ending_before)
+        return self._pages.page(query, view, ending_before is not None)
 
     def list_text(
         self,
@@ -179,52 +139,34 @@ class TableResource(Generic[M, C, U, F]):
         starting_after: str | None = None,
         ending_before: str | None = None,
     ) -> str:
-        """The page `list` returns as the compact JSON text `serve` sends (non-ASCII kept):
-        the rows' JSON texts as SQLite writes them (local_backend.store.json_export), joined; a page
-        SQLite cannot write whole goes the way of `list_json`, or of `list` and json.dumps."""
-        after, before = starting_after, ending_before
-        sql, args = self.list_sql(
-            filters,
-            limit=limit,
-            starting_after=after,
-            ending_before=before,
-            select=self._select_text,
+        """The page `list` returns as the compact JSON text `serve` sends (store.pages)."""
+        query = self._query(filters, limit, starting_after, ending_before)
+        return self._pages.text(query, ending_before is not None)
+
+    def _query(
+        self,
+        filters: F | None,
+        limit: int,
+        starting_after: str | None,
+        ending_before: str | None,
+    ) -> Query:
+        """The checked queries of one list, for any select (its arguments checked now)."""
+        first = self.list_sql(
+            filters, limit=limit, starting_after=starting_after, ending_before=ending_before
         )
-        found = self._json_pages.texts(sql, args)
-        if found is None:
-            sql, args = self.list_sql(
+
+        def query(select: str | None) -> tuple[str, builtins.list[Any]]:
+            if select is None:
+                return first
+            return self.list_sql(
                 filters,
                 limit=limit,
-                starting_after=after,
-                ending_before=before,
-                select=self._select_json,
+                starting_after=starting_after,
+                ending_before=ending_before,
+                select=select,
             )
-            page = self._json_pages.page(sql, args)
-            if page is None:
-                general = self.list(
-                    filters, limit=limit, starting_after=after, ending_before=before
-                )
-                return _PAGE_ENCODER.encode(general)
-            found = page["data"], page["has_more"]
-        texts, more = found
-        if ending_before is not None:
-            texts.reverse()
-        return f'{{"has_more":{"true" if more else "false"},"data":[{",".join(texts)}]}}'
 
-    def list_ids(
-        self,
-        filters: F | None = None,
-        *,
-        limit: int = DEFAULT_LIMIT,
-        starting_after: str | None = None,
-    ) -> IdPage:
-        """The page `list` returns, as its records' ids: the ids alone are read."""
-        sql, args = self.list_sql(
-            filters, limit=limit, starting_after=starting_after, select=self._select_ids
-        )
-        size = args[-1] - 1
-        rows = self._db.read(lambda conn: conn.execute(sql, args).fetchall())
-        return {"has_more": len(rows) > size, "data": [row[0] for row in rows[:size]]}
+        return query
 
     def list_sql(
         self,

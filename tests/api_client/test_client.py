@@ -275,13 +275,13 @@ def test_json_pages_are_the_same_pages_as_json_text(remote: MakeRemote) -> None:
     r = remote(*answers, *answers)
     client = Client(r.backend, page_size=2)
     pages = list(client.conversations.iter_pages())
-    texts = list(client.conversations.iter_json_pages())
+    texts = list(client.conversations.iter_pages(view="json"))
     assert [page["has_more"] for page in texts] == [page["has_more"] for page in pages]
-    assert [page["ids"] for page in texts] == [["conv_3", "conv_2"], ["conv_1"]]
-    assert [page["data"] for page in texts] == [
+    assert [page.ids for page in texts] == [["conv_3", "conv_2"], ["conv_1"]]
+    assert [page.json_texts for page in texts] == [
         [json_text(record) for record in page["data"]] for page in pages
     ]
-    assert json.loads(texts[0]["data"][1]) == odd
+    assert json.loads(texts[0].json_texts[1]) == odd
 
 
 def test_json_pages_stop_on_a_repeated_cursor_and_are_cut_to_the_limit(
@@ -290,9 +290,9 @@ def test_json_pages_stop_on_a_repeated_cursor_and_are_cut_to_the_limit(
     same = ids_page("conv_3", "conv_2", has_more=True)
     r = remote(same, same, ids_page("conv_4", "conv_3", "conv_2", has_more=False))
     with pytest.raises(ServiceError, match="makes no progress"):
-        list(Client(r.backend, page_size=2).conversations.iter_json_pages())
-    (page,) = Client(r.backend).conversations.iter_json_pages(limit=2)
-    assert page["ids"] == ["conv_4", "conv_3"] and len(page["data"]) == 2
+        list(Client(r.backend, page_size=2).conversations.iter_pages(view="json"))
+    (page,) = Client(r.backend).conversations.iter_pages(limit=2, view="json")
+    assert page.ids == ["conv_4", "conv_3"] and len(page.json_texts) == 2
     assert page["has_more"] is True
 
 
@@ -301,20 +301,18 @@ def test_id_pages_are_the_same_pages_as_ids_and_are_cut_to_the_limit(remote: Mak
     r = remote(*answers, *answers, ids_page("conv_4", "conv_3", "conv_2", has_more=True))
     client = Client(r.backend, page_size=2)
     pages = list(client.conversations.iter_pages())
-    ids = list(client.conversations.iter_id_pages())
-    assert ids == [
-        {"has_more": page["has_more"], "data": [record["id"] for record in page["data"]]}
-        for page in pages
+    ids = list(client.conversations.iter_pages(view="ids"))
+    assert [(page.has_more, page.ids) for page in ids] == [
+        (page["has_more"], [record["id"] for record in page["data"]]) for page in pages
     ]
-    assert list(Client(r.backend).conversations.iter_id_pages(limit=2)) == [
-        {"has_more": True, "data": ["conv_4", "conv_3"]}
-    ]
+    (page,) = Client(r.backend).conversations.iter_pages(limit=2, view="ids")
+    assert (page.has_more, page.ids) == (True, ["conv_4", "conv_3"])
 
 
 def test_an_id_page_of_a_broken_answer_is_the_same_service_error(remote: MakeRemote) -> None:
     r = remote(httpx.Response(200, json={"has_more": False, "data": [{"x": 1}]}))
     with pytest.raises(ServiceError, match=r"data\.0\.id: missing"):
-        list(Client(r.backend).conversations.iter_id_pages())
+        list(Client(r.backend).conversations.iter_pages(view="ids"))
 
 
 @pytest.mark.parametrize("page_size", [0, 101, -5])

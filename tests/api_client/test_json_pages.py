@@ -3,6 +3,7 @@ as a page of records is, so that the output never depends on how the service for
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -52,10 +53,10 @@ def test_json_text_of_a_remote_page_does_not_depend_on_how_the_service_writes_it
     )
     r = remote(answer, answer)
     records = r.backend.conversations.list()
-    texts = r.backend.conversations.list_json()
-    assert texts["data"] == [json_text(record) for record in records["data"]]
-    assert texts["ids"] == [record["id"] for record in records["data"]]
-    assert texts["has_more"] is records["has_more"]
+    texts = r.backend.conversations.list(view="json")
+    assert texts.json_texts == [json_text(record) for record in records["data"]]
+    assert texts.ids == [record["id"] for record in records["data"]]
+    assert texts.has_more is records["has_more"]
 
 
 def _nested(levels: int) -> str:
@@ -69,10 +70,10 @@ def test_a_compact_record_nested_too_deep_is_a_service_error(
     body = '{"has_more":false,"data":[{"id":"c1"},{"id":"c2","x":' + _nested(levels) + "}]}"
     r = remote(httpx.Response(200, content=body.encode()))
     if fits:
-        assert r.backend.conversations.list_json()["ids"] == ["c1", "c2"]
+        assert r.backend.conversations.list(view="json").ids == ["c1", "c2"]
         return
     with pytest.raises(ServiceError, match=r"data\.1\.x: nests more than 64 levels deep"):
-        r.backend.conversations.list_json()
+        r.backend.conversations.list(view="json")
 
 
 @pytest.mark.parametrize(
@@ -93,7 +94,7 @@ def test_a_broken_page_printed_as_json_is_the_same_service_error(
     errors: list[str] = []
     reads: tuple[Callable[[], object], ...] = (
         r.backend.conversations.list,
-        r.backend.conversations.list_json,
+        functools.partial(r.backend.conversations.list, view="json"),
     )
     for read in reads:
         with pytest.raises(ServiceError) as info:
@@ -112,9 +113,9 @@ def test_a_page_holding_a_number_json_cannot_is_read_alike_by_every_list(
     answer = httpx.Response(200, content=body.encode())
     r = remote(answer, answer, answer)
     records: list[dict[str, Any]] = [dict(item) for item in r.backend.conversations.list()["data"]]
-    page = r.backend.conversations.list_json()
-    assert r.backend.conversations.list_ids()["data"] == ["c1", "c2"] == page["ids"]
+    page = r.backend.conversations.list(view="json")
+    assert r.backend.conversations.list(view="ids").ids == ["c1", "c2"] == page.ids
     name = {"NaN": "NaN", "Infinity": "Infinity", "1e400": "Infinity"}.get(written, "-Infinity")
-    assert page["data"] == ['{"id":"c1","n":"' + name + '"}', json_text(records[1])]
-    assert page.get("non_finite") is True
+    assert page.json_texts == ['{"id":"c1","n":"' + name + '"}', json_text(records[1])]
+    assert page.non_finite is True
     assert repr(records[0]["n"]) == {"NaN": "nan", "Infinity": "inf"}.get(name, "-inf")

@@ -8,13 +8,8 @@ import math
 
 import pytest
 
-from convrisk.api_client.records import (
-    check_json_page,
-    json_text,
-    load_json,
-    load_page,
-    read_json,
-)
+from convrisk.api_client.page import check_json_page, load_page
+from convrisk.api_client.records import json_text, load_json, read_json
 
 from .conftest import conversation, risk_profile
 
@@ -37,7 +32,7 @@ def test_a_page_sent_in_another_spelling_prints_as_convrisk_prints_it(body: byte
     data, sent = load_page(body)
     assert data == load_json(body)
     page = check_json_page(data, sent)
-    assert page["data"] == [json_text(item) for item in load_json(body)["data"]]
+    assert page.json_texts == [json_text(item) for item in load_json(body)["data"]]
 
 
 def test_a_compact_page_gives_its_records_as_sent() -> None:
@@ -46,14 +41,14 @@ def test_a_compact_page_gives_its_records_as_sent() -> None:
     body = json.dumps({"has_more": True, "data": records}, separators=(",", ":")).encode()
     data, sent = load_page(body)
     assert sent == [json_text(record) for record in records]
-    assert check_json_page(data, sent)["data"] == sent
+    assert check_json_page(data, sent).json_texts == sent
 
 
 def test_a_nested_record_is_checked_as_any_other() -> None:
     record = risk_profile("rp_1", details={"a": {"b": [1, 2]}})
     body = json.dumps({"has_more": False, "data": [record]}, separators=(",", ":")).encode()
     data, sent = load_page(body)
-    assert check_json_page(data, sent)["data"] == [json_text(record)]
+    assert check_json_page(data, sent).json_texts == [json_text(record)]
 
 
 @pytest.mark.parametrize(
@@ -74,9 +69,9 @@ def test_a_page_no_json_number_can_hold_is_read_with_floats_not_sent_on(body: by
 def test_a_record_holding_one_is_printed_with_its_name_and_the_page_says_so() -> None:
     body = b'{"has_more":false,"data":[{"id":"a","x":-1e400,"d":[NaN]},{"id":"b","x":1.5}]}'
     page = check_json_page(*load_page(body))
-    assert page["data"] == ['{"id":"a","x":"-Infinity","d":["NaN"]}', '{"id":"b","x":1.5}']
-    assert page["ids"] == ["a", "b"] and page.get("non_finite") is True
-    assert "non_finite" not in check_json_page(*load_page(b'{"has_more":false,"data":[]}'))
+    assert page.json_texts == ['{"id":"a","x":"-Infinity","d":["NaN"]}', '{"id":"b","x":1.5}']
+    assert page.ids == ["a", "b"] and page.non_finite is True
+    assert not check_json_page(*load_page(b'{"has_more":false,"data":[]}')).non_finite
 
 
 def test_a_broken_page_is_the_same_error() -> None:

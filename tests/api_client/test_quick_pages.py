@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import random
+from typing import Any
 
 import pytest
 
-from convrisk.api_client.records import (
+from convrisk.api_client.page import (
+    Page,
     check_json_page,
     load_page,
     quick_id_page,
@@ -80,11 +82,32 @@ def _page(rng: random.Random) -> bytes:
     return ("{" + ",".join(members) + "}").encode()
 
 
-def _long_way(body: bytes) -> dict[str, object] | None:
+def _texts(page: Page[Any]) -> dict[str, Any]:
+    """A page's JSON text view: has_more, each record's text, the ids, whether one is named."""
+    return {
+        "has_more": page.has_more,
+        "data": page.json_texts,
+        "ids": page.ids,
+        "non_finite": page.non_finite,
+    }
+
+
+def _ids(page: Page[Any] | None) -> dict[str, Any] | None:
+    """A page's id view: has_more and the ids (None for no page)."""
+    return None if page is None else {"has_more": page.has_more, "data": page.ids}
+
+
+def _quick(body: bytes) -> dict[str, Any] | None:
+    """The quick way's JSON text view of a page, or None where it gives no page."""
+    page = quick_json_page(body)
+    return None if page is None else _texts(page)
+
+
+def _long_way(body: bytes) -> dict[str, Any] | None:
     """What the long way gives: its page, or None where it refuses the page."""
     try:
         data, texts = load_page(body)
-        return dict(check_json_page(data, texts))
+        return _texts(check_json_page(data, texts))
     except (ValueError, RecursionError):
         return None
 
@@ -99,10 +122,10 @@ PAGES = [
 @pytest.mark.parametrize("body", PAGES)
 def test_a_page_read_the_quick_way_is_the_page_read_the_long_way(body: bytes) -> None:
     long_way = _long_way(body)
-    quick = quick_json_page(body)
+    quick = _quick(body)
     if quick is not None:
         assert long_way == quick
-    ids = quick_id_page(body)
+    ids = _ids(quick_id_page(body))
     if ids is not None:
         assert long_way is not None
         assert ids == {"has_more": long_way["has_more"], "data": long_way["ids"]}
@@ -122,25 +145,29 @@ def _compact(records: list[dict[str, object]], has_more: bool = True) -> bytes:
 def test_convrisks_own_page_of_conversations_is_read_the_quick_way() -> None:
     records = [conversation(f"conv_{n}", contact_id="ct_é", score=0.25) for n in range(100)]
     body = _compact(records)
-    page = quick_json_page(body)
+    page = _quick(body)
     assert page is not None
     assert page["data"][0] == json.dumps(records[0], separators=(",", ":"), ensure_ascii=False)
     assert page == _long_way(body)
-    assert quick_id_page(body) == {"has_more": True, "data": [f"conv_{n}" for n in range(100)]}
+    assert _ids(quick_id_page(body)) == {
+        "has_more": True,
+        "data": [f"conv_{n}" for n in range(100)],
+    }
 
 
 def test_an_empty_page_is_read_the_quick_way() -> None:
-    assert quick_json_page(b'{"has_more":false,"data":[]}') == {
+    assert _quick(b'{"has_more":false,"data":[]}') == {
         "has_more": False,
         "data": [],
         "ids": [],
+        "non_finite": False,
     }
 
 
 def test_nested_records_give_their_ids_the_quick_way_and_their_text_the_long_way() -> None:
     body = _compact([risk_profile(f"rp_{n}") for n in range(3)], has_more=False)
     assert quick_json_page(body) is None
-    assert quick_id_page(body) == {"has_more": False, "data": ["rp_0", "rp_1", "rp_2"]}
+    assert _ids(quick_id_page(body)) == {"has_more": False, "data": ["rp_0", "rp_1", "rp_2"]}
 
 
 def test_a_page_with_many_nested_records_gives_its_ids_the_long_way() -> None:

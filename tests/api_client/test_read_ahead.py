@@ -12,6 +12,7 @@ import pytest
 
 from convrisk.api_client import Client
 from convrisk.api_client.errors import APIError
+from convrisk.api_client.page import View
 from convrisk.api_client.pagination import Ahead
 from convrisk.api_client.remote.deadline import when_sent
 from convrisk.api_client.remote.http import HTTPBackend
@@ -47,13 +48,13 @@ def test_reading_ahead_asks_for_the_next_page_before_it_is_needed(remote: MakeRe
     )
     conversations = Client(r.backend, page_size=2).conversations
     conversations.read_ahead(True)
-    pages = conversations.iter_json_pages()
+    pages = conversations.iter_pages(view="json")
     first = next(pages)
     # The second page is asked for while the first is still in the caller's hands.
     assert asked.wait(WAIT)
     assert r.requests[1].url.params["starting_after"] == "conv_3"
     rest = list(pages)
-    assert [first["ids"], *(p["ids"] for p in rest)] == [["conv_4", "conv_3"], ["conv_2"]]
+    assert [first.ids, *(p.ids for p in rest)] == [["conv_4", "conv_3"], ["conv_2"]]
     assert len(r.requests) == 2
 
 
@@ -61,15 +62,15 @@ def test_without_reading_ahead_no_page_is_asked_for_before_it_is_needed(
     remote: MakeRemote,
 ) -> None:
     r = remote(page("conv_4", "conv_3", has_more=True), page("conv_2", has_more=False))
-    pages = Client(r.backend, page_size=2).conversations.iter_json_pages()
+    pages = Client(r.backend, page_size=2).conversations.iter_pages(view="json")
     next(pages)
     assert len(r.requests) == 1
-    assert [p["ids"] for p in pages] == [["conv_2"]]
+    assert [p.ids for p in pages] == [["conv_2"]]
 
 
-@pytest.mark.parametrize("walk", ["iter_json_pages", "iter_id_pages", "iter_pages"])
+@pytest.mark.parametrize("view", ["json", "ids", "records"])
 def test_an_error_on_the_page_read_ahead_comes_after_every_page_before_it(
-    remote: MakeRemote, walk: str
+    remote: MakeRemote, view: View
 ) -> None:
     r = remote(
         page("conv_4", "conv_3", has_more=True),
@@ -78,8 +79,8 @@ def test_an_error_on_the_page_read_ahead_comes_after_every_page_before_it(
     )
     conversations = Client(r.backend, page_size=2).conversations
     conversations.read_ahead(True)
-    pages = getattr(conversations, walk)()
-    assert next(pages)["has_more"] is True
+    pages = conversations.iter_pages(view=view)
+    assert next(pages).has_more is True
     with pytest.raises(APIError) as info:
         next(pages)
     assert info.value.status == 500
@@ -96,8 +97,8 @@ def test_a_page_read_ahead_for_another_size_is_not_used(remote: MakeRemote) -> N
     )
     conversations = Client(r.backend, page_size=2).conversations
     conversations.read_ahead(True)
-    pages = list(conversations.iter_json_pages(limit=3))
-    assert [p["ids"] for p in pages] == [["conv_5", "conv_4"], ["conv_3"]]
+    pages = list(conversations.iter_pages(limit=3, view="json"))
+    assert [p.ids for p in pages] == [["conv_5", "conv_4"], ["conv_3"]]
     assert [q.url.params["limit"] for q in r.requests[:3]] == ["2", "2", "1"]
 
 
@@ -110,11 +111,11 @@ def test_a_page_read_ahead_is_forgotten_once_reading_ahead_is_off(remote: MakeRe
     )
     conversations = Client(r.backend, page_size=2).conversations
     conversations.read_ahead(True)
-    pages = conversations.iter_json_pages()
+    pages = conversations.iter_pages(view="json")
     next(pages)
     assert asked.wait(WAIT)
     conversations.read_ahead(False)
-    assert [p["ids"] for p in pages] == [["conv_2"]]
+    assert [p.ids for p in pages] == [["conv_2"]]
 
 
 def test_a_call_read_ahead_is_sent_before_the_caller_goes_on() -> None:
@@ -162,7 +163,7 @@ def test_the_transport_says_a_request_is_sent_before_its_answer_comes() -> None:
 
         def list_page() -> object:
             with when_sent(sent.set):
-                return backend.conversations.list_ids(limit=5)
+                return backend.conversations.list(limit=5, view="ids")
 
         worker = Ahead(lambda _: list_page())
         # The answer is held back until the transport has said that the request is sent.

@@ -54,7 +54,8 @@ def server() -> Iterator[_Server]:
 def test_a_list_request_is_sent_as_httpx_writes_it(server: _Server, group: str) -> None:
     base = url_of(server)
     with HTTPBackend(base, "tok") as backend:
-        assert backend.conversations.list_json({"group_id": group}, limit=5)["ids"] == ["conv_1"]
+        texts = backend.conversations.list({"group_id": group}, limit=5, view="json")
+        assert texts.ids == ["conv_1"]
         assert backend.conversations.list({"group_id": group}, limit=5)["data"] == [
             {"id": "conv_1"}
         ]
@@ -72,7 +73,7 @@ def test_a_list_request_is_sent_as_httpx_writes_it(server: _Server, group: str) 
 def test_a_query_too_long_for_a_url_is_refused_as_httpx_refuses_it(server: _Server) -> None:
     backend = HTTPBackend(url_of(server), "tok")
     with backend, pytest.raises(httpx.InvalidURL, match="too long"):
-        backend.conversations.list_json({"group_id": "g" * 70_000}, limit=5)
+        backend.conversations.list({"group_id": "g" * 70_000}, limit=5, view="json")
     assert server.seen == []
 
 
@@ -86,6 +87,6 @@ def test_a_refused_list_request_is_the_same_error_either_way(server: _Server) ->
     for group in ("grp_1", "g" * 5000):
         backend = HTTPBackend(base, "tok", max_retries=0)
         with backend, pytest.raises(ConvriskError) as info:
-            backend.conversations.list_json({"group_id": group}, limit=5)
+            backend.conversations.list({"group_id": group}, limit=5, view="json")
         errors.append((type(info.value), str(info.value)))
     assert errors[0] == errors[1]

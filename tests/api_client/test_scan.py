@@ -4,13 +4,14 @@ of the pages: the same pages a service with the filter would give, and nothing s
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
 
 from convrisk.api_client import Client
 from convrisk.api_client.errors import ServiceError
+from convrisk.api_client.page import Page
 from convrisk.api_client.pagination import scan_page
 
 from .conftest import Remote, conversation
@@ -98,12 +99,12 @@ def test_a_scan_reports_its_progress_after_each_page(remote: MakeRemote) -> None
 
 
 def test_a_scan_of_a_service_paging_in_a_circle_stops_with_an_error() -> None:
-    same = {"has_more": True, "data": [conversation("conv_2", contact_id="x")]}
+    same: Page[Any] = Page(True, records=[cast(Any, conversation("conv_2", contact_id="x"))])
     with pytest.raises(ServiceError, match="no progress"):
         scan_page(lambda cursor: same, lambda r: False, 5, backwards=False, start=None)
 
 
 def test_a_scan_refuses_an_empty_page_that_claims_more() -> None:
-    empty = {"has_more": True, "data": []}
+    empty: Page[Any] = Page(True, records=[])
     with pytest.raises(ServiceError, match="empty page"):
         scan_page(lambda cursor: empty, lambda r: True, 5, backwards=False, start=None)

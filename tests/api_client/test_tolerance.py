@@ -49,7 +49,7 @@ def test_extra_fields_are_kept_in_the_json_output(remote: MakeRemote) -> None:
     page = r.backend.conversations.list()
     dumped: dict[str, Any] = dict(page["data"][0])
     assert {k: dumped[k] for k in extra} == extra
-    assert dict(page)["url"] == "/v1/conversations"
+    assert page.as_dict()["url"] == "/v1/conversations"
 
 
 @pytest.mark.parametrize(
@@ -200,7 +200,7 @@ def test_a_200_without_what_the_client_relies_on_is_a_service_error(
     [
         ("retrieve", b'{"id": "conv_\\ud800"}', "id"),
         ("list", b'{"has_more": false, "data": [{"id": "conv_\\udfff"}]}', "data.0.id"),
-        ("list_json", b'{"has_more": false, "data": [{"id": "\\ud800"}]}', "data.0.id"),
+        ("json view", b'{"has_more": false, "data": [{"id": "\\ud800"}]}', "data.0.id"),
     ],
 )
 def test_an_id_with_a_lone_surrogate_is_named_as_not_valid_unicode(
@@ -208,9 +208,12 @@ def test_an_id_with_a_lone_surrogate_is_named_as_not_valid_unicode(
 ) -> None:
     """Not the self-contradicting `must be a non-empty string, not a string`."""
     r = remote(httpx.Response(200, content=body))
-    call = getattr(r.backend.conversations, read)
+    conversations = r.backend.conversations
     with pytest.raises(ServiceError) as info:
-        call("conv_1") if read == "retrieve" else call()
+        if read == "retrieve":
+            conversations.retrieve("conv_1")
+        else:
+            conversations.list(view="json" if read == "json view" else "records")
     assert str(info.value).endswith(
         f"does not fit: {where}: must be a non-empty string, not a string that is not valid "
         "Unicode (a lone surrogate)."

@@ -19,8 +19,8 @@ def test_progress_says_one_conversation(
     shown: list[str] = []
     monkeypatch.setattr(Printer, "progress", lambda self, text: shown.append(text))
 
+    from convrisk.api_client.page import Page
     from convrisk.api_client.record_types import Conversation
-    from convrisk.api_client.records import Page
 
     # A remote record with fields the interface does not list.
     item: Any = {
@@ -35,8 +35,8 @@ def test_progress_says_one_conversation(
         "created_at": 1,
         "updated_at": 1,
     }
-    first: Page[Conversation] = {"has_more": True, "data": [item]}
-    second: Page[Conversation] = {"has_more": False, "data": [item]}
+    first: Page[Conversation] = Page(True, records=[item])
+    second: Page[Conversation] = Page(False, records=[item])
     Printer("id", env={}).pages(CONVERSATIONS, [first, second], hint_more=False)
     assert shown == ["1 conversation..."]
 

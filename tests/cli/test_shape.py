@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from convrisk.api_client import Client
+from convrisk.api_client.page import Page
 from convrisk.api_client.record_types import Conversation
-from convrisk.api_client.records import Page
 from convrisk.cli.errors import JqFailed, UsageProblem
 from convrisk.cli.output import iostreams
 from convrisk.cli.output import jq as jq_sink
@@ -45,7 +45,7 @@ KNOWN = tuple(column.key for column in CONVERSATIONS.columns)
 def page(*ids: str, has_more: bool = True) -> Page[Conversation]:
     """A list page of conversations with these ids (and a contact id, no other field)."""
     data: list[Any] = [{"id": id, "contact_id": f"c_{id}"} for id in ids]
-    return {"data": data, "has_more": has_more}
+    return Page(has_more, records=data)
 
 
 def test_jq_on_each_record_prints_each_page_before_the_next_is_fetched(
@@ -201,10 +201,10 @@ def test_a_kind_shaped_by_fields_it_lacks_shows_them_as_plain_columns() -> None:
 
 def test_jq_alone_takes_the_records_json_text_but_fields_keep_the_records() -> None:
     program = JqProgram(".id", each=True)
-    assert Printer("jsonl", env={}, shape=Shape(jq=program)).takes_json_text()
-    assert Printer("table", env={}, shape=Shape(jq=program)).takes_json_text()
-    assert not Printer("jsonl", env={}, shape=Shape(("id",), program)).takes_json_text()
-    assert not Printer("jsonl", env={}, shape=Shape(("id",))).takes_json_text()
+    assert Printer("jsonl", env={}, shape=Shape(jq=program)).view() == "json"
+    assert Printer("table", env={}, shape=Shape(jq=program)).view() == "json"
+    assert Printer("jsonl", env={}, shape=Shape(("id",), program)).view() == "records"
+    assert Printer("jsonl", env={}, shape=Shape(("id",))).view() == "records"
 
 
 TRICKY_ROWS: list[dict[str, Any]] = [
@@ -240,21 +240,21 @@ def test_jq_given_the_json_text_prints_exactly_what_it_prints_given_the_records(
         failure = None
         try:
             if as_text:
-                texts = [
-                    {
-                        "data": [json_text(row) for row in TRICKY_ROWS[i : i + 2]],
-                        "ids": [row["id"] for row in TRICKY_ROWS[i : i + 2]],
-                        "has_more": i + 2 < len(TRICKY_ROWS),
-                    }
+                texts: list[Page[Any]] = [
+                    Page(
+                        i + 2 < len(TRICKY_ROWS),
+                        texts=[json_text(row) for row in TRICKY_ROWS[i : i + 2]],
+                        ids=[row["id"] for row in TRICKY_ROWS[i : i + 2]],
+                    )
                     for i in range(0, len(TRICKY_ROWS), 2)
                 ]
-                printer.json_pages(CONVERSATIONS, texts, hint_more=False)  # type: ignore[arg-type]
+                printer.pages(CONVERSATIONS, texts, view="json", hint_more=False)
             else:
-                pages = [
-                    {"data": TRICKY_ROWS[i : i + 2], "has_more": i + 2 < len(TRICKY_ROWS)}
+                pages: list[Page[Any]] = [
+                    Page(i + 2 < len(TRICKY_ROWS), records=TRICKY_ROWS[i : i + 2])
                     for i in range(0, len(TRICKY_ROWS), 2)
                 ]
-                printer.pages(CONVERSATIONS, pages, hint_more=False)  # type: ignore[arg-type]
+                printer.pages(CONVERSATIONS, pages, hint_more=False)
         except JqFailed as exc:
             failure = exc.message
         return capsys.readouterr().out, failure

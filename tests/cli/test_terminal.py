@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar, TextIO
+from typing import Any, ClassVar, TextIO
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -322,8 +322,10 @@ def test_the_import_bar_is_rich_progress_with_thousands_separators() -> None:
 
 def test_a_listing_counts_pages_with_thousands_separators() -> None:
     printer, _, err = printer_on("jsonl", "stderr", NO_COLOR="1")
-    pages = [{"data": [CONV] * 1000, "has_more": True}, {"data": [CONV], "has_more": False}]
-    printer.pages(CONVERSATIONS, pages, hint_more=True)  # type: ignore[arg-type]
+    from convrisk.api_client.page import Page
+
+    pages: list[Page[Any]] = [Page(True, records=[CONV] * 1000), Page(False, records=[CONV])]
+    printer.pages(CONVERSATIONS, pages, hint_more=True)
     assert err.getvalue() == "\r\x1b[K1,000 conversations...\r\x1b[K"
 
 

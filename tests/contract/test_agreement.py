@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from convrisk.api_client import APIError, Client, ConvriskError, InvalidRequestError
+from convrisk.api_client.page import Page
 from convrisk.cli.errors import USAGE, exit_code
 
 from .conftest import Leg
@@ -18,6 +19,8 @@ RISK: Any = {"customer_id": "cus_1", "profile_type": "moderate", "score": 55, "d
 
 def _without_ids(value: Any) -> Any:
     """A JSON-ready value with every id blanked (ids are random after their time part)."""
+    if isinstance(value, Page):
+        return _without_ids(value.as_dict())
     if isinstance(value, list):
         return [_without_ids(v) for v in value]
     if isinstance(value, dict):
@@ -54,15 +57,15 @@ def _scenario(client: Client, advance: Callable[[float], None]) -> list[Any]:
     # The export path: the same pages as JSON text, which parses back to the same records.
     risk.create(RISK | {"score": 0.1, "details": {"é": [1.5, None, "\x1b"]}})
     for pages in (
-        conv.iter_json_pages(page_size=1),
-        risk.iter_json_pages({"customer_id": "cus_1"}),
+        conv.iter_pages(page_size=1, view="json"),
+        risk.iter_pages({"customer_id": "cus_1"}, view="json"),
     ):
         out.append(
             [
                 {
-                    "has_more": p["has_more"],
-                    "data": [json.loads(t) for t in p["data"]],
-                    "n": len(p["ids"]),
+                    "has_more": p.has_more,
+                    "data": [json.loads(t) for t in p.json_texts],
+                    "n": len(p.ids),
                 }
                 for p in pages
             ]
@@ -95,10 +98,13 @@ BAD_CALLS: list[tuple[str, Callable[[Any], object]]] = [
     ("limit 101", lambda c: c.risk_profiles.list(limit=101)),
     ("bad boolean filter", lambda c: c.conversations.list({"muted": "no"})),
     ("unknown filter", lambda c: c.risk_profiles.list({"muted": True})),
-    ("unknown filter, JSON pages", lambda c: next(c.risk_profiles.iter_json_pages({"x": 1}))),
+    (
+        "unknown filter, JSON pages",
+        lambda c: next(c.risk_profiles.iter_pages({"x": 1}, view="json")),
+    ),
     (
         "foreign cursor, JSON pages",
-        lambda c: next(c.conversations.iter_json_pages(starting_after="rp_1")),
+        lambda c: next(c.conversations.iter_pages(starting_after="rp_1", view="json")),
     ),
     ("foreign cursor", lambda c: c.risk_profiles.list(starting_after="conv_1")),
     (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -13,6 +14,7 @@ import pytest
 
 from convrisk.api_client import Client
 from convrisk.api_client.errors import ServiceError
+from convrisk.api_client.page import View
 from convrisk.api_client.record_types import RiskProfileCreateParams
 from convrisk.api_client.records import json_text
 from convrisk.api_client.text import printable_json
@@ -43,13 +45,13 @@ def _both(client: Client, name: str, page_size: int, **filters: Any) -> None:
     """Every page of both paths: the same ids, has_more and, byte for byte, the same text."""
     resource = getattr(client, name)
     general = list(resource.iter_pages(filters or None, page_size=page_size))
-    fast = list(resource.iter_json_pages(filters or None, page_size=page_size))
-    assert [page["has_more"] for page in fast] == [page["has_more"] for page in general]
-    assert [page["ids"] for page in fast] == [
-        [record["id"] for record in page["data"]] for page in general
+    fast = list(resource.iter_pages(filters or None, page_size=page_size, view="json"))
+    assert [page.has_more for page in fast] == [page.has_more for page in general]
+    assert [page.ids for page in fast] == [
+        [record["id"] for record in page.records] for page in general
     ]
     for text_page, record_page in zip(fast, general, strict=True):
-        for text, record in zip(text_page["data"], record_page["data"], strict=True):
+        for text, record in zip(text_page.json_texts, record_page.records, strict=True):
             assert text == json_text(record), record["id"]
 
 
@@ -65,10 +67,9 @@ def _ids_agree(client: Client, name: str, page_size: int, **filters: Any) -> Non
     """Every page of ids alone: the ids and has_more of the record pages."""
     resource = getattr(client, name)
     general = list(resource.iter_pages(filters or None, page_size=page_size))
-    ids = list(resource.iter_id_pages(filters or None, page_size=page_size))
-    assert ids == [
-        {"has_more": page["has_more"], "data": [record["id"] for record in page["data"]]}
-        for page in general
+    ids = list(resource.iter_pages(filters or None, page_size=page_size, view="ids"))
+    assert [(page.has_more, page.ids) for page in ids] == [
+        (page.has_more, [record["id"] for record in page.records]) for page in general
     ]
 
 
@@ -96,7 +97,8 @@ def test_id_pages_agree_with_filters(
 
 def test_id_pages_build_no_record(store: LocalBackend) -> None:
     seen = _counting_records(store, "conversations")
-    assert sum(len(page["data"]) for page in Client(store).conversations.iter_id_pages()) > 10
+    pages = Client(store).conversations.iter_pages(view="ids")
+    assert sum(len(page.ids) for page in pages) > 10
     assert seen == []
 
 
@@ -125,10 +127,9 @@ def _printed(store: LocalBackend, fmt: str, name: str, *, text: bool) -> str:
     out = io.StringIO()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("sys.stdout", out)
-        if text and fmt == "id":
-            printer.id_pages(kind, resource.iter_id_pages(), hint_more=False)
-        elif text:
-            printer.json_pages(kind, resource.iter_json_pages(), hint_more=False)
+        if text:
+            view: View = "ids" if fmt == "id" else "json"
+            printer.pages(kind, resource.iter_pages(view=view), view=view, hint_more=False)
         else:
             printer.pages(kind, resource.iter_pages(), hint_more=False)
     return out.getvalue()
@@ -170,7 +171,8 @@ def test_sqlite_writes_most_rows_and_python_only_those_it_cannot_match(
 ) -> None:
     client = Client(store)
     seen = _counting_records(store, "risk_profiles")
-    texts = [text for page in client.risk_profiles.iter_json_pages() for text in page["data"]]
+    pages = client.risk_profiles.iter_pages(view="json")
+    texts = [text for page in pages for text in page.json_texts]
     assert 0 < len(seen) < len(texts) / 2
     # Every hand-written form that json.dumps would write otherwise went through Python...
     raw = client.risk_profiles.iter_pages({"customer_id": "cus_raw"})
@@ -183,7 +185,7 @@ def test_sqlite_writes_most_rows_and_python_only_those_it_cannot_match(
     assert changed and changed <= set(seen)
     # ... and conversations need Python only for the two flags stored as 2 and "yes".
     seen_conv = _counting_records(store, "conversations")
-    list(client.conversations.iter_json_pages())
+    list(client.conversations.iter_pages(view="json"))
     assert len(seen_conv) == 2
 
 
@@ -195,7 +197,8 @@ def test_a_sqlite_that_writes_json_otherwise_is_not_used(
     with LocalBackend(varied) as store:
         seen = _counting_records(store, "conversations")
         client = Client(store)
-        total = sum(len(page["data"]) for page in client.conversations.iter_json_pages())
+        pages = client.conversations.iter_pages(view="json")
+        total = sum(len(page.json_texts) for page in pages)
         assert len(seen) == total
         _both(client, "risk_profiles", 100)
 
@@ -221,7 +224,7 @@ def test_a_row_no_json_can_carry_fails_both_paths_alike(
         messages = []
         listings: tuple[Callable[..., object], ...] = (
             store.conversations.list,
-            store.conversations.list_json,
+            functools.partial(store.conversations.list, view="json"),
         )
         for pages in listings:
             with pytest.raises(ServiceError) as caught:
@@ -244,7 +247,8 @@ def test_ids_alone_list_a_row_no_record_can_be_made_of(tmp_path: Path) -> None:
     with LocalBackend(path) as store:
         with pytest.raises(ServiceError):
             store.conversations.list(limit=100)
-        assert store.conversations.list_ids(limit=100) == {"has_more": False, "data": made[::-1]}
+        page = store.conversations.list(limit=100, view="ids")
+        assert (page.has_more, page.ids) == (False, made[::-1])
 
 
 @pytest.mark.parametrize(
@@ -282,7 +286,7 @@ def test_details_no_json_object_can_carry_fail_both_paths_alike(
         messages = []
         listings: tuple[Callable[..., object], ...] = (
             store.risk_profiles.list,
-            store.risk_profiles.list_json,
+            functools.partial(store.risk_profiles.list, view="json"),
         )
         for pages in listings:
             with pytest.raises(ServiceError) as caught:
@@ -318,8 +322,8 @@ def test_a_page_lists_though_the_row_just_after_it_cannot_be_read(tmp_path: Path
         general = resource.list(limit=2)
         assert general["has_more"] and bad not in [record["id"] for record in general["data"]]
         records = [json_text(record) for record in general["data"]]
-        assert resource.list_json(limit=2)["data"] == records
+        assert resource.list(limit=2, view="json").json_texts == records
         assert resource.list_text(limit=2) == json_text({"has_more": True, "data": general["data"]})
         with pytest.raises(ServiceError) as caught:
-            resource.list_json(limit=3)
+            resource.list(limit=3, view="json")
         assert bad in caught.value.message

@@ -17,6 +17,7 @@ from starlette.responses import Response
 from starlette.types import Message
 
 from convrisk.api_client.errors import ServiceError
+from convrisk.api_client.page import Page
 from convrisk.local_backend.backend import LocalBackend
 from convrisk.local_backend.sandbox.wire import SERVER_FAILED, Answer, Wire, _parse_query, _Reply
 from convrisk.local_backend.serve.asgi_app import ServeApp
@@ -46,6 +47,8 @@ def store(varied: Path) -> Iterator[LocalBackend]:
 
 def _dumped(page: object) -> bytes:
     """A page as json.dumps writes it: compact, non-ASCII kept, no NaN."""
+    if isinstance(page, Page):
+        page = page.as_dict()
     text = json.dumps(page, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     return text.encode("utf-8")
 
@@ -80,11 +83,11 @@ def _walk(store: LocalBackend, name: str, size: int, forward: bool, **filters: s
 
 def _oldest(resource: Any) -> str:
     """The oldest id of a resource."""
-    page = resource.list_ids(limit=100)
-    ids: list[str] = page["data"]
-    while page["has_more"]:
-        page = resource.list_ids(limit=100, starting_after=ids[-1])
-        ids += page["data"]
+    page = resource.list(limit=100, view="ids")
+    ids: list[str] = page.ids
+    while page.has_more:
+        page = resource.list(limit=100, starting_after=ids[-1], view="ids")
+        ids += page.ids
     return ids[-1]
 
 
