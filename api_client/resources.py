@@ -47,6 +47,12 @@ class Field:
     the name in capitals); `doc` describes it in the OpenAPI document; `null_means` finishes the
     message refusing a bad value of a nullable string ("..., or null to <null_means>.");
     `client_default` is what the CLI sends for it when a create leaves it out.
+
+    The command line's options of a settable field (cli.options.described): `--F V` with
+    `option_help` and `metavar` (default: a time's TIME, else the name's first letter in
+    capitals); a boolean's pair of `verbs` (`--mute/--unmute`, helped by `verbs_help`) instead;
+    a timestamp's `verbs` too, meaning now and null; `clear` names a nullable field's option
+    that sets null (`--clear-pinned-message`, helped by `clear_help`).
     """
 
     name: str
@@ -62,6 +68,24 @@ class Field:
     client_default: Any = None
     # The values the interface names (others may be accepted): shell completion offers them.
     known: tuple[str, ...] = ()
+    option_help: str = ""
+    metavar: str = ""
+    verbs: tuple[str, str] | None = None
+    verbs_help: str = ""
+    clear: str = ""
+    clear_help: str = ""
+
+    @property
+    def option(self) -> str:
+        """The command-line option setting it: `--archived-at`."""
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def value_name(self) -> str:
+        """The metavar of its option: `--archived-at TIME`, `--contact-id C`."""
+        if self.metavar:
+            return self.metavar
+        return "TIME" if self.type == "timestamp" else self.name[0].upper()
 
     @property
     def heading(self) -> str:
@@ -76,7 +100,9 @@ class Filter:
     An `interface` filter is a query parameter of the service's interface; another one (False)
     is convrisk's own: the local backend queries it, `serve` does not take it (a real service
     has no such parameter), and the remote client scans the pages for it. `option` and `doc`
-    make the command line's option and its help (`--contact-id C`: the contact's...).
+    make the command line's option and its help (`--contact-id C`: the contact's...): a
+    boolean's `--muted/--not-muted`; a string's metavar is its column's field's, and so is its
+    help when it has no `doc`.
     """
 
     name: str
@@ -178,8 +204,22 @@ CONVERSATIONS = Resource(
     doc="A conversation with one contact or one group.",
     fields=(
         Field("id", "string", title="ID"),
-        Field("contact_id", "string", nullable=True, create=True, title="CONTACT"),
-        Field("group_id", "string", nullable=True, create=True, title="GROUP"),
+        Field(
+            "contact_id",
+            "string",
+            nullable=True,
+            create=True,
+            title="CONTACT",
+            option_help="The contact's id.",
+        ),
+        Field(
+            "group_id",
+            "string",
+            nullable=True,
+            create=True,
+            title="GROUP",
+            option_help="A group's id.",
+        ),
         Field(
             "pinned_message_id",
             "string",
@@ -188,9 +228,27 @@ CONVERSATIONS = Resource(
             title="PINNED MESSAGE",
             doc="null unpins the message.",
             null_means="unpin the message",
+            option_help="Pin this message.",
+            metavar="M",
+            clear="clear-pinned-message",
+            clear_help="Unpin the pinned message.",
         ),
-        Field("is_pinned", "boolean", update=True, title="PINNED"),
-        Field("is_muted", "boolean", update=True, title="MUTED"),
+        Field(
+            "is_pinned",
+            "boolean",
+            update=True,
+            title="PINNED",
+            verbs=("pin", "unpin"),
+            verbs_help="Pin or unpin.",
+        ),
+        Field(
+            "is_muted",
+            "boolean",
+            update=True,
+            title="MUTED",
+            verbs=("mute", "unmute"),
+            verbs_help="Mute or unmute.",
+        ),
         Field("last_active_at", "timestamp", nullable=True, title="LAST ACTIVE"),
         Field("last_opened_at", "timestamp", nullable=True, title="LAST OPENED"),
         Field("created_at", "timestamp", title="CREATED"),
@@ -201,12 +259,15 @@ CONVERSATIONS = Resource(
             update=True,
             title="ARCHIVED",
             doc="null unarchives.",
+            option_help="Archive at TIME",
+            verbs=("archive", "unarchive"),
+            verbs_help="Archive now, or unarchive.",
         ),
     ),
     filters=(
-        Filter("muted", "boolean", "is_muted"),
-        Filter("archived", "boolean", "is_archived"),
-        Filter("pinned", "boolean", "is_pinned"),
+        Filter("muted", "boolean", "is_muted", doc="Only muted / not muted."),
+        Filter("archived", "boolean", "is_archived", doc="Only archived / not."),
+        Filter("pinned", "boolean", "is_pinned", doc="Only pinned / not pinned."),
         Filter("group_id", "string", "group_id"),
         Filter(
             "contact_id",
@@ -239,7 +300,15 @@ RISK_PROFILES = Resource(
     doc="The risk tolerance of one customer.",
     fields=(
         Field("id", "string", title="ID"),
-        Field("customer_id", "string", create=True, required=True, fixed=True, title="CUSTOMER"),
+        Field(
+            "customer_id",
+            "string",
+            create=True,
+            required=True,
+            fixed=True,
+            title="CUSTOMER",
+            option_help="The customer's id.",
+        ),
         Field(
             "profile_type",
             "string",
@@ -250,8 +319,18 @@ RISK_PROFILES = Resource(
             doc=f"Any type; {', '.join(_PROFILE_TYPES[:-1])} and {_PROFILE_TYPES[-1]} are the "
             "known ones.",
             known=_PROFILE_TYPES,
+            option_help=f"{', '.join(_PROFILE_TYPES)}, or another type.",
+            metavar="T",
         ),
-        Field("score", "number", create=True, required=True, update=True),
+        Field(
+            "score",
+            "number",
+            create=True,
+            required=True,
+            update=True,
+            option_help="A finite number, e.g. 72 or 72.5.",
+            metavar="X",
+        ),
         Field(
             "details",
             "object",
@@ -259,12 +338,14 @@ RISK_PROFILES = Resource(
             required=True,
             update=True,
             client_default={},
+            option_help="A JSON object, @file.json, or - to read it from stdin.",
+            metavar="JSON|@FILE|-",
         ),
         Field("created_at", "timestamp", title="CREATED"),
         Field("updated_at", "timestamp", title="UPDATED"),
     ),
     filters=(
-        Filter("customer_id", "string", "customer_id"),
+        Filter("customer_id", "string", "customer_id", doc="Only this customer's."),
         Filter("profile_type", "string", "profile_type"),
     ),
     update_doc="customer_id cannot be changed; details are replaced whole.",
