@@ -5,8 +5,9 @@ Everything else that knows a resource's shape is derived from `CONVERSATIONS` an
 document of `convrisk serve` (local_backend.sandbox.wire, local_backend.sandbox.openapi), the local
 tables
 (local_backend.store.table_spec), the CLI's columns, `--fields` names, import columns and completion
-(cli.output.resource_kinds, cli.importing.run, cli.options.complete) and the client's URL paths
-(api_client.remote.http).
+(cli.output.resource_kinds, cli.importing.run, cli.options.complete), the command line's filter,
+create and update options and their bodies (cli.options.described, cli.options.bodies) and the
+client's URL paths (api_client.remote.http).
 The TypedDicts below are the static view of the same fields, for type checkers; a test holds
 them to the description (tests/api_client/test_resources.py).
 
