@@ -75,6 +75,15 @@ class Field:
     verbs_help: str = ""
     clear: str = ""
     clear_help: str = ""
+    # The ui's toggle of the field: the key that flips it (what it does, in the keys' help and
+    # the binding, is its first verb: "mute"), and what the status line says after a flip and
+    # after its undoing (`done`: "muted", "unmuted"). A boolean flips to its opposite, a time to
+    # now or to null.
+    key: str = ""
+    done: tuple[str, ...] = ()
+    # The word of the FLAGS column when the field is set (a boolean true, a time not null, a
+    # string not empty); `{}` in it is the value. Words with a value come after the plain ones.
+    flag: str = ""
 
     @property
     def option(self) -> str:
@@ -87,6 +96,24 @@ class Field:
         if self.metavar:
             return self.metavar
         return "TIME" if self.type == "timestamp" else self.name[0].upper()
+
+    @property
+    def verb(self) -> str:
+        """What setting it is called (the first of its verbs): `mute`; empty without verbs."""
+        return "" if self.verbs is None else self.verbs[0]
+
+    @property
+    def has_default(self) -> bool:
+        """Whether a record may be stored without it: a boolean (false) or a nullable field."""
+        return self.type == "boolean" or self.nullable
+
+    @property
+    def default(self) -> Any:
+        """What a record stored without it holds (has_default): false for a boolean, else null.
+
+        A field added to a resource takes it in the rows and snapshots made before it existed.
+        """
+        return False if self.type == "boolean" else None
 
     @property
     def heading(self) -> str:
@@ -137,6 +164,9 @@ class Resource:
     table: tuple[str, ...] = ()
     # When the terminal is too narrow, in this order: show a time as its date, or drop a column.
     narrowing: tuple[tuple[Literal["date", "drop"], str], ...] = ()
+    # The order of the ui's toggle keys (the fields' `key`) in its keys' help and bindings; a
+    # key not named here comes after those named, in the order of the fields.
+    key_order: tuple[str, ...] = ()
 
     @property
     def plural(self) -> str:
@@ -233,6 +263,7 @@ CONVERSATIONS = Resource(
             metavar="M",
             clear="clear-pinned-message",
             clear_help="Unpin the pinned message.",
+            flag="message {}",
         ),
         Field(
             "is_pinned",
@@ -241,6 +272,9 @@ CONVERSATIONS = Resource(
             title="PINNED",
             verbs=("pin", "unpin"),
             verbs_help="Pin or unpin.",
+            key="p",
+            done=("pinned", "unpinned"),
+            flag="pinned",
         ),
         Field(
             "is_muted",
@@ -249,6 +283,9 @@ CONVERSATIONS = Resource(
             title="MUTED",
             verbs=("mute", "unmute"),
             verbs_help="Mute or unmute.",
+            key="m",
+            done=("muted", "unmuted"),
+            flag="muted",
         ),
         Field("last_active_at", "timestamp", nullable=True, title="LAST ACTIVE"),
         Field("last_opened_at", "timestamp", nullable=True, title="LAST OPENED"),
@@ -263,6 +300,9 @@ CONVERSATIONS = Resource(
             option_help="Archive at TIME",
             verbs=("archive", "unarchive"),
             verbs_help="Archive now, or unarchive.",
+            key="a",
+            done=("archived", "unarchived"),
+            flag="archived",
         ),
     ),
     filters=(
@@ -289,6 +329,7 @@ CONVERSATIONS = Resource(
         ("drop", "last_active_at"),
         ("drop", "flags"),
     ),
+    key_order=("m", "p", "a"),
 )
 
 _PROFILE_TYPES = ("conservative", "moderate", "aggressive")

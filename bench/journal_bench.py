@@ -72,22 +72,14 @@ def commands(ws: Workspace, runs: int) -> list[tuple[str, float, float, float, f
 def in_process(count: int) -> tuple[float, float]:
     """Median microseconds of one `journal.append` of one entry (an update's, with its record
     before and after), and of `Recorder.entry` + `write` with a token to hide."""
+    from convrisk.api_client.resources import CONVERSATIONS
     from convrisk.cli.journal import entries as journal
     from convrisk.cli.journal import journaled
 
     conv = "conv_01HVZ8Q2K4M6P8R0T2V4X6Z8B0"
-    record: dict[str, object] = {
-        "id": conv,
-        "contact_id": "c_1",
-        "group_id": None,
-        "pinned_message_id": None,
-        "is_pinned": False,
-        "is_muted": False,
-        "last_active_at": None,
-        "last_opened_at": None,
-        "created_at": 1714564800,
-        "archived_at": None,
-    }
+    record: dict[str, object] = {field.name: field.default for field in CONVERSATIONS.fields}
+    record |= {"id": conv, "contact_id": "c_1", "created_at": 1714564800}
+    flag = next(f.name for f in CONVERSATIONS.updatable() if f.type == "boolean")
     with tempfile.TemporaryDirectory(prefix="journal-bench-") as tmp:
         path = Path(tmp) / "journal.jsonl"
         recorder = journaled.Recorder(
@@ -99,7 +91,7 @@ def in_process(count: int) -> tuple[float, float]:
             secrets=["s3cret-token-value"],
             warn=print,
         )
-        after = {**record, "is_muted": True}
+        after = {**record, flag: True}
         entry = recorder.entry(
             "update", {"status": "ok"}, resource="conversations", id=conv,
             before=record, after=after,

@@ -30,9 +30,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from convrisk.api_client.resources import CONVERSATIONS
+
 INSERT = "INSERT INTO conversations (id, contact_id, group_id, created_at) VALUES (?, ?, ?, ?)"
 # base32hex's digits to Crockford's (the alphabet of convrisk's ids): both sort as numbers do.
 _CROCKFORD = str.maketrans("IJKLMNOPQRSTUV", "JKMNPQRSTVWXYZ")
+# A new conversation before its values: every field of the description at its default (a
+# boolean false, the others null), in the record's order.
+BLANK = {field.name: field.default for field in CONVERSATIONS.fields}
 
 
 def new_id() -> str:
@@ -66,16 +71,11 @@ def make_app(db: str, token: str) -> Starlette:
         if not (isinstance(contact_id, str) ^ isinstance(group_id, str)):
             return _error(400, "Exactly one of contact_id and group_id is required.")
         record = {
+            **BLANK,
             "id": new_id(),
             "contact_id": contact_id,
             "group_id": group_id,
-            "pinned_message_id": None,
-            "is_pinned": False,
-            "is_muted": False,
-            "last_active_at": None,
-            "last_opened_at": None,
             "created_at": int(time.time()),
-            "archived_at": None,
         }
         with conn:  # one transaction, committed
             conn.execute(INSERT, (record["id"], contact_id, group_id, record["created_at"]))

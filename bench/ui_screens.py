@@ -14,13 +14,14 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from convrisk.api_client.resources import ConversationUpdateParams
+from convrisk.api_client.resources import CONVERSATIONS, ConversationUpdateParams
 from convrisk.cli.context import AppContext
 from convrisk.cli.ui.browser import Browser
 from convrisk.local_backend.backend import LocalBackend
@@ -61,6 +62,20 @@ def shots(size: tuple[int, int]) -> list[Shot]:
 DOC_SHOTS = [*shots((120, 40)), shots((80, 24))[0], Shot("conversations-40x12", (40, 12))]
 
 
+def fixed_changes(n: int) -> ConversationUpdateParams:
+    """What the n-th fixed conversation has set, from the description: its k-th settable flag
+    on every (7 - 2k)th row (7, 5, 3), each settable time on every 11th from the 4th."""
+    changes: dict[str, object] = {}
+    flags = [f.name for f in CONVERSATIONS.updatable() if f.type == "boolean"]
+    for k, name in enumerate(flags):
+        if n % max(7 - 2 * k, 2) == 0:
+            changes[name] = True
+    for field in CONVERSATIONS.updatable():
+        if field.type == "timestamp" and n % 11 == 3:
+            changes[field.name] = START + STEP * n
+    return cast(ConversationUpdateParams, changes)
+
+
 def fill_fixed(db: Path) -> None:
     """ROWS conversations and ROWS risk profiles, the same ids and times on every run."""
     ticks = itertools.count()
@@ -72,13 +87,7 @@ def fill_fixed(db: Path) -> None:
     try:
         for n in range(ROWS):
             made = backend.conversations.create({"contact_id": f"ct_{n % 12:04d}"})
-            changes: ConversationUpdateParams = {}
-            if n % 5 == 0:
-                changes["is_muted"] = True
-            if n % 7 == 0:
-                changes["is_pinned"] = True
-            if n % 11 == 3:
-                changes["archived_at"] = START + STEP * n
+            changes = fixed_changes(n)
             if changes:
                 backend.conversations.update(str(made["id"]), changes)
         types = ("fraud", "chargeback", "aml", "abuse")

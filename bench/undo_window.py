@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import cast
 
 from bench.common import SERVE_TOKEN, machine, serving
 
@@ -42,6 +43,11 @@ def main(argv: list[str]) -> None:
     from convrisk.api_client.client import Client
     from convrisk.api_client.params import ConversationUpdateParams
     from convrisk.api_client.remote.http import HTTPBackend
+    from convrisk.api_client.resources import CONVERSATIONS
+
+    flag = next(f.name for f in CONVERSATIONS.updatable() if f.type == "boolean")
+    on = cast(ConversationUpdateParams, {flag: True})
+    off = cast(ConversationUpdateParams, {flag: False})
 
     convrisk = str(Path(sys.executable).parent / "convrisk")
     with tempfile.TemporaryDirectory() as folder, serving([convrisk], Path(folder) / "w.db") as url:
@@ -49,11 +55,8 @@ def main(argv: list[str]) -> None:
         convs = client.conversations
         ids = [convs.create({"contact_id": f"c_{n}"})["id"] for n in range(args.records)]
         get = _median_ms([partial(convs.retrieve, i) for i in ids])
-        put = _median_ms([partial(convs.update, i, {"is_muted": True}) for i in ids])
-        back: ConversationUpdateParams = {"is_muted": False}
-        checked = _median_ms(
-            [partial(convs.update, i, back, expect={"is_muted": True}) for i in ids]
-        )
+        put = _median_ms([partial(convs.update, i, on) for i in ids])
+        checked = _median_ms([partial(convs.update, i, off, expect=dict(on)) for i in ids])
         client.close()
     print(f"machine: {machine()}")
     print(f"records: {args.records:,}, convrisk serve on loopback, medians")

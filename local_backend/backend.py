@@ -26,13 +26,11 @@ from convrisk.api_client.params import (
 )
 from convrisk.api_client.records import Conversation, RiskProfile
 from convrisk.api_client.resources import RESOURCES
-from convrisk.local_backend.store import conversations as _conversations
-from convrisk.local_backend.store import risk_profiles as _risk_profiles
 from convrisk.local_backend.store.database import BUSY_TIMEOUT_SECONDS, Database
 from convrisk.local_backend.store.ids import SYSTEM, IdSource
 from convrisk.local_backend.store.json_export import register_sql_functions
 from convrisk.local_backend.store.resource import Columns, TableResource
-from convrisk.local_backend.store.table_spec import table_spec
+from convrisk.local_backend.store.table_spec import spec_of
 
 if TYPE_CHECKING:
     from convrisk.api_client.raw import RawAnswer
@@ -68,7 +66,9 @@ class LocalBackend:
     ) -> None:
         self._db = Database(path, busy_timeout=busy_timeout, on_connect=register_sql_functions)
         sources = id_sources or {}
-        conversations, risk_profiles = _conversations.SPEC, _risk_profiles.SPEC
+        # From the descriptions as they are now (a test may carry one of its own).
+        conversations = spec_of(RESOURCES["conversations"])
+        risk_profiles = spec_of(RESOURCES["risk_profiles"])
         self._conversations: ConversationsResource = TableResource(
             conversations, self._db, clock, sources.get(conversations.name, SYSTEM), stamps
         )
@@ -132,8 +132,8 @@ class LocalBackend:
         """
 
         def empty(conn: sqlite3.Connection) -> None:
-            conn.execute("DELETE FROM conversations")
-            conn.execute("DELETE FROM risk_profiles")
+            for resource in RESOURCES.values():
+                conn.execute(f"DELETE FROM {spec_of(resource).table}")
             conn.execute("DELETE FROM idempotency_keys")
             for name, source in self._id_sources.items():
                 if source.repeatable:
@@ -156,7 +156,7 @@ class LocalBackend:
         def read(conn: sqlite3.Connection) -> list[str]:
             lines: list[str] = []
             for name in snapshot.ORDER:
-                spec = table_spec(RESOURCES[name])
+                spec = spec_of(RESOURCES[name])
                 query = f"SELECT {', '.join(spec.columns)} FROM {spec.table} ORDER BY id"
                 for row in conn.execute(query):
                     lines.append(snapshot.line(name, spec.to_record(row)))
@@ -174,11 +174,11 @@ class LocalBackend:
         from convrisk.local_backend.sandbox import snapshot
 
         def replace(conn: sqlite3.Connection) -> dict[str, int]:
-            conn.execute("DELETE FROM conversations")
-            conn.execute("DELETE FROM risk_profiles")
+            for resource in RESOURCES.values():
+                conn.execute(f"DELETE FROM {spec_of(resource).table}")
             conn.execute("DELETE FROM idempotency_keys")
             for name in snapshot.ORDER:
-                spec = table_spec(RESOURCES[name])
+                spec = spec_of(RESOURCES[name])
                 marks = ", ".join("?" * len(spec.columns))
                 conn.executemany(
                     f"INSERT INTO {spec.table} ({', '.join(spec.columns)}) VALUES ({marks})",

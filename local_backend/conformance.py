@@ -19,7 +19,7 @@ from urllib.parse import quote
 from convrisk.api_client.errors import ConvriskError
 from convrisk.api_client.params import MAX_DETAILS_DEPTH, MAX_TIMESTAMP, exceeds_depth
 from convrisk.api_client.raw import RawAnswer
-from convrisk.api_client.resources import CONVERSATIONS, RISK_PROFILES
+from convrisk.api_client.resources import CONVERSATIONS, RISK_PROFILES, Field
 from convrisk.api_client.text import safe_line
 
 Send = Callable[[str, str, bytes | None], RawAnswer]
@@ -42,8 +42,8 @@ NOT_COMPARED = "<not compared: the service's page holds records of others>"
 MAX_COMPARED_DEPTH = 2 * MAX_DETAILS_DEPTH
 # A value in a difference line is cut to this many characters.
 SHOWN_CHARS = 60
-# A time a client sets (archived_at): any fixed past time, the same on both sides.
-ARCHIVED_AT = 1_700_000_000
+# A time a client sets: any fixed past time, the same on both sides.
+SET_TIME = 1_700_000_000
 GROUP_CONVERSATIONS = 5
 RISK_PROFILE_TYPES = ("moderate", "aggressive", "conservative")
 PAGE = 2
@@ -172,20 +172,7 @@ def scenario(run_id: str) -> list[Step]:
         steps.append(Step(f"get {shown_symbol(symbol)}", "GET", f"{conv}/{{{symbol}}}"))
     for symbol in profiles:
         steps.append(Step(f"get {shown_symbol(symbol)}", "GET", f"{rp}/{{{symbol}}}"))
-    # Every settable field: c1 muted, pinned and with a pinned message; c2 archived; c3 a
-    # message pinned then unpinned, archived then unarchived.
-    updates: list[tuple[str, str, dict[str, Any]]] = [
-        ("c1", "is_muted", {"is_muted": True}),
-        ("c1", "is_pinned", {"is_pinned": True}),
-        ("c1", "pinned_message_id", {"pinned_message_id": f"msg_{mark}"}),
-        ("c2", "archived_at", {"archived_at": ARCHIVED_AT}),
-        ("c3", "pinned_message_id", {"pinned_message_id": f"msg_{mark}"}),
-        ("c3", "pinned_message_id to null", {"pinned_message_id": None}),
-        ("c3", "archived_at", {"archived_at": ARCHIVED_AT}),
-        ("c3", "archived_at to null", {"archived_at": None}),
-        ("c4", "nothing", {}),
-    ]
-    for symbol, what, body in updates:
+    for symbol, what, body in _conversation_updates(mark):
         name = f"update {shown_symbol(symbol)} {what}"
         steps.append(Step(name, "PUT", f"{conv}/{{{symbol}}}", body))
     rp_updates: list[tuple[str, dict[str, Any]]] = [
@@ -208,12 +195,38 @@ def scenario(run_id: str) -> list[Step]:
     return steps
 
 
+def _conversation_updates(mark: str) -> list[tuple[str, str, dict[str, Any]]]:
+    """Every settable field of a conversation, from the description, as (symbol, what, body):
+    c1 has each field that is no time set (a boolean true, a string the run's marker), c2 each
+    time; c3 each nullable field set then set to null; c4 an update that changes nothing."""
+    settable = CONVERSATIONS.updatable()
+    values = {f.name: _set_value(f, mark) for f in settable}
+    updates = [("c1", f.name, {f.name: values[f.name]}) for f in settable if f.type != "timestamp"]
+    updates += [("c2", f.name, {f.name: values[f.name]}) for f in settable if f.type == "timestamp"]
+    for f in settable:
+        if f.nullable:
+            updates.append(("c3", f.name, {f.name: values[f.name]}))
+            updates.append(("c3", f"{f.name} to null", {f.name: None}))
+    updates.append(("c4", "nothing", {}))
+    return updates
+
+
+def _set_value(field: Field, mark: str) -> Any:
+    """The value the scenario sets a settable field to: true, a fixed past time, the marker."""
+    if field.type == "boolean":
+        return True
+    if field.type == "timestamp":
+        return SET_TIME
+    return mark
+
+
 def _lists(conv: str, rp: str, q: str) -> list[Step]:
     """Lists with each filter of the interface (on the run's group or customer, and alone),
     and paging both ways with a small limit."""
     group, customer = f"group_id={q}", f"customer_id={q}"
     steps = [Step("list conversations by group_id", "GET", f"{conv}?{group}&limit=100")]
-    for flag in ("muted", "archived", "pinned"):
+    flags = [f.name for f in CONVERSATIONS.interface_filters() if f.type == "boolean"]
+    for flag in flags:
         for value in ("true", "false"):
             steps.append(
                 Step(

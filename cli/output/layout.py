@@ -1,6 +1,8 @@
 """Our column policy for a table on a terminal: which columns fit, how wide each is, what gives
 way first (empty columns, then times lose their time, then the kind's narrowing order); the id
-column is never cut. rich draws the table with these widths (cli/output/draw.py)."""
+column is never cut. rich draws the table with these widths and cuts its cells
+(cli/output/draw.py), as the ui's DataTable does (cli/ui/rows.py); why rich's own widths are
+not used: docs/design/output.md."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from convrisk.cli.output.cells import cell_width, date_only
-from convrisk.cli.output.kinds import Kind
+from convrisk.cli.output.kinds import Kind, Narrowing
 
 # Between two columns of a terminal table.
 GAP = "  "
@@ -50,112 +52,179 @@ def table_layout(
     less important ones (those the narrowing drops earlier; with --fields, those asked for
     later), and a less important column that is cut too goes when that makes it whole:
     DETAILS gives way before TYPE is cut. `measure` is the width of a text in screen cells
-    (the drawing's).
+    (the drawing's). rich and Textual then cut each cell to its column's width with `…`.
     """
-    columns = kind.terminal_columns
-    index = {column.key: i for i, column in enumerate(columns)}
-    shown = list(range(len(columns)))
-    dates: set[int] = set()
-    asked = kind.fields is not None
-    floors: dict[int, int] = {}  # with --fields: cut below the usual minimum
+    fit = _Fit(kind, rows, width, measure)
+    steps = list(kind.narrowing)
+    if kind.fields is not None:
+        _dates_first(fit, steps)
+        _cut_asked(fit)
+        return fit.placed(fit.sizes())
+    fit.drop_empty()
+    _dates_first(fit, steps)
+    _narrow(fit, steps)
+    return fit.placed(_give_way(fit, [key for action, key in steps if action == "drop"]))
 
-    def natural(i: int) -> int:
-        cells = (date_only(row[i]) if i in dates else row[i] for row in rows)
-        return max([measure(columns[i].title), *map(measure, cells)])
 
-    widths = {i: natural(i) for i in shown}
+class _Fit:
+    """The columns of one table being fitted to a width: those shown, their natural widths,
+    which show dates only and (with --fields) how far each may be cut."""
 
-    def is_id(i: int) -> bool:
-        return columns[i].key in kind.never_cut
+    def __init__(
+        self,
+        kind: Kind,
+        rows: Sequence[Sequence[str]],
+        width: int,
+        measure: Callable[[str], int],
+    ) -> None:
+        self.kind = kind
+        self.columns = kind.terminal_columns
+        self.index = {column.key: i for i, column in enumerate(self.columns)}
+        self.rows = rows
+        self.width = width
+        self.measure = measure
+        self.shown = list(range(len(self.columns)))
+        self.dates: set[int] = set()
+        self.floors: dict[int, int] = {}  # with --fields: cut below the usual minimum
+        self.widths = {i: self.natural(i) for i in self.shown}
 
-    def minimum(i: int) -> int:
-        if i in floors:
-            return floors[i]
-        column = columns[i]
-        if is_id(i) or column.kind == "time":
-            return widths[i]
-        return min(widths[i], max(TEXT_MIN, measure(column.title)))
+    def natural(self, i: int) -> int:
+        """The width of a column's title and cells, uncut."""
+        cells = (date_only(row[i]) if i in self.dates else row[i] for row in self.rows)
+        return max([self.measure(self.columns[i].title), *map(self.measure, cells)])
 
-    def total(size: Callable[[int], int]) -> int:
-        return sum(size(i) for i in shown) + len(GAP) * (len(shown) - 1)
+    def is_id(self, i: int) -> bool:
+        return self.columns[i].key in self.kind.never_cut
 
-    def apply(action: str, key: str) -> None:
-        i = index[key]
-        if i not in shown:
+    def minimum(self, i: int) -> int:
+        """How far a column may be cut: an id and a time not at all, text to TEXT_MIN or its
+        title (with --fields, to its floor)."""
+        if i in self.floors:
+            return self.floors[i]
+        column = self.columns[i]
+        if self.is_id(i) or column.kind == "time":
+            return self.widths[i]
+        return min(self.widths[i], max(TEXT_MIN, self.measure(column.title)))
+
+    def total(self, size: Callable[[int], int]) -> int:
+        """The width of the shown columns at these sizes, with the gaps between them."""
+        return sum(size(i) for i in self.shown) + len(GAP) * (len(self.shown) - 1)
+
+    def too_wide(self) -> bool:
+        """Whether the shown columns uncut are wider than the screen."""
+        return self.total(self.widths.__getitem__) > self.width
+
+    def too_wide_cut(self) -> bool:
+        """Whether the shown columns cut to their minimum are wider than the screen."""
+        return self.total(self.minimum) > self.width
+
+    def apply(self, action: str, key: str) -> None:
+        """One narrowing step: a time column shows its date only, or a column goes."""
+        i = self.index[key]
+        if i not in self.shown:
             return
         if action == "date":
-            dates.add(i)
-            widths[i] = natural(i)
+            self.dates.add(i)
+            self.widths[i] = self.natural(i)
         else:
-            shown.remove(i)
+            self.shown.remove(i)
 
-    steps = list(kind.narrowing)
-    empty = [i for i in shown if not is_id(i) and not any(row[i] for row in rows)]
-    while empty and not asked and total(widths.__getitem__) > width:
-        shown.remove(empty.pop())
-    while steps and steps[0][0] == "date" and total(widths.__getitem__) > width:
-        apply(*steps.pop(0))
-    if asked:
-        others = [i for i in shown if not is_id(i)]
-        if others and total(minimum) > width:
-            room = width - total(lambda i: widths[i] if is_id(i) else 0)
-            share = max(1, room // len(others))
-            floors.update({i: min(minimum(i), share) for i in others})
-    else:
-        while steps and total(minimum) > width:
-            apply(*steps.pop(0))
-        kept = max(1, sum(map(is_id, shown)))  # the ids stay, or at least one column
-        while len(shown) > kept and total(minimum) > width:
-            last = next(i for i in reversed(shown) if not is_id(i))
-            left = width - (total(minimum) - minimum(last))
-            beside = len(shown) == kept + 1
-            if beside and left >= SQUEEZE_MIN and columns[last].kind == "text":
-                widths[last] = left  # the one column beside the id gets what is left
-                break
-            shown.remove(last)
+    def drop_empty(self) -> None:
+        """Columns empty in every row go (the last first) while the columns do not fit."""
+        empty = [i for i in self.shown if not self.is_id(i) and not any(r[i] for r in self.rows)]
+        while empty and self.too_wide():
+            self.shown.remove(empty.pop())
 
-    def sizes() -> dict[int, int]:
+    def sizes(self) -> dict[int, int]:
         """Each shown column's width: its minimum, then the spare cells shared out evenly, then
         moved from less important columns (down to their minimum) to a more important one
         that is still cut."""
-        size = {i: minimum(i) for i in shown}
-        spare = width - total(size.__getitem__)
-        growing = [i for i in shown if size[i] < widths[i]]
-        while spare > 0 and growing:
-            share = max(1, spare // len(growing))
-            for i in list(growing):
-                step = min(share, widths[i] - size[i], spare)
-                size[i] += step
-                spare -= step
-                if size[i] >= widths[i]:
-                    growing.remove(i)
-        order = _priority(kind, shown)
+        size = {i: self.minimum(i) for i in self.shown}
+        self._share_spare(size)
+        order = _priority(self.kind, self.shown)
         for n, high in enumerate(order):
             for low in reversed(order[n + 1 :]):
-                step = max(0, min(widths[high] - size[high], size[low] - minimum(low)))
+                step = max(0, min(self.widths[high] - size[high], size[low] - self.minimum(low)))
                 size[high] += step
                 size[low] -= step
         return size
 
-    size = sizes()
-    # While a column is cut, less important ones that are cut too go, in the narrowing's order,
-    # if their room makes it whole: DETAILS gives way before TYPE is cut. Else they stay.
-    drops = [key for action, key in steps if action == "drop"] if not asked else []
+    def _share_spare(self, size: dict[int, int]) -> None:
+        """The cells left over shared out evenly among the columns still cut."""
+        spare = self.width - self.total(size.__getitem__)
+        growing = [i for i in self.shown if size[i] < self.widths[i]]
+        while spare > 0 and growing:
+            share = max(1, spare // len(growing))
+            for i in list(growing):
+                step = min(share, self.widths[i] - size[i], spare)
+                size[i] += step
+                spare -= step
+                if size[i] >= self.widths[i]:
+                    growing.remove(i)
+
+    def placed(self, size: dict[int, int]) -> list[Placed]:
+        return [Placed(i, size[i], i in self.dates) for i in self.shown]
+
+
+def _dates_first(fit: _Fit, steps: list[Narrowing]) -> None:
+    """The narrowing's first steps that show dates only, while the columns do not fit."""
+    while steps and steps[0][0] == "date" and fit.too_wide():
+        fit.apply(*steps.pop(0))
+
+
+def _cut_asked(fit: _Fit) -> None:
+    """With --fields no column goes: when even their minimums do not fit, the room beside
+    the ids is shared evenly, each column cut as far as its share (at least one cell)."""
+    others = [i for i in fit.shown if not fit.is_id(i)]
+    if not others or not fit.too_wide_cut():
+        return
+    room = fit.width - fit.total(lambda i: fit.widths[i] if fit.is_id(i) else 0)
+    share = max(1, room // len(others))
+    fit.floors.update({i: min(fit.minimum(i), share) for i in others})
+
+
+def _narrow(fit: _Fit, steps: list[Narrowing]) -> None:
+    """The rest of the narrowing, then columns from the right, while the columns cut to their
+    minimum do not fit."""
+    while steps and fit.too_wide_cut():
+        fit.apply(*steps.pop(0))
+    kept = max(1, sum(map(fit.is_id, fit.shown)))  # the ids stay, or at least one column
+    while len(fit.shown) > kept and fit.too_wide_cut() and not _squeezed(fit, kept):
+        fit.shown.remove(next(i for i in reversed(fit.shown) if not fit.is_id(i)))
+
+
+def _squeezed(fit: _Fit, kept: int) -> bool:
+    """Whether the one text column left beside the ids took what is left of the width (at
+    least SQUEEZE_MIN) rather than go."""
+    last = next(i for i in reversed(fit.shown) if not fit.is_id(i))
+    left = fit.width - (fit.total(fit.minimum) - fit.minimum(last))
+    beside = len(fit.shown) == kept + 1
+    if beside and left >= SQUEEZE_MIN and fit.columns[last].kind == "text":
+        fit.widths[last] = left
+        return True
+    return False
+
+
+def _give_way(fit: _Fit, drops: list[str]) -> dict[int, int]:
+    """The sizes, after the less important columns that are cut while a more important one is
+    cut too went, in the narrowing's order, if their room makes it whole (DETAILS gives way
+    before TYPE is cut); else they stay."""
+    size = fit.sizes()
     pending: list[int] = []
     for key in drops:
-        i, order = index[key], _priority(kind, shown)
-        cut = [j for j in order if size[j] < widths[j]]
+        i, order = fit.index[key], _priority(fit.kind, fit.shown)
+        cut = [j for j in order if size[j] < fit.widths[j]]
         if i not in cut or order.index(i) <= order.index(cut[0]):
             continue
-        shown.remove(i)
+        fit.shown.remove(i)
         pending.append(i)
-        fewer = sizes()
-        if fewer[cut[0]] >= widths[cut[0]]:
+        fewer = fit.sizes()
+        if fewer[cut[0]] >= fit.widths[cut[0]]:
             size, pending = fewer, []
     if pending:
-        shown = sorted([*shown, *pending])
-        size = sizes()
-    return [Placed(i, size[i], i in dates) for i in shown]
+        fit.shown = sorted([*fit.shown, *pending])
+        size = fit.sizes()
+    return size
 
 
 def _priority(kind: Kind, shown: Sequence[int]) -> list[int]:

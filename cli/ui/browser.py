@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, TypeVar
 
 from rich.text import Text
@@ -18,8 +18,8 @@ from textual.widgets import DataTable, Input, Static, TabbedContent, TabPane
 
 from convrisk.api_client.errors import NotFoundError
 from convrisk.api_client.resources import CONVERSATIONS as CONVERSATION_RESOURCE
+from convrisk.api_client.resources import RESOURCES, Field, Resource, ResourceName
 from convrisk.api_client.resources import RISK_PROFILES as RISK_PROFILE_RESOURCE
-from convrisk.api_client.resources import ResourceName
 from convrisk.cli import guard
 from convrisk.cli.context import AppContext
 from convrisk.cli.errors import UsageProblem, describe
@@ -36,11 +36,39 @@ WRITE = (
 NARROW = 80
 
 
-KEYS = """\
+Toggles = dict[str, tuple[Resource, Field]]
+
+
+def toggles(resources: Iterable[Resource]) -> Toggles:
+    """The fields the ui flips with a key (the description's `key`), by name, with their
+    resource: in each resource's `key_order`."""
+    found: Toggles = {}
+    for resource in resources:
+        keyed = [field for field in resource.fields if field.key]
+        order = resource.key_order
+        keyed.sort(key=lambda f: order.index(f.key) if f.key in order else len(order))
+        found.update((field.name, (resource, field)) for field in keyed)
+    return found
+
+
+def toggle_bindings(flips: Toggles) -> list[Binding]:
+    """A key binding per toggle: its key runs `flip` on its field."""
+    return [
+        Binding(field.key, f"flip({name!r})", field.verb.capitalize(), show=False)
+        for name, (_, field) in flips.items()
+    ]
+
+
+def keys_help(flips: Toggles) -> str:
+    """The keys, as `?` shows them."""
+    keyed = [field for _, field in flips.values()]
+    keys = "  ".join(field.key for field in keyed)
+    verbs = ", ".join(field.verb for field in keyed)
+    return f"""\
  t                 the other tab (or click a tab)
  Up / Down         move; pages load as you near the end
  space             mark / unmark the row
- m  p  a           mute, pin, archive (or undo them: un-)
+ {keys:<17} {verbs} (or undo them: un-)
  d                 delete (asks first, with the count)
  e                 edit a risk profile (type, score, details)
  r                 refresh the tab
@@ -48,6 +76,10 @@ KEYS = """\
                    contact / customer id or an id alone
  ?                 these keys
  q  Ctrl-C         quit"""
+
+
+TOGGLES = toggles(RESOURCES.values())
+KEYS = keys_help(TOGGLES)
 
 
 async def off_thread(call: Callable[[], T], name: str = "convrisk-ui request") -> T:
@@ -184,9 +216,7 @@ class Browser(App[int]):
         Binding("slash", "filter", "Filter"),
         Binding("question_mark", "keys", "Keys"),
         Binding("space", "mark", "Mark", show=False),
-        Binding("m", "flip('is_muted')", "Mute", show=False),
-        Binding("p", "flip('is_pinned')", "Pin", show=False),
-        Binding("a", "flip('archived_at')", "Archive", show=False),
+        *toggle_bindings(TOGGLES),
         Binding("d", "delete", "Delete", show=False),
         Binding("e", "edit", "Edit", show=False),
     ]
@@ -433,20 +463,22 @@ class Browser(App[int]):
             return False
         return True
 
-    def action_flip(self, field: str) -> None:
+    def action_flip(self, name: str) -> None:
         view = self.view()
-        if view.resource.name != "conversations":
-            self.say(f"{_VERB[field][0].capitalize()} is for conversations.")
+        resource, field = TOGGLES[name]
+        if view.resource is not resource:
+            self.say(f"{field.done[0].capitalize()} is for {resource.plural}.")
             return
         ids = view.targets()
         if not ids or not self.allowed(f"update {view.kind.plural}"):
             return
         # Every target already muted (pinned, archived): undo it; else do it.
-        done = all(_is_set(view.record(id), field) for id in ids)
-        changes: dict[str, Any] = {field: not done}
-        if field == "archived_at":
-            changes = {field: None if done else _now()}
-        verb = _VERB[field][1 if done else 0]
+        done = all(_is_set(view.record(id), name) for id in ids)
+        value: object = not done
+        if field.type == "timestamp":
+            value = None if done else _now()
+        changes: dict[str, Any] = {name: value}
+        verb = field.done[1 if done else 0]
         self.confirmed(
             view, ids, f"update {view.kind.plural}", lambda: self.update(view, ids, changes, verb)
         )
@@ -575,13 +607,6 @@ class Browser(App[int]):
         while self.warnings:
             line += f" Warning: {self.warnings.pop(0)}"
         self.say(line, busy="")
-
-
-_VERB = {
-    "is_muted": ("muted", "unmuted"),
-    "is_pinned": ("pinned", "unpinned"),
-    "archived_at": ("archived", "unarchived"),
-}
 
 
 def _is_set(record: Record, field: str) -> bool:

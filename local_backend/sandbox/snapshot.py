@@ -18,7 +18,7 @@ from convrisk.api_client.records import json_text
 from convrisk.api_client.resources import RESOURCES, Resource, ResourceName
 from convrisk.local_backend.store import ids
 from convrisk.local_backend.store.resource import Columns
-from convrisk.local_backend.store.table_spec import table_spec
+from convrisk.local_backend.store.table_spec import spec_of
 
 # The latest creation time an id carries, in milliseconds.
 LAST_ID_MILLIS = MAX_TIMESTAMP * 1000 + 999
@@ -100,15 +100,19 @@ def _restorable_id(resource: Resource, value: object) -> str:
 
 def _columns(resource: Resource, item: dict[str, Any]) -> Columns:
     """The column values of one record of `resource`, checked as a create and an update would
-    check them, its read-only fields by type."""
+    check them, its read-only fields by type. A field the record lacks takes its default when
+    it has one: the snapshot was taken before the field was added."""
     names = resource.names()
+    for field in resource.fields:
+        if field.has_default and field.name not in item:
+            item[field.name] = field.default
     missing = [name for name in names if name not in item]
     extra = [name for name in item if name not in names]
     if missing or extra:
         problems = [f"missing {', '.join(missing)}"] if missing else []
         problems += [f"unknown {', '.join(extra)}"] if extra else []
         raise InvalidRequestError(f"not a {resource.noun}: {'; '.join(problems)}.")
-    spec = table_spec(resource)
+    spec = spec_of(resource)
     creatable = {f.name for f in resource.creatable()}
     updatable = {f.name for f in resource.updatable()} - creatable
     columns: Columns = {"id": _restorable_id(resource, item["id"])}

@@ -17,13 +17,15 @@ import sqlite3
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
 from convrisk.api_client.errors import ServiceError
+from convrisk.api_client.resources import RESOURCES, Field, Resource, ResourceName
 from convrisk.local_backend.store.folders import make_private_folder
 
 T = TypeVar("T")
@@ -38,11 +40,65 @@ _CACHE_KIB = 2 * 1024
 # Values bound in one `IN (...)` (SQLite allows 32766 parameters since 3.32; older ones 999).
 IN_CHUNK = 500
 
+
+class Sql:
+    """A migration step written as SQL statements."""
+
+    def __init__(self, *statements: str) -> None:
+        self.statements = statements
+
+    def sql(self, resources: Mapping[ResourceName, Resource]) -> tuple[str, ...]:
+        """The statements of the step."""
+        return self.statements
+
+    @property
+    def only_indexes(self) -> bool:
+        """Whether the step only adds indexes (every query still answers without them)."""
+        return all(s.lstrip().upper().startswith("CREATE INDEX") for s in self.statements)
+
+
+@dataclass(frozen=True)
+class AddField:
+    """A migration step adding one field of a resource's description to its table: the column
+    (its type, NOT NULL and default from the field) and an index per filter comparing it."""
+
+    resource: ResourceName
+    field: str
+    only_indexes = False
+
+    def sql(self, resources: Mapping[ResourceName, Resource]) -> tuple[str, ...]:
+        """An ALTER TABLE adding the column, then a CREATE INDEX per filter on it."""
+        described = resources[self.resource]
+        field = described.field(self.field)
+        table = described.name
+        statements = [f"ALTER TABLE {table} ADD COLUMN {self.field} {_column_type(field)}"]
+        statements += [
+            f"CREATE INDEX {table}_by_{f.name} ON {table} ({f.column}, id)"
+            for f in described.filters
+            if f.column == self.field
+        ]
+        return tuple(statements)
+
+
+def _column_type(field: Field) -> str:
+    """The declared type of a column added for `field`; ValueError for a field rows made before
+    it cannot hold (one without a default)."""
+    if not field.has_default:
+        raise ValueError(f"{field.name}: a field added to a table must be a boolean or nullable")
+    if field.type == "boolean":
+        return "INTEGER NOT NULL DEFAULT 0"
+    # As the first step's columns: no declared type keeps a number as given (int or float).
+    return "TEXT" if field.type in ("string", "object") else ""
+
+
+Migration = Sql | AddField
+
 # Each step moves the schema one version forward; user_version records the last step applied.
-# Never edit a released step: add a new one.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
+# Never edit a released step: add a new one. A field added to a description is one line here,
+# `AddField("conversations", "name")`: all else follows from the description.
+MIGRATIONS: tuple[Migration, ...] = (
     # 1: the two resources, with an index per filter that also serves the id order.
-    (
+    Sql(
         """
         CREATE TABLE conversations (
             id                TEXT NOT NULL PRIMARY KEY,
@@ -79,7 +135,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # 2: idempotency keys, and the largest id issued per resource (ids never go back, even
     # after the newest object is deleted).
-    (
+    Sql(
         """
         CREATE TABLE idempotency_keys (
             key         TEXT NOT NULL PRIMARY KEY,
@@ -98,12 +154,19 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """,
     ),
     # 3: a contact's conversations (`conv list --contact-id`), in the id order.
-    ("CREATE INDEX conversations_by_contact ON conversations (contact_id, id)",),
+    Sql("CREATE INDEX conversations_by_contact ON conversations (contact_id, id)"),
 )
+
+
+def readable_from(migrations: Sequence[Migration]) -> int:
+    """The oldest version read as it is when the file cannot be written (so not migrated): that
+    of the last step doing more than add indexes (every query answers without those)."""
+    changing = [n for n, step in enumerate(migrations, start=1) if not step.only_indexes]
+    return max(changing, default=0) or 1
+
+
 SCHEMA_VERSION = len(MIGRATIONS)
-# The oldest version read as it is when the file cannot be written (so not migrated): the steps
-# after it only add indexes, and every query still answers without them.
-READABLE_FROM = 2
+READABLE_FROM = readable_from(MIGRATIONS)
 
 _BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
@@ -249,6 +312,8 @@ class Database:
         self.busy_timeout = busy_timeout
         # Run on each new connection (to add SQL functions).
         self._on_connect = on_connect
+        # Read here, not at import: a test appends a step for a description of its own.
+        self._migrations = MIGRATIONS
         self._lock = threading.Lock()
         self._prepare_lock = threading.Lock()
         self._idle: list[sqlite3.Connection] = []
@@ -472,12 +537,13 @@ class Database:
         (version,) = conn.execute("PRAGMA user_version").fetchone()
         if version == 0:
             self._check_empty(conn)
-        if not READABLE_FROM <= version <= SCHEMA_VERSION:
+        oldest, newest = readable_from(self._migrations), len(self._migrations)
+        if not oldest <= version <= newest:
             state = "is empty" if version == 0 else f"has schema version {version}"
             raise ServiceError(
                 f"The local database {self.path} can only be read (you may not write the file "
-                f"or its folder) and {state}: this convrisk reads versions {READABLE_FROM} to "
-                f"{SCHEMA_VERSION}."
+                f"or its folder) and {state}: this convrisk reads versions {oldest} to "
+                f"{newest}."
             )
         self._check_application_id(conn)
 
@@ -488,27 +554,28 @@ class Database:
         conn.execute("PRAGMA journal_mode = WAL").fetchone()
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
+        newest = len(self._migrations)
         (version,) = conn.execute("PRAGMA user_version").fetchone()
-        if version == SCHEMA_VERSION:
+        if version == newest:
             self._check_application_id(conn)
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
             # Read again under the write lock: another process may have migrated meanwhile.
             (version,) = conn.execute("PRAGMA user_version").fetchone()
-            if version > SCHEMA_VERSION:
+            if version > newest:
                 raise ServiceError(
                     f"The local database {self.path} has schema version {version}, newer than "
-                    f"this convrisk knows ({SCHEMA_VERSION}); upgrade convrisk to use it."
+                    f"this convrisk knows ({newest}); upgrade convrisk to use it."
                 )
             if version == 0:
                 self._check_empty(conn)
             else:
                 self._check_application_id(conn)
-            for step in MIGRATIONS[version:]:
-                for statement in step:
+            for step in self._migrations[version:]:
+                for statement in step.sql(RESOURCES):
                     conn.execute(statement)
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.execute(f"PRAGMA user_version = {newest}")
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             conn.execute("COMMIT")
         except BaseException:

@@ -192,6 +192,17 @@ def _plain(value: dict[str, Any], int_bound: int | None) -> bool:
     return True
 
 
+_SPECS: dict[Resource, ResourceSpec[Any]] = {}
+
+
+def spec_of(resource: Resource) -> ResourceSpec[Any]:
+    """The table of `resource`, made once per description (descriptions compare by identity)."""
+    spec = _SPECS.get(resource)
+    if spec is None:
+        spec = _SPECS[resource] = table_spec(resource)
+    return spec
+
+
 def table_spec(resource: Resource) -> ResourceSpec[Any]:
     """The table of `resource`: its columns, input rules and how a row becomes a record."""
     columns = resource.names()

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,30 @@ def dump(path: Path) -> list[str]:
         return list(conn.iterdump())
     finally:
         conn.close()
+
+
+def rebuild_conversations(path: Path, defaults: Mapping[str, str], *, keep_rows: bool) -> None:
+    """Rebuild the conversations table by hand, as the schema has it now (whatever fields the
+    description holds) but with these columns' declared defaults (SQL text); its rows kept
+    or not."""
+    with sqlite3.connect(path) as conn:
+        (sql,) = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'conversations'"
+        ).fetchone()
+        names = [row[1] for row in conn.execute("PRAGMA table_info(conversations)")]
+        sql = sql.replace("CREATE TABLE conversations", "CREATE TABLE c2", 1)
+        for column, default in defaults.items():
+            sql, found = re.subn(
+                rf"^(\s*{column}\b[^,\n]*)", rf"\1 DEFAULT {default}", sql, count=1, flags=re.M
+            )
+            assert found, column
+        columns = ", ".join(names)
+        copy = f"INSERT INTO c2 ({columns}) SELECT {columns} FROM conversations;"
+        copy = copy if keep_rows else ""
+        conn.executescript(
+            f"{sql};\n{copy}\nDROP TABLE conversations;\nALTER TABLE c2 RENAME TO conversations;"
+        )
+    conn.close()
 
 
 def risk_body(**overrides: object) -> Any:

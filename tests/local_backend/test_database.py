@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from convrisk.api_client.errors import ServiceError
+from convrisk.api_client.resources import RESOURCES
 from convrisk.local_backend.backend import LocalBackend
 from convrisk.local_backend.store.database import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
@@ -57,7 +58,7 @@ def test_a_file_from_an_older_version_is_migrated_forward(db_path: Path) -> None
     # Build the file exactly as schema version 1 left it, with data in it.
     db_path.parent.mkdir(parents=True)
     conn = sqlite3.connect(db_path, isolation_level=None)
-    for statement in MIGRATIONS[0]:
+    for statement in MIGRATIONS[0].sql(RESOURCES):
         conn.execute(statement)
     conn.execute("PRAGMA user_version = 1")
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")

@@ -11,11 +11,12 @@ import pytest
 
 from convrisk.api_client.errors import ConvriskError, InvalidRequestError, NotFoundError
 from convrisk.api_client.protocol import Backend
-from convrisk.api_client.records import Conversation, Deleted, RiskProfile, json_text
+from convrisk.api_client.records import Deleted, json_text
+from convrisk.api_client.resources import CONVERSATIONS, RISK_PROFILES
 from convrisk.local_backend.backend import LocalBackend
 from convrisk.local_backend.store import ids
 
-from .conftest import START, FakeClock, risk_body
+from .conftest import START, FakeClock, rebuild_conversations, risk_body
 
 ID_BODY = r"[0-9A-HJKMNP-TV-Z]{26}"
 
@@ -37,18 +38,9 @@ def test_nothing_touches_the_disk_before_the_first_operation(db_path: Path) -> N
 def test_create_conversation_starts_with_the_service_defaults(backend: LocalBackend) -> None:
     conv = backend.conversations.create({"contact_id": "ct_1"})
     assert re.fullmatch(rf"conv_{ID_BODY}", conv["id"])
-    assert conv == {
-        "id": conv["id"],
-        "contact_id": "ct_1",
-        "group_id": None,
-        "pinned_message_id": None,
-        "is_pinned": False,
-        "is_muted": False,
-        "last_active_at": None,
-        "last_opened_at": None,
-        "created_at": int(START),
-        "archived_at": None,
-    }
+    # Each field the create does not set at its default (a boolean false, the others null).
+    defaults = {field.name: field.default for field in CONVERSATIONS.fields}
+    assert conv == defaults | {"id": conv["id"], "contact_id": "ct_1", "created_at": int(START)}
     assert isinstance(conv["created_at"], int)
     assert backend.conversations.retrieve(conv["id"]) == conv
 
@@ -262,8 +254,8 @@ def test_results_are_plain_dicts_with_every_field(backend: LocalBackend) -> None
     conv = backend.conversations.create({"contact_id": "ct_1"})
     profile = backend.risk_profiles.create(risk_body())
     assert type(conv) is dict and type(profile) is dict
-    assert list(conv) == list(Conversation.__annotations__)
-    assert list(profile) == list(RiskProfile.__annotations__)
+    assert list(conv) == list(CONVERSATIONS.names())
+    assert list(profile) == list(RISK_PROFILES.names())
     page = backend.risk_profiles.list()
     assert page == {"has_more": False, "data": [profile]}
 
@@ -333,23 +325,12 @@ def test_a_create_answers_the_defaults_a_table_rebuilt_by_hand_stores(db_path: P
     made_file = LocalBackend(db_path)
     made_file.conversations.list()
     made_file.close()
-    with sqlite3.connect(db_path) as conn:
-        conn.executescript(
-            """
-            CREATE TABLE c2 (
-                id TEXT NOT NULL PRIMARY KEY, contact_id TEXT, group_id TEXT,
-                pinned_message_id TEXT DEFAULT 5,
-                is_pinned INTEGER NOT NULL DEFAULT 0, is_muted INTEGER NOT NULL DEFAULT 0,
-                last_active_at DEFAULT 99999999999999999999, last_opened_at DEFAULT ²,
-                created_at INTEGER NOT NULL, archived_at,
-                is_archived INTEGER GENERATED ALWAYS AS (archived_at IS NOT NULL) VIRTUAL,
-                CHECK ((contact_id IS NULL) <> (group_id IS NULL))
-            );
-            DROP TABLE conversations;
-            ALTER TABLE c2 RENAME TO conversations;
-            """
-        )
-    conn.close()
+    defaults = {
+        "pinned_message_id": "5",
+        "last_active_at": "99999999999999999999",
+        "last_opened_at": "²",
+    }
+    rebuild_conversations(db_path, defaults, keep_rows=False)
     store = LocalBackend(db_path)
     try:
         made = store.conversations.create({"contact_id": "cus_1"})
