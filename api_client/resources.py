@@ -5,8 +5,9 @@ Everything else that knows a resource's shape is derived from `CONVERSATIONS` an
 document of `convrisk serve` (local_backend.sandbox.wire, local_backend.sandbox.openapi), the local
 tables
 (local_backend.store.table_spec), the CLI's columns, `--fields` names, import columns and completion
-(cli.output.resource_kinds, cli.importing.run, cli.options.complete) and the client's URL paths
-(api_client.remote.http).
+(cli.output.resource_kinds, cli.importing.run, cli.options.complete), the command line's filter,
+create and update options and their bodies (cli.options.described, cli.options.bodies) and the
+client's URL paths (api_client.remote.http).
 The static view of the same fields, for type checkers, is generated from it: the TypedDicts of
 api_client/record_types.py (`python -m tests.record_types --write`; tests/test_record_types.py
 holds them to the description).
@@ -48,6 +49,12 @@ class Field:
     the name in capitals); `doc` describes it in the OpenAPI document; `null_means` finishes the
     message refusing a bad value of a nullable string ("..., or null to <null_means>.");
     `client_default` is what the CLI sends for it when a create leaves it out.
+
+    The command line's options of a settable field (cli.options.described): `--F V` with
+    `option_help` and `metavar` (default: a time's TIME, else the name's first letter in
+    capitals); a boolean's pair of `verbs` (`--mute/--unmute`, helped by `verbs_help`) instead;
+    a timestamp's `verbs` too, meaning now and null; `clear` names a nullable field's option
+    that sets null (`--clear-pinned-message`, helped by `clear_help`).
     """
 
     name: str
@@ -63,15 +70,38 @@ class Field:
     client_default: Any = None
     # The values the interface names (others may be accepted): shell completion offers them.
     known: tuple[str, ...] = ()
-    # The ui's toggle of the field: the key that flips it, what the key does (in the keys' help
-    # and the binding: "mute"), and what the status line says after a flip and after its undoing
-    # (`done`: "muted", "unmuted"). A boolean flips to its opposite, a time to now or to null.
+    option_help: str = ""
+    metavar: str = ""
+    verbs: tuple[str, str] | None = None
+    verbs_help: str = ""
+    clear: str = ""
+    clear_help: str = ""
+    # The ui's toggle of the field: the key that flips it (what it does, in the keys' help and
+    # the binding, is its first verb: "mute"), and what the status line says after a flip and
+    # after its undoing (`done`: "muted", "unmuted"). A boolean flips to its opposite, a time to
+    # now or to null.
     key: str = ""
-    verb: str = ""
     done: tuple[str, ...] = ()
     # The word of the FLAGS column when the field is set (a boolean true, a time not null, a
     # string not empty); `{}` in it is the value. Words with a value come after the plain ones.
     flag: str = ""
+
+    @property
+    def option(self) -> str:
+        """The command-line option setting it: `--archived-at`."""
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def value_name(self) -> str:
+        """The metavar of its option: `--archived-at TIME`, `--contact-id C`."""
+        if self.metavar:
+            return self.metavar
+        return "TIME" if self.type == "timestamp" else self.name[0].upper()
+
+    @property
+    def verb(self) -> str:
+        """What setting it is called (the first of its verbs): `mute`; empty without verbs."""
+        return "" if self.verbs is None else self.verbs[0]
 
     @property
     def has_default(self) -> bool:
@@ -99,7 +129,9 @@ class Filter:
     An `interface` filter is a query parameter of the service's interface; another one (False)
     is convrisk's own: the local backend queries it, `serve` does not take it (a real service
     has no such parameter), and the remote client scans the pages for it. `option` and `doc`
-    make the command line's option and its help (`--contact-id C`: the contact's...).
+    make the command line's option and its help (`--contact-id C`: the contact's...): a
+    boolean's `--muted/--not-muted`; a string's metavar is its column's field's, and so is its
+    help when it has no `doc`.
     """
 
     name: str
@@ -204,8 +236,22 @@ CONVERSATIONS = Resource(
     doc="A conversation with one contact or one group.",
     fields=(
         Field("id", "string", title="ID"),
-        Field("contact_id", "string", nullable=True, create=True, title="CONTACT"),
-        Field("group_id", "string", nullable=True, create=True, title="GROUP"),
+        Field(
+            "contact_id",
+            "string",
+            nullable=True,
+            create=True,
+            title="CONTACT",
+            option_help="The contact's id.",
+        ),
+        Field(
+            "group_id",
+            "string",
+            nullable=True,
+            create=True,
+            title="GROUP",
+            option_help="A group's id.",
+        ),
         Field(
             "pinned_message_id",
             "string",
@@ -214,6 +260,10 @@ CONVERSATIONS = Resource(
             title="PINNED MESSAGE",
             doc="null unpins the message.",
             null_means="unpin the message",
+            option_help="Pin this message.",
+            metavar="M",
+            clear="clear-pinned-message",
+            clear_help="Unpin the pinned message.",
             flag="message {}",
         ),
         Field(
@@ -221,8 +271,9 @@ CONVERSATIONS = Resource(
             "boolean",
             update=True,
             title="PINNED",
+            verbs=("pin", "unpin"),
+            verbs_help="Pin or unpin.",
             key="p",
-            verb="pin",
             done=("pinned", "unpinned"),
             flag="pinned",
         ),
@@ -231,8 +282,9 @@ CONVERSATIONS = Resource(
             "boolean",
             update=True,
             title="MUTED",
+            verbs=("mute", "unmute"),
+            verbs_help="Mute or unmute.",
             key="m",
-            verb="mute",
             done=("muted", "unmuted"),
             flag="muted",
         ),
@@ -246,16 +298,18 @@ CONVERSATIONS = Resource(
             update=True,
             title="ARCHIVED",
             doc="null unarchives.",
+            option_help="Archive at TIME",
+            verbs=("archive", "unarchive"),
+            verbs_help="Archive now, or unarchive.",
             key="a",
-            verb="archive",
             done=("archived", "unarchived"),
             flag="archived",
         ),
     ),
     filters=(
-        Filter("muted", "boolean", "is_muted"),
-        Filter("archived", "boolean", "is_archived"),
-        Filter("pinned", "boolean", "is_pinned"),
+        Filter("muted", "boolean", "is_muted", doc="Only muted / not muted."),
+        Filter("archived", "boolean", "is_archived", doc="Only archived / not."),
+        Filter("pinned", "boolean", "is_pinned", doc="Only pinned / not pinned."),
         Filter("group_id", "string", "group_id"),
         Filter(
             "contact_id",
@@ -289,7 +343,15 @@ RISK_PROFILES = Resource(
     doc="The risk tolerance of one customer.",
     fields=(
         Field("id", "string", title="ID"),
-        Field("customer_id", "string", create=True, required=True, fixed=True, title="CUSTOMER"),
+        Field(
+            "customer_id",
+            "string",
+            create=True,
+            required=True,
+            fixed=True,
+            title="CUSTOMER",
+            option_help="The customer's id.",
+        ),
         Field(
             "profile_type",
             "string",
@@ -300,8 +362,18 @@ RISK_PROFILES = Resource(
             doc=f"Any type; {', '.join(_PROFILE_TYPES[:-1])} and {_PROFILE_TYPES[-1]} are the "
             "known ones.",
             known=_PROFILE_TYPES,
+            option_help=f"{', '.join(_PROFILE_TYPES)}, or another type.",
+            metavar="T",
         ),
-        Field("score", "number", create=True, required=True, update=True),
+        Field(
+            "score",
+            "number",
+            create=True,
+            required=True,
+            update=True,
+            option_help="A finite number, e.g. 72 or 72.5.",
+            metavar="X",
+        ),
         Field(
             "details",
             "object",
@@ -309,12 +381,14 @@ RISK_PROFILES = Resource(
             required=True,
             update=True,
             client_default={},
+            option_help="A JSON object, @file.json, or - to read it from stdin.",
+            metavar="JSON|@FILE|-",
         ),
         Field("created_at", "timestamp", title="CREATED"),
         Field("updated_at", "timestamp", title="UPDATED"),
     ),
     filters=(
-        Filter("customer_id", "string", "customer_id"),
+        Filter("customer_id", "string", "customer_id", doc="Only this customer's."),
         Filter("profile_type", "string", "profile_type"),
     ),
     update_doc="customer_id cannot be changed; details are replaced whole.",

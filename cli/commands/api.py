@@ -70,7 +70,7 @@ def api(
     Example:
       convrisk api '/v1/conversations?limit=2'
       convrisk api /v1/risk-profiles -d @profile.json
-      convrisk api -X PUT /v1/conversations/conv_01HVZ8Q2K4M6P8R0T2V4X6Z8B0 -d '{"is_muted": true}'
+      convrisk api -X PUT /v1/risk-profiles/rp_01HVZ8Q2K4M6P8R0T2V4X6Z8B0 -d '{"score": 80}'
       convrisk api '/v1/conversations?muted=true' --paginate --jq .id
     """
     from convrisk.api_client.raw import api_target, check_paginate

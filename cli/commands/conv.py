@@ -1,6 +1,6 @@
 """`convrisk conv`: list, create, get, update and delete conversations."""
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
@@ -9,12 +9,12 @@ from convrisk.cli import guard
 from convrisk.cli.commands import verbs
 from convrisk.cli.commands.loops import guard_ids, plan_create, plan_each_id
 from convrisk.cli.context import app_context
-from convrisk.cli.options import bodies, complete, values
+from convrisk.cli.options import bodies, described, values
 from convrisk.cli.options import common as opt
 from convrisk.cli.output.resource_kinds import CONVERSATIONS
 
 if TYPE_CHECKING:
-    from convrisk.api_client.record_types import ConversationFilters
+    from convrisk.api_client.record_types import ConversationCreateParams, ConversationFilters
 
 ConvFields = Annotated[str | None, opt.fields_option(CONVERSATIONS)]
 
@@ -30,33 +30,11 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-GroupId = Annotated[str | None, typer.Option("--group-id", metavar="G", help="A group's id.")]
-_CONTACT_FILTER = next(f for f in CONVERSATION_RESOURCE.filters if f.name == "contact_id")
-ContactFilter = Annotated[
-    str | None,
-    typer.Option(
-        _CONTACT_FILTER.option,
-        metavar="C",
-        help=_CONTACT_FILTER.doc,
-        autocompletion=complete.filter_values("conversations", _CONTACT_FILTER.column),
-    ),
-]
-
 
 @app.command("list")
+@described.with_options(described.filter_options(CONVERSATION_RESOURCE), after="ctx")
 def list_(
     ctx: typer.Context,
-    muted: Annotated[
-        bool | None, typer.Option("--muted/--not-muted", help="Only muted / not muted.")
-    ] = None,
-    archived: Annotated[
-        bool | None, typer.Option("--archived/--not-archived", help="Only archived / not.")
-    ] = None,
-    pinned: Annotated[
-        bool | None, typer.Option("--pinned/--not-pinned", help="Only pinned / not pinned.")
-    ] = None,
-    group_id: GroupId = None,
-    contact_id: ContactFilter = None,
     limit: opt.Limit = None,
     all_items: opt.All = False,
     starting_after: opt.StartingAfter = None,
@@ -64,6 +42,7 @@ def list_(
     output: opt.Output = None,
     fields: ConvFields = None,
     jq: opt.Jq = None,
+    **given: Any,
 ) -> None:
     """List conversations, newest first (filters combine with AND).
 
@@ -76,13 +55,7 @@ def list_(
     """
 
     def filters() -> "ConversationFilters":
-        return {
-            "muted": muted,
-            "archived": archived,
-            "pinned": pinned,
-            "group_id": values.nonempty(group_id, "--group-id"),
-            "contact_id": values.nonempty(contact_id, _CONTACT_FILTER.option),
-        }
+        return cast("ConversationFilters", described.filters(CONVERSATION_RESOURCE, given))
 
     verbs.list_pages(
         app_context(ctx),
@@ -97,17 +70,15 @@ def list_(
 
 
 @app.command("create")
+@described.with_options(described.create_options(CONVERSATION_RESOURCE), after="ctx")
 def create(
     ctx: typer.Context,
-    contact_id: Annotated[
-        str | None, typer.Option("--contact-id", metavar="C", help="The contact's id.")
-    ] = None,
-    group_id: GroupId = None,
     dry_run: opt.DryRun = False,
     yes: opt.WriteYes = False,
     output: opt.Output = None,
     fields: ConvFields = None,
     jq: opt.Jq = None,
+    **given: str | None,
 ) -> None:
     """Create a conversation with one contact or one group (exactly one of the two).
 
@@ -118,7 +89,8 @@ def create(
       convrisk conv create --contact-id c_1 --dry-run -o json
     """
     run = app_context(ctx)
-    params = bodies.conversation_party(contact_id, group_id)
+    body = bodies.create_body(CONVERSATION_RESOURCE, given)
+    params = cast("ConversationCreateParams", body)
     if dry_run:
         return plan_create(run, CONVERSATIONS, params, verbs.resource_of("conversations"), output)
     printer = run.printer(output)
@@ -141,39 +113,17 @@ app.command("get")(
 
 
 @app.command("update")
+@described.with_options(described.update_options(CONVERSATION_RESOURCE), after="ids")
 def update(
     ctx: typer.Context,
     ids: opt.Ids,
-    pin: Annotated[bool | None, typer.Option("--pin/--unpin", help="Pin or unpin.")] = None,
-    mute: Annotated[bool | None, typer.Option("--mute/--unmute", help="Mute or unmute.")] = None,
-    archive: Annotated[
-        bool | None,
-        typer.Option("--archive/--unarchive", help="Archive now, or unarchive."),
-    ] = None,
-    archived_at: Annotated[
-        str | None,
-        typer.Option(
-            "--archived-at",
-            metavar="TIME",
-            help="Archive at TIME: ISO 8601 (2024-05-01, 2024-05-01T12:00:00+02:00, "
-            "20240501T120000Z; no zone means UTC), Unix seconds (1714564800, or @SECONDS "
-            "for any number), or now. A bare 4, 8, 12 or 14 digit number is refused as "
-            "ambiguous. Not with --archive or --unarchive.",
-        ),
-    ] = None,
-    pinned_message_id: Annotated[
-        str | None,
-        typer.Option("--pinned-message-id", metavar="M", help="Pin this message."),
-    ] = None,
-    clear_pinned_message: Annotated[
-        bool, typer.Option("--clear-pinned-message", help="Unpin the pinned message.")
-    ] = False,
     dry_run: opt.DryRun = False,
     yes: opt.WriteYes = False,
     max_affected: opt.MaxAffected = None,
     output: opt.Output = None,
     fields: ConvFields = None,
     jq: opt.Jq = None,
+    **given: Any,
 ) -> None:
     """Change conversations: pin, mute, archive, pin a message.
 
@@ -187,9 +137,7 @@ def update(
     run = app_context(ctx)
     id_list = values.id_list(ids)
     cap = opt.max_affected(max_affected)
-    changes = bodies.conversation_changes(
-        pin, mute, archive, archived_at, pinned_message_id, clear_pinned_message
-    )
+    changes = bodies.update_body(CONVERSATION_RESOURCE, given)
     if dry_run:
         resource = verbs.resource_of("conversations")
         return plan_each_id(run, CONVERSATIONS, id_list, "update", changes, resource, output)
@@ -212,13 +160,16 @@ app.command("delete")(
         """,
     )
 )
+# The import's help names the fields an update sets, and the one the --muted filter compares.
+_UPDATED = ", ".join(field.name for field in CONVERSATION_RESOURCE.updatable())
+_MUTED = next(f.column for f in CONVERSATION_RESOURCE.filters if f.name == "muted")
 app.command("import")(
     verbs.import_command(
         "conversations",
-        """Create or update conversations from a file: one record per JSON line or CSV row.
+        f"""Create or update conversations from a file: one record per JSON line or CSV row.
 
         A record without id is a create (contact_id or group_id); with id, an update of the
-        fields it carries (pinned_message_id, is_pinned, is_muted, archived_at). One result per
+        fields it carries ({_UPDATED}). One result per
         record (JSON lines when piped); each failure is reported with its line and the rest go
         on. Run it again after an interruption: records already created are not created twice.
 
@@ -226,7 +177,7 @@ app.command("import")(
         Example:
           convrisk conv import conversations.jsonl > results.jsonl
           convrisk conv import changes.csv --dry-run
-          convrisk conv list --muted --all -o jsonl | jq -c '{id, is_muted: false}' \\
+          convrisk conv list --muted --all -o jsonl | jq -c '{{id, {_MUTED}: false}}' \\
             | convrisk conv import - --stop-on-error
           convrisk --db a.db conv list --all -o jsonl | convrisk --db b.db conv import - --copy
         """,

@@ -1,6 +1,6 @@
 """`convrisk risk`: list, create, get, update and delete risk profiles."""
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
@@ -9,12 +9,16 @@ from convrisk.cli import guard
 from convrisk.cli.commands import verbs
 from convrisk.cli.commands.loops import guard_ids, plan_create, plan_each_id
 from convrisk.cli.context import app_context
-from convrisk.cli.options import bodies, complete, values
+from convrisk.cli.options import bodies, described, values
 from convrisk.cli.options import common as opt
 from convrisk.cli.output.resource_kinds import RISK_PROFILES
 
 if TYPE_CHECKING:
-    from convrisk.api_client.record_types import RiskProfileFilters
+    from convrisk.api_client.record_types import (
+        RiskProfileCreateParams,
+        RiskProfileFilters,
+        RiskProfileUpdateParams,
+    )
 
 RiskFields = Annotated[str | None, opt.fields_option(RISK_PROFILES)]
 
@@ -30,20 +34,11 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-_TYPES = f"{', '.join(RISK_PROFILE_RESOURCE.field('profile_type').known)}, or another type."
-ProfileType = Annotated[
-    str | None,
-    typer.Option("--profile-type", metavar="T", help=_TYPES, autocompletion=complete.profile_types),
-]
-
 
 @app.command("list")
+@described.with_options(described.filter_options(RISK_PROFILE_RESOURCE), after="ctx")
 def list_(
     ctx: typer.Context,
-    customer_id: Annotated[
-        str | None, typer.Option("--customer-id", metavar="C", help="Only this customer's.")
-    ] = None,
-    profile_type: ProfileType = None,
     limit: opt.Limit = None,
     all_items: opt.All = False,
     starting_after: opt.StartingAfter = None,
@@ -51,6 +46,7 @@ def list_(
     output: opt.Output = None,
     fields: RiskFields = None,
     jq: opt.Jq = None,
+    **given: Any,
 ) -> None:
     """List risk profiles, newest first (filters combine with AND).
 
@@ -62,10 +58,7 @@ def list_(
     """
 
     def filters() -> "RiskProfileFilters":
-        return {
-            "customer_id": values.nonempty(customer_id, "--customer-id"),
-            "profile_type": values.nonempty(profile_type, "--profile-type"),
-        }
+        return cast("RiskProfileFilters", described.filters(RISK_PROFILE_RESOURCE, given))
 
     verbs.list_pages(
         app_context(ctx),
@@ -80,26 +73,15 @@ def list_(
 
 
 @app.command("create")
+@described.with_options(described.create_options(RISK_PROFILE_RESOURCE), after="ctx")
 def create(
     ctx: typer.Context,
-    customer_id: Annotated[
-        str, typer.Option("--customer-id", metavar="C", help="The customer's id.")
-    ],
-    profile_type: Annotated[
-        str,
-        typer.Option(
-            "--profile-type", metavar="T", help=_TYPES, autocompletion=complete.profile_types
-        ),
-    ],
-    score: Annotated[
-        str, typer.Option("--score", metavar="X", help="A finite number, e.g. 72 or 72.5.")
-    ],
-    details: opt.Details = None,
     dry_run: opt.DryRun = False,
     yes: opt.WriteYes = False,
     output: opt.Output = None,
     fields: RiskFields = None,
     jq: opt.Jq = None,
+    **given: str | None,
 ) -> None:
     """Create a risk profile (details default to {}).
 
@@ -113,12 +95,13 @@ def create(
       convrisk risk create --customer-id cus_1 --profile-type moderate --score 72 --dry-run
     """
     run = app_context(ctx)
+    details = given.get("details")  # the one option that may read stdin
     what = "create a risk profile"
     if not dry_run:
         guard.refuse_early(run, what, yes=yes, stdin_free=details != "-")
     if details == "-":
         run.printer(output).reading_stdin("--details (a JSON object)")
-    params = bodies.risk_profile_fields(customer_id, profile_type, score, details)
+    params = cast("RiskProfileCreateParams", bodies.create_body(RISK_PROFILE_RESOURCE, given))
     if dry_run:
         return plan_create(run, RISK_PROFILES, params, verbs.resource_of("risk_profiles"), output)
     printer = run.printer(output)
@@ -142,18 +125,17 @@ app.command("get")(
 
 
 @app.command("update")
+@described.with_options(described.update_options(RISK_PROFILE_RESOURCE), after="ids")
 def update(
     ctx: typer.Context,
     ids: opt.Ids,
-    profile_type: ProfileType = None,
-    score: opt.Score = None,
-    details: opt.Details = None,
     dry_run: opt.DryRun = False,
     yes: opt.WriteYes = False,
     max_affected: opt.MaxAffected = None,
     output: opt.Output = None,
     fields: RiskFields = None,
     jq: opt.Jq = None,
+    **given: Any,
 ) -> None:
     """Change risk profiles' type, score or details (details are replaced whole).
 
@@ -165,6 +147,7 @@ def update(
     """
     run = app_context(ctx)
     id_list = values.id_list(ids)
+    details = given.get("details")  # the one option that may read stdin
     values.check_one_stdin(id_list, details)
     cap = opt.max_affected(max_affected)
     what = f"update {RISK_PROFILES.plural}"
@@ -173,7 +156,7 @@ def update(
         guard.refuse_early(run, what, yes=yes, stdin_free=stdin_free)
     if details == "-":
         run.printer(output).reading_stdin("--details (a JSON object)")
-    changes = bodies.risk_profile_changes(profile_type, score, details)
+    changes = cast("RiskProfileUpdateParams", bodies.update_body(RISK_PROFILE_RESOURCE, given))
     if dry_run:
         resource = verbs.resource_of("risk_profiles")
         return plan_each_id(run, RISK_PROFILES, id_list, "update", changes, resource, output)

@@ -1,150 +1,140 @@
-"""The request bodies of `conv` and `risk` create and update, built from their options."""
+"""The request bodies of `conv` and `risk` create and update, built from their options as the
+resources' description makes them (cli.options.described)."""
 
 from __future__ import annotations
 
+import copy
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from convrisk.cli.errors import UsageProblem
 from convrisk.cli.options.times import parse_time
-from convrisk.cli.options.values import nonempty, parse_details, parse_number, parse_score
+from convrisk.cli.options.values import (
+    nonempty,
+    parse_json_object,
+    parse_number,
+    read_json_argument,
+)
 
 if TYPE_CHECKING:
-    from convrisk.api_client.record_types import (
-        ConversationCreateParams,
-        ConversationUpdateParams,
-        RiskProfileCreateParams,
-        RiskProfileUpdateParams,
-    )
-    from convrisk.api_client.resources import ResourceName
+    from convrisk.api_client.record_types import RiskProfileUpdateParams
+    from convrisk.api_client.resources import Field, Resource
 
 
-def option_name(field: str) -> str:
-    """The command-line option of a field: `contact_id` -> `--contact-id`."""
-    return "--" + field.replace("_", "-")
+def verb_key(field: Field) -> str:
+    """The parameter of a field's `--mute/--unmute` option: `mute`."""
+    assert field.verbs is not None
+    return field.verbs[0].replace("-", "_")
+
+
+def clear_key(field: Field) -> str:
+    """The parameter of a field's `--clear-...` option: `clear_pinned_message`."""
+    return field.clear.replace("-", "_")
+
+
+def update_fields(resource: Resource) -> tuple[Field, ...]:
+    """The fields an update takes, in the order of their options: those with verbs first."""
+    return tuple(sorted(resource.updatable(), key=lambda field: field.verbs is None))
+
+
+def update_options(field: Field) -> list[str]:
+    """The options that set `field`, as the help lists them: `--mute/--unmute`, `--archived-at`."""
+    options = [] if field.verbs is None else ["--{}/--{}".format(*field.verbs)]
+    if field.type != "boolean":
+        options.append(field.option)
+    if field.clear:
+        options.append(f"--{field.clear}")
+    return options
 
 
 def _one_of(listed: list[str]) -> str:
     return listed[0] if len(listed) == 1 else f"{', '.join(listed[:-1])} or {listed[-1]}"
 
 
-def conversation_party(contact_id: str | None, group_id: str | None) -> ConversationCreateParams:
-    """Exactly one of --contact-id and --group-id (an empty value counts as absent)."""
-    from convrisk.api_client.resources import CONVERSATIONS
+def _value(field: Field, text: str) -> Any:
+    """The value of a field given as text on its option: a string as it is (an empty one clears
+    a nullable field that has no `--clear-...`), a number, a TIME or a JSON object."""
+    option = field.option
+    if field.type == "number":
+        return parse_number(text, option)
+    if field.type == "timestamp":
+        return parse_time(text, option)
+    if field.type == "object":
+        read, source = read_json_argument(text, option, example=f"{field.name}.json")
+        return parse_json_object(read, option, source)
+    if field.nullable and not field.clear and not text.strip():
+        return None
+    return nonempty(text, option)
 
-    given = {"contact_id": contact_id, "group_id": group_id}
-    stripped = {name: (given[name] or "").strip() for name in CONVERSATIONS.one_of}
+
+def _party(resource: Resource, given: Mapping[str, str | None]) -> dict[str, Any]:
+    """Exactly one of the `one_of` fields (an empty value counts as absent), stripped."""
+    fields = [resource.field(name) for name in resource.one_of]
+    stripped = {field.name: (given.get(field.name) or "").strip() for field in fields}
     party = {name: value for name, value in stripped.items() if value}
-    options = [option_name(name) for name in CONVERSATIONS.one_of]
+    options = [field.option for field in fields]
     if len(party) > 1:
         raise UsageProblem(f"Give {_one_of(options)}, not both.", param=options[-1])
     if not party:
-        # The metavar of each option is its first letter: --contact-id C.
-        shown = [f"{option} {option[2].upper()}" for option in options]
+        shown = [f"{field.option} {field.value_name}" for field in fields]
         raise UsageProblem(f"Give {_one_of(shown)}.", param=options[0])
-    return cast("ConversationCreateParams", party)
+    return party
 
 
-def more_changes(resource: ResourceName, changes: dict[str, Any], given: dict[str, Any]) -> None:
-    """Add to `changes` the fields given by options named after them (`--topic T`): a text
-    as it is (an empty one clears a field that can be null), a number, a TIME or a JSON object
-    parsed as --score, --archived-at and --details are."""
-    from convrisk.api_client.resources import RESOURCES
-
-    for name, text in given.items():
-        if text is None:
+def create_body(resource: Resource, given: Mapping[str, str | None]) -> dict[str, Any]:
+    """The body of a create from its options; a field left out takes its `client_default`."""
+    body = _party(resource, given) if resource.one_of else {}
+    for field in resource.creatable():
+        if field.name in resource.one_of:
             continue
-        field, option = RESOURCES[resource].field(name), option_name(name)
-        if field.type == "string":
-            clears = field.nullable and not text.strip()
-            value: Any = None if clears else nonempty(text, option)
-        elif field.type == "number":
-            value = parse_number(text, option)
-        elif field.type == "timestamp":
-            value = parse_time(text, option)
+        text = given.get(field.name)
+        if text is None:
+            body[field.name] = copy.deepcopy(field.client_default)
         else:
-            value = parse_details(text)
-        changes[name] = value
+            body[field.name] = _value(field, text)
+    return body
 
 
-def conversation_changes(
-    pin: bool | None,
-    mute: bool | None,
-    archive: bool | None,
-    archived_at: str | None,
-    pinned_message_id: str | None,
-    clear_pinned_message: bool,
-    **more: str | None,
-) -> ConversationUpdateParams:
-    """The update of `conv update`: only what was asked for; nothing at all is a usage error.
-
-    `more` are the values of options named after the fields they set (see `more_changes`).
-    """
+def update_body(resource: Resource, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The update from its options: only what was asked for; nothing at all is a usage error."""
     changes: dict[str, Any] = {}
-    if pin is not None:
-        changes["is_pinned"] = pin
-    if mute is not None:
-        changes["is_muted"] = mute
-    if archived_at is not None:
-        if archive is not None:
-            # One rule both ways: --archive means now, --unarchive never: neither goes with a TIME.
-            given = "--archive" if archive else "--unarchive"
+    for field in update_fields(resource):
+        verb = None if field.verbs is None else given.get(verb_key(field))
+        text = None if field.type == "boolean" else given.get(field.name)
+        clear = bool(field.clear) and bool(given.get(clear_key(field)))
+        if field.verbs is not None and text is not None and verb is not None:
+            # One rule both ways: the first verb means now, the second never: neither goes
+            # with a TIME.
+            on, off = (f"--{word}" for word in field.verbs)
             raise UsageProblem(
-                f"Give one of --archive (now), --unarchive or --archived-at TIME, not {given} "
-                "and --archived-at.",
-                param="--archived-at",
+                f"Give one of {on} (now), {off} or {field.option} {field.value_name}, not "
+                f"{on if verb else off} and {field.option}.",
+                param=field.option,
             )
-        changes["archived_at"] = parse_time(archived_at)
-    elif archive is not None:
-        changes["archived_at"] = int(time.time()) if archive else None
-    if pinned_message_id is not None and clear_pinned_message:
-        raise UsageProblem(
-            "Give --pinned-message-id or --clear-pinned-message, not both.",
-            param="--pinned-message-id",
-        )
-    if pinned_message_id is not None:
-        changes["pinned_message_id"] = nonempty(pinned_message_id, "--pinned-message-id")
-    elif clear_pinned_message:
-        changes["pinned_message_id"] = None
-    more_changes("conversations", changes, more)
+        if text is not None and clear:
+            raise UsageProblem(
+                f"Give {field.option} or --{field.clear}, not both.", param=field.option
+            )
+        if text is not None:
+            changes[field.name] = _value(field, text)
+        elif verb is not None and field.type == "boolean":
+            changes[field.name] = verb
+        elif verb is not None:
+            changes[field.name] = int(time.time()) if verb else None
+        elif clear:
+            changes[field.name] = None
     if not changes:
-        options = ["--pin/--unpin", "--mute/--unmute", "--archive/--unarchive", "--archived-at"]
-        options += ["--pinned-message-id", "--clear-pinned-message"]
-        raise UsageProblem(
-            f"Nothing to change: give {_one_of(options + [option_name(n) for n in more])}."
-        )
-    return cast("ConversationUpdateParams", changes)
+        options = [option for field in update_fields(resource) for option in update_options(field)]
+        raise UsageProblem(f"Nothing to change: give {_one_of(options)}.")
+    return changes
 
 
 def risk_profile_changes(
-    profile_type: str | None, score: str | None, details: str | None, **more: str | None
+    profile_type: str | None, score: str | None, details: str | None
 ) -> RiskProfileUpdateParams:
-    """The update of `risk update`: only what was asked for; nothing at all is a usage error.
+    """The update of the ui's risk profile form, as `risk update` makes it from its options."""
+    from convrisk.api_client.resources import RISK_PROFILES
 
-    `more` are the values of options named after the fields they set (see `more_changes`).
-    """
-    changes: dict[str, Any] = {}
-    if profile_type is not None:
-        changes["profile_type"] = profile_type
-        nonempty(profile_type, "--profile-type")
-    if score is not None:
-        changes["score"] = parse_score(score)
-    if details is not None:
-        changes["details"] = parse_details(details)
-    more_changes("risk_profiles", changes, more)
-    if not changes:
-        options = ["--profile-type", "--score", "--details", *(option_name(n) for n in more)]
-        raise UsageProblem(f"Nothing to change: give {_one_of(options)}.")
-    return cast("RiskProfileUpdateParams", changes)
-
-
-def risk_profile_fields(
-    customer_id: str, profile_type: str, score: str, details: str | None
-) -> RiskProfileCreateParams:
-    """The fields of `risk create`; details default to an empty object."""
-    return {
-        "customer_id": nonempty(customer_id, "--customer-id") or customer_id,
-        "profile_type": nonempty(profile_type, "--profile-type") or profile_type,
-        "score": parse_score(score),
-        "details": {} if details is None else parse_details(details),
-    }
+    given = {"profile_type": profile_type, "score": score, "details": details}
+    return cast("RiskProfileUpdateParams", update_body(RISK_PROFILES, given))

@@ -76,12 +76,6 @@ def field_list(names: Sequence[str]) -> Completer:
     return complete
 
 
-def _profile_types() -> Sequence[str]:
-    from convrisk.api_client.resources import RISK_PROFILES
-
-    return RISK_PROFILES.field("profile_type").known
-
-
 def _import_formats() -> Sequence[str]:
     from convrisk.cli.settings import IMPORT_FORMATS as FORMATS
 
@@ -94,7 +88,6 @@ def _log_formats() -> Sequence[str]:
     return LOG_FORMATS
 
 
-profile_types = one_of(_profile_types)
 import_formats = one_of(_import_formats)
 log_formats = one_of(_log_formats)
 

@@ -25,6 +25,12 @@ TIME_FORMS = (
     "an ISO 8601 date or date-time (2024-05-01, 2024-05-01T12:00:00Z, 20240501T120000+0200; "
     "no zone means UTC), Unix seconds (1714564800; @SECONDS always means seconds), or now"
 )
+# What the help of a TIME option says after "Archive at TIME: ".
+TIME_HELP = (
+    "ISO 8601 (2024-05-01, 2024-05-01T12:00:00+02:00, 20240501T120000Z; no zone means UTC), "
+    "Unix seconds (1714564800, or @SECONDS for any number), or now. A bare 4, 8, 12 or 14 "
+    "digit number is refused as ambiguous."
+)
 
 
 def _time_problem(problem: str, option: str = "--archived-at") -> UsageProblem:

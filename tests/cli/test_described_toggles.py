@@ -14,7 +14,7 @@ STARRED = Field(
     update=True,
     title="STARRED",
     key="s",
-    verb="star",
+    verbs=("star", "unstar"),
     done=("starred", "unstarred"),
     flag="starred",
 )

@@ -422,15 +422,17 @@ def test_piped_an_answer_holding_nan_or_1e400_is_valid_json_with_one_note(
 
 def test_every_example_of_the_help_works(tmp_path: Path) -> None:
     local = local_cli(tmp_path)
-    [conv_id] = made_conversations(local, 1)
+    made_conversations(local, 1)
     profile = {"customer_id": "cus_1", "profile_type": "moderate", "score": 50, "details": {}}
     (tmp_path / "profile.json").write_text(json.dumps(profile))
+    made = ok(local.run("api", "/v1/risk-profiles", "-d", f"@{tmp_path / 'profile.json'}"))
+    profile_id = json.loads(made)["id"]
     help_text = ok(local.run("api", "--help"))
     lines = [line.strip() for line in help_text.splitlines()]
     examples = [line for line in lines if line.startswith("convrisk api ")]
     assert len(examples) == 4, help_text
     for example in examples:
-        line = example.replace("conv_01HVZ8Q2K4M6P8R0T2V4X6Z8B0", conv_id)
+        line = example.replace("rp_01HVZ8Q2K4M6P8R0T2V4X6Z8B0", profile_id)
         result = subprocess.run(
             ["sh", "-c", line.replace("convrisk", str(CONVRISK), 1)],
             env=local.env,
@@ -441,7 +443,7 @@ def test_every_example_of_the_help_works(tmp_path: Path) -> None:
             timeout=SAFETY_TIMEOUT,
         )
         assert result.returncode == 0, (example, result.stderr)
-    assert local.store.conversations.retrieve(conv_id)["is_muted"] is True
+    assert local.store.risk_profiles.retrieve(profile_id)["score"] == 80
     local.close()
 
 
