@@ -17,7 +17,6 @@ from urllib.parse import quote
 
 import httpx
 
-from convrisk.api_client.concurrently import each_at_once
 from convrisk.api_client.defaults import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from convrisk.api_client.errors import (
     ChangedSince,
@@ -74,6 +73,7 @@ from convrisk.api_client.records import (
     differs,
     read_json,
 )
+from convrisk.api_client.remote.concurrently import each_at_once
 from convrisk.api_client.remote.deadline import when_sent
 from convrisk.api_client.remote.session import (
     CREATE_MANY_CONCURRENCY,

@@ -507,11 +507,11 @@ def _not_checked(made: Mapping[str, Any], exc: ConvriskError) -> ConvriskError:
 
 
 def _each_at_once(read: Callable[[str], object], ids: Sequence[str]) -> list[ConvriskError | None]:
-    """`read` of each id, CHECKS_AT_ONCE at a time (api_client.concurrently, as create_many
+    """`read` of each id, CHECKS_AT_ONCE at a time (api_client.remote.concurrently, as create_many
     sends): None for each that answered, else its error. An error that every read would meet
     (the service cannot be reached, the token is refused) stops the others, which are NotSent."""
-    from convrisk.api_client.concurrently import each_at_once
     from convrisk.api_client.errors import ConvriskError
+    from convrisk.api_client.remote.concurrently import each_at_once
 
     def check(id: str, stop: object) -> ConvriskError | None:
         try:

@@ -1,4 +1,4 @@
-"""api_client.concurrently.each_at_once: the results in order, whatever a call answers; an
+"""api_client.remote.concurrently.each_at_once: the results in order, whatever a call answers; an
 error every request would meet stops the rest (NotSent); an exception raised reaches the caller."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from convrisk.api_client.concurrently import each_at_once
 from convrisk.api_client.errors import APIConnectionError, NotFoundError, NotSent
+from convrisk.api_client.remote.concurrently import each_at_once
 
 
 def test_the_results_come_in_the_items_order_none_included() -> None:
