@@ -72,21 +72,21 @@ def test_a_record_requires_only_its_id_and_a_create_the_required_fields(
 def test_a_field_added_to_the_description_gets_its_key_in_the_record_update_and_filters(
     tmp_path: Path,
 ) -> None:
-    starred = dataclasses.replace(
+    flagged = dataclasses.replace(
         CONVERSATIONS,
-        fields=(*CONVERSATIONS.fields, Field("is_starred", "boolean", update=True)),
-        filters=(*CONVERSATIONS.filters, Filter("starred", "boolean", "is_starred")),
+        fields=(*CONVERSATIONS.fields, Field("is_flagged", "boolean", update=True)),
+        filters=(*CONVERSATIONS.filters, Filter("flagged", "boolean", "is_flagged")),
     )
-    module = load(generator.generate([starred]), tmp_path)
+    module = load(generator.generate([flagged]), tmp_path)
     hints = {
         kind: typing.get_type_hints(getattr(module, f"Conversation{kind}"))
         for kind in ("", "CreateParams", "UpdateParams", "Filters")
     }
-    assert list(hints[""])[-1] == "is_starred"
-    assert hints[""]["is_starred"] is bool
-    assert hints["UpdateParams"]["is_starred"] is bool
-    assert hints["Filters"]["starred"] == bool | None
-    assert "is_starred" not in hints["CreateParams"]
+    assert list(hints[""])[-1] == "is_flagged"
+    assert hints[""]["is_flagged"] is bool
+    assert hints["UpdateParams"]["is_flagged"] is bool
+    assert hints["Filters"]["flagged"] == bool | None
+    assert "is_flagged" not in hints["CreateParams"]
     assert not hasattr(module, "RiskProfile")
 
 

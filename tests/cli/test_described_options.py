@@ -25,13 +25,13 @@ def _with(resource: Resource, *fields: Field, filters: tuple[Filter, ...] = ()) 
     )
 
 
-STARRED = Field(
-    "is_starred",
+FLAGGED = Field(
+    "is_flagged",
     "boolean",
     update=True,
-    title="STARRED",
-    verbs=("star", "unstar"),
-    verbs_help="Star or unstar.",
+    title="FLAGGED",
+    verbs=("flag", "unflag"),
+    verbs_help="Flag or unflag.",
 )
 NOTE = Field(
     "note",
@@ -79,21 +79,21 @@ def _problem(result: Result) -> str:
 
 
 def test_a_boolean_field_with_verbs_gets_its_pair_of_options_and_sets_the_field() -> None:
-    resource = _with(CONVERSATIONS, STARRED)
-    assert _update(resource, "--star")[1] == [{"is_starred": True}]
-    assert _update(resource, "--unstar", "--mute")[1] == [{"is_muted": True, "is_starred": False}]
+    resource = _with(CONVERSATIONS, FLAGGED)
+    assert _update(resource, "--flag")[1] == [{"is_flagged": True}]
+    assert _update(resource, "--unflag", "--mute")[1] == [{"is_muted": True, "is_flagged": False}]
     shown = _update(resource, "--help")[0].output
-    assert "--star / --unstar" in shown and "Star or unstar." in shown
+    assert "--flag / --unflag" in shown and "Flag or unflag." in shown
 
 
 def test_a_boolean_filter_gets_its_only_and_not_options() -> None:
-    resource = _with(CONVERSATIONS, filters=(Filter("starred", "boolean", "is_starred"),))
+    resource = _with(CONVERSATIONS, filters=(Filter("flagged", "boolean", "is_flagged"),))
     options = described.filter_options(resource)
     given = (
         _run(options, lambda g: described.filters(resource, g), *args)[1]
-        for args in (["--starred"], ["--not-starred"], [])
+        for args in (["--flagged"], ["--not-flagged"], [])
     )
-    assert [seen[0]["starred"] for seen in given] == [True, False, None]
+    assert [seen[0]["flagged"] for seen in given] == [True, False, None]
 
 
 def test_a_string_filter_takes_its_fields_metavar_and_help_and_refuses_an_empty_value() -> None:
@@ -108,10 +108,10 @@ def test_a_string_filter_takes_its_fields_metavar_and_help_and_refuses_an_empty_
 
 
 def test_nothing_to_change_names_the_new_options_with_the_others() -> None:
-    message = _problem(_update(_with(CONVERSATIONS, STARRED))[0])
+    message = _problem(_update(_with(CONVERSATIONS, FLAGGED))[0])
     assert message == (
         "Nothing to change: give --pin/--unpin, --mute/--unmute, --archive/--unarchive, "
-        "--archived-at, --star/--unstar, --pinned-message-id or --clear-pinned-message."
+        "--archived-at, --flag/--unflag, --pinned-message-id or --clear-pinned-message."
     )
 
 

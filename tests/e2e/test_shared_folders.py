@@ -422,13 +422,23 @@ def test_a_hundred_parallel_config_sets_lose_nothing(env: dict[str, str]) -> Non
 def test_a_read_only_database_of_the_previous_schema_is_read_without_its_new_index(
     user_env: dict[str, str],
 ) -> None:
+    import re
     import sqlite3
 
+    from convrisk.api_client.resources import RESOURCES
+    from convrisk.local_backend.store.database import MIGRATIONS, READABLE_FROM, SCHEMA_VERSION
+
+    if READABLE_FROM == SCHEMA_VERSION:
+        pytest.skip("the last migration step adds a field: no older schema is read as it is")
     db, conv_id, risk_id = seeded_for_user(user_env)
-    # As convrisk before `conv list --contact-id` left it: schema 2, no contact index.
+    # As an older convrisk left it: the steps after READABLE_FROM (indexes only) not applied.
     with sqlite3.connect(db) as conn:
-        conn.execute("DROP INDEX conversations_by_contact")
-        conn.execute("PRAGMA user_version = 2")
+        for step in MIGRATIONS[READABLE_FROM:]:
+            for statement in step.sql(RESOURCES):
+                index = re.match(r"\s*CREATE INDEX (\w+)", statement)
+                assert index, statement
+                conn.execute(f"DROP INDEX {index.group(1)}")
+        conn.execute(f"PRAGMA user_version = {READABLE_FROM}")
     conn.close()
     db.chmod(0o444)
     assert_read_only(user_env, db, conv_id, risk_id)
