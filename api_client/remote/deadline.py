@@ -191,8 +191,7 @@ class DeadlineTransport(httpx.BaseTransport):
     """httpx's transport interface over an httpcore pool whose sockets obey `deadline`.
 
     `proxy` is where every request goes through (see api_client.remote.proxies); `https` loads the
-    CA
-    bundle (about 50 ms), so only a service or proxy on https asks for it.
+    CA bundle (about 50 ms), so only a service or proxy on https asks for it.
     """
 
     def __init__(self, *, https: bool, proxy: httpcore.Proxy | None) -> None:
@@ -222,13 +221,8 @@ class DeadlineTransport(httpx.BaseTransport):
             content=request.stream,
             extensions=request.extensions,
         )
-        return self.send(core_request, request)
-
-    def send(self, request: httpcore.Request, sent: httpx.Request | None = None) -> httpx.Response:
-        """Send an httpcore request as it is (`handle_request` without an httpx.Request and its
-        URL to build: the client's own requests); `sent` is the httpx.Request it stands for."""
         with _as_httpx_errors():
-            answer = self._pool.handle_request(request)
+            answer = self._pool.handle_request(core_request)
         if not isinstance(answer.stream, Iterable):
             raise TypeError("httpcore answered with an asynchronous body")
         return httpx.Response(
@@ -236,7 +230,7 @@ class DeadlineTransport(httpx.BaseTransport):
             headers=answer.headers,
             stream=_CoreBody(answer.stream),
             extensions=answer.extensions,
-            request=sent,
+            request=request,
         )
 
     def close(self) -> None:

@@ -11,9 +11,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode
 
-import httpcore
 import httpx
 
 from convrisk.api_client import __version__
@@ -68,9 +66,6 @@ DEFAULT_MAX_RESPONSE_BYTES = DEFAULT_MAX_RESPONSE_MB * 1024 * 1024
 _BASE_HEADERS = ((b"Accept-Encoding", b"gzip, deflate"), (b"Connection", b"keep-alive"))
 # Targets whose full URL is kept once built (the collection paths a bulk create posts to).
 _KEPT_URLS = 32
-# A GET's query up to this long is sent straight to httpcore (a longer one goes through httpx,
-# which refuses one over 64 KiB).
-_DIRECT_QUERY = 4096
 
 
 @dataclass(frozen=True)
@@ -266,19 +261,10 @@ class Session:
         body: Mapping[str, Any] | None,
         content: bytes | None,
         idempotency_key: str | None,
-    ) -> httpx.Request | httpcore.Request:
-        """The request every attempt sends: the same headers, body and Idempotency-Key.
-
-        A GET with a query of a usual length, over the default transport, is an httpcore
-        request; any other request is an httpx one."""
+    ) -> httpx.Request:
+        """The request every attempt sends: the same headers, body and Idempotency-Key."""
         url = self._url(path)
-        query = None
-        if params and method == "GET" and isinstance(self._transport, DeadlineTransport):
-            encoded = urlencode(params)
-            if len(encoded) <= _DIRECT_QUERY:
-                # What httpx's copy_with(params=) writes: urlencode, nothing left to escape.
-                query = url.raw_path.partition(b"?")[0] + b"?" + encoded.encode("ascii")
-        if params and query is None:
+        if params:
             url = url.copy_with(params=params)
         if body is not None:
             try:
@@ -293,14 +279,6 @@ class Session:
             headers.append((b"Idempotency-Key", key.encode()))
         if content is not None or method in ("POST", "PUT", "PATCH"):
             headers.append((b"Content-Length", str(len(content or b"")).encode()))
-        if query is not None:
-            # Straight to httpcore: the target as httpx would write it, and no httpx.Request
-            # (its URL parsed again is a sixth of a page's request).
-            target = httpcore.URL(
-                scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=query
-            )
-            timeouts = {"timeout": self._timeouts}
-            return httpcore.Request(method, target, headers=headers, extensions=timeouts)
         # The headers httpx.Request(content=...) would add (Host, Content-Length) are written
         # here, so that it takes the body as a stream and builds its headers once, not twice.
         return httpx.Request(
@@ -321,9 +299,7 @@ class Session:
                 self._urls[target] = url
         return url
 
-    def _try(
-        self, request: httpx.Request | httpcore.Request, method: str, path: str
-    ) -> Answer | _Failure:
+    def _try(self, request: httpx.Request, method: str, path: str) -> Answer | _Failure:
         """One attempt: its answer, or why there is none."""
         try:
             return self._send(request)
@@ -344,7 +320,7 @@ class Session:
             broken = connection_error(self.host, exc, self._scheme, self.scrub)
             return _Failure(broken, reached_service(exc))
 
-    def _send(self, request: httpx.Request | httpcore.Request) -> Answer:
+    def _send(self, request: httpx.Request) -> Answer:
         """One attempt, over within `timeout` seconds of starting, from connect to last byte.
 
         The deadline reaches every socket wait of the default transport (api_client.remote.deadline)
@@ -354,11 +330,7 @@ class Session:
         at = time.monotonic() + self._timeout
         with deadline(at):
             # A timeout before the headers are in reads "waiting for the answer"...
-            if isinstance(request, httpcore.Request):
-                assert isinstance(self._transport, DeadlineTransport)
-                response = self._transport.send(request)
-            else:
-                response = self._transport.handle_request(request)
+            response = self._transport.handle_request(request)
             try:
                 return self._read(response, at)
             except httpx.ReadTimeout as exc:
