@@ -14,8 +14,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar, cast
 from urllib.parse import quote
 
-import httpx
-
 from convrisk.api_client.concurrently import each_at_once
 from convrisk.api_client.defaults import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from convrisk.api_client.errors import (
@@ -77,6 +75,7 @@ from convrisk.api_client.remote.session import (
     DEFAULT_MAX_RESPONSE_BYTES,
     Answer,
     Session,
+    Transport,
 )
 from convrisk.api_client.resources import CONVERSATIONS, RESOURCES, RISK_PROFILES
 
@@ -570,7 +569,7 @@ class HTTPBackend:
         timeout: float = DEFAULT_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        transport: httpx.BaseTransport | None = None,
+        transport: Transport | None = None,
         sleep: Callable[[float], None] = time.sleep,
         random: Callable[[], float] = _random.random,
         allow_insecure_http: bool = False,
