@@ -8,9 +8,10 @@ raises `Captured`, which the caller treats as "shown, not sent".
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import httpcore
 import httpx
 
 # What the capturing Session sends as its token: the real token never reaches it, so it cannot
@@ -43,23 +44,32 @@ class Captured(Exception):
         self.request = request
 
 
-class CaptureTransport(httpx.BaseTransport):
+class CaptureTransport:
     """A transport that sends nothing: each request goes to `record`, then `Captured` is
     raised. Requests are handed over one at a time, in the order they are made."""
 
     def __init__(self, record: Callable[[CapturedRequest], None]) -> None:
         self._record = record
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
+    def handle_request(self, request: httpcore.Request) -> httpx.Response:
         """Record the request; raise Captured (there is no answer)."""
+        headers = tuple(
+            (name.decode("latin-1"), value.decode("latin-1")) for name, value in request.headers
+        )
+        # The URL as httpx writes it: the Host header is its netloc (an IPv6 host in brackets,
+        # no default port).
+        host = next(value for name, value in headers if name.lower() == "host")
+        url = request.url
+        if not isinstance(request.stream, Iterable):
+            raise TypeError("the request body must be a synchronous stream")
         captured = CapturedRequest(
-            method=request.method,
-            url=str(request.url),
-            headers=tuple(
-                (name.decode("latin-1"), value.decode("latin-1"))
-                for name, value in request.headers.raw
-            ),
-            body=request.read(),
+            method=request.method.decode("ascii"),
+            url=f"{url.scheme.decode('ascii')}://{host}{url.target.decode('ascii')}",
+            headers=headers,
+            body=b"".join(request.stream),
         )
         self._record(captured)
         raise Captured(captured)
+
+    def close(self) -> None:
+        """Nothing to close: nothing was opened."""

@@ -1,5 +1,5 @@
-"""The deadline transport: httpx over an httpcore pool whose every socket wait ends by the
-attempt's deadline (DESIGN 1.2).
+"""The deadline transport: an httpcore pool whose every socket wait ends by the attempt's
+deadline (DESIGN 1.2), its answers as httpx reads them.
 
 httpx's own timeouts bound each wait; this bounds an attempt as a whole, from connecting to the
 last byte, status line and headers included, without a second thread: every blocking socket
@@ -187,12 +187,11 @@ class _CoreBody(httpx.SyncByteStream):
                 close()
 
 
-class DeadlineTransport(httpx.BaseTransport):
-    """httpx's transport interface over an httpcore pool whose sockets obey `deadline`.
+class DeadlineTransport:
+    """An httpcore pool whose sockets obey `deadline`, answering as httpx reads answers.
 
     `proxy` is where every request goes through (see api_client.remote.proxies); `https` loads the
-    CA
-    bundle (about 50 ms), so only a service or proxy on https asks for it.
+    CA bundle (about 50 ms), so only a service or proxy on https asks for it.
     """
 
     def __init__(self, *, https: bool, proxy: httpcore.Proxy | None) -> None:
@@ -206,27 +205,8 @@ class DeadlineTransport(httpx.BaseTransport):
             network_backend=_DeadlineNetworkBackend(),
         )
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
+    def handle_request(self, request: httpcore.Request) -> httpx.Response:
         """Send the request over the pool; the answer's body is read later, as httpx reads it."""
-        if not isinstance(request.stream, httpx.SyncByteStream):
-            raise TypeError("the request body must be a synchronous stream")
-        core_request = httpcore.Request(
-            method=request.method,
-            url=httpcore.URL(
-                scheme=request.url.raw_scheme,
-                host=request.url.raw_host,
-                port=request.url.port,
-                target=request.url.raw_path,
-            ),
-            headers=request.headers.raw,
-            content=request.stream,
-            extensions=request.extensions,
-        )
-        return self.send(core_request, request)
-
-    def send(self, request: httpcore.Request, sent: httpx.Request | None = None) -> httpx.Response:
-        """Send an httpcore request as it is (`handle_request` without an httpx.Request and its
-        URL to build: the client's own requests); `sent` is the httpx.Request it stands for."""
         with _as_httpx_errors():
             answer = self._pool.handle_request(request)
         if not isinstance(answer.stream, Iterable):
@@ -236,7 +216,6 @@ class DeadlineTransport(httpx.BaseTransport):
             headers=answer.headers,
             stream=_CoreBody(answer.stream),
             extensions=answer.extensions,
-            request=sent,
         )
 
     def close(self) -> None:

@@ -15,8 +15,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
-import httpx
-
 from convrisk.api_client.defaults import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from convrisk.api_client.errors import (
     ChangedSince,
@@ -80,6 +78,7 @@ from convrisk.api_client.remote.session import (
     DEFAULT_MAX_RESPONSE_BYTES,
     Answer,
     Session,
+    Transport,
 )
 from convrisk.api_client.resources import CONVERSATIONS, RESOURCES, RISK_PROFILES
 
@@ -522,7 +521,7 @@ class HTTPResource(Generic[M, C, U, F]):
 
 
 class HTTPBackend:
-    """The Backend of a remote service at `base_url`, over one pooled httpx.Client.
+    """The Backend of a remote service at `base_url`, over one Session (its pool of connections).
 
     `timeout` bounds each attempt from connect to last byte; `max_response_bytes` bounds each
     answer once decoded. With a `transport` of your own, the deadline is checked only between
@@ -539,7 +538,7 @@ class HTTPBackend:
         timeout: float = DEFAULT_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        transport: httpx.BaseTransport | None = None,
+        transport: Transport | None = None,
         sleep: Callable[[float], None] = time.sleep,
         random: Callable[[], float] = _random.random,
         allow_insecure_http: bool = False,

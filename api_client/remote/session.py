@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlencode
 
 import httpcore
@@ -68,9 +68,21 @@ DEFAULT_MAX_RESPONSE_BYTES = DEFAULT_MAX_RESPONSE_MB * 1024 * 1024
 _BASE_HEADERS = ((b"Accept-Encoding", b"gzip, deflate"), (b"Connection", b"keep-alive"))
 # Targets whose full URL is kept once built (the collection paths a bulk create posts to).
 _KEPT_URLS = 32
-# A GET's query up to this long is sent straight to httpcore (a longer one goes through httpx,
-# which refuses one over 64 KiB).
-_DIRECT_QUERY = 4096
+# A query up to this long is written here as httpx writes it (a longer one goes through httpx's
+# URL, which refuses one over 64 KiB).
+_WRITTEN_QUERY = 4096
+
+
+class Transport(Protocol):
+    """What a Session sends over: the deadline transport, a capture (`--as-curl`) or a test's."""
+
+    def handle_request(self, request: httpcore.Request) -> httpx.Response:
+        """Send the request; the answer's body is read afterwards, from the response's stream."""
+        ...
+
+    def close(self) -> None:
+        """Close the connections."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -112,7 +124,7 @@ class Session:
         timeout: float,
         max_retries: int,
         max_response_bytes: int,
-        transport: httpx.BaseTransport | None,
+        transport: Transport | None,
         sleep: Callable[[float], None],
         random: Callable[[], float],
         allow_insecure_http: bool = False,
@@ -266,20 +278,18 @@ class Session:
         body: Mapping[str, Any] | None,
         content: bytes | None,
         idempotency_key: str | None,
-    ) -> httpx.Request | httpcore.Request:
-        """The request every attempt sends: the same headers, body and Idempotency-Key.
-
-        A GET with a query of a usual length, over the default transport, is an httpcore
-        request; any other request is an httpx one."""
+    ) -> httpcore.Request:
+        """The request every attempt sends: the same headers, body and Idempotency-Key."""
         url = self._url(path)
-        query = None
-        if params and method == "GET" and isinstance(self._transport, DeadlineTransport):
+        target = url.raw_path
+        if params:
             encoded = urlencode(params)
-            if len(encoded) <= _DIRECT_QUERY:
-                # What httpx's copy_with(params=) writes: urlencode, nothing left to escape.
-                query = url.raw_path.partition(b"?")[0] + b"?" + encoded.encode("ascii")
-        if params and query is None:
-            url = url.copy_with(params=params)
+            if len(encoded) <= _WRITTEN_QUERY:
+                # What httpx's copy_with(params=) writes: urlencode, nothing left to escape
+                # (without parsing the URL again: a sixth of a page's request).
+                target = target.partition(b"?")[0] + b"?" + encoded.encode("ascii")
+            else:
+                target = url.copy_with(params=params).raw_path
         if body is not None:
             try:
                 content = json.dumps(dict(body), allow_nan=False, separators=(",", ":")).encode()
@@ -293,21 +303,12 @@ class Session:
             headers.append((b"Idempotency-Key", key.encode()))
         if content is not None or method in ("POST", "PUT", "PATCH"):
             headers.append((b"Content-Length", str(len(content or b"")).encode()))
-        if query is not None:
-            # Straight to httpcore: the target as httpx would write it, and no httpx.Request
-            # (its URL parsed again is a sixth of a page's request).
-            target = httpcore.URL(
-                scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=query
-            )
-            timeouts = {"timeout": self._timeouts}
-            return httpcore.Request(method, target, headers=headers, extensions=timeouts)
-        # The headers httpx.Request(content=...) would add (Host, Content-Length) are written
-        # here, so that it takes the body as a stream and builds its headers once, not twice.
-        return httpx.Request(
+        # Host and Content-Length as httpx.Request(content=...) would write them.
+        return httpcore.Request(
             method,
-            url,
+            httpcore.URL(scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=target),
             headers=headers,
-            stream=httpx.ByteStream(content or b""),
+            content=content or b"",
             extensions={"timeout": self._timeouts},
         )
 
@@ -321,9 +322,7 @@ class Session:
                 self._urls[target] = url
         return url
 
-    def _try(
-        self, request: httpx.Request | httpcore.Request, method: str, path: str
-    ) -> Answer | _Failure:
+    def _try(self, request: httpcore.Request, method: str, path: str) -> Answer | _Failure:
         """One attempt: its answer, or why there is none."""
         try:
             return self._send(request)
@@ -344,7 +343,7 @@ class Session:
             broken = connection_error(self.host, exc, self._scheme, self.scrub)
             return _Failure(broken, reached_service(exc))
 
-    def _send(self, request: httpx.Request | httpcore.Request) -> Answer:
+    def _send(self, request: httpcore.Request) -> Answer:
         """One attempt, over within `timeout` seconds of starting, from connect to last byte.
 
         The deadline reaches every socket wait of the default transport (api_client.remote.deadline)
@@ -354,11 +353,7 @@ class Session:
         at = time.monotonic() + self._timeout
         with deadline(at):
             # A timeout before the headers are in reads "waiting for the answer"...
-            if isinstance(request, httpcore.Request):
-                assert isinstance(self._transport, DeadlineTransport)
-                response = self._transport.send(request)
-            else:
-                response = self._transport.handle_request(request)
+            response = self._transport.handle_request(request)
             try:
                 return self._read(response, at)
             except httpx.ReadTimeout as exc:

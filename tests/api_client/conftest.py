@@ -10,6 +10,7 @@ import pytest
 
 from convrisk.api_client.remote.http import HTTPBackend
 from tests import described
+from tests.through_httpx import ThroughHttpx
 
 TOKEN = "sk_test_7Hq2xP9vLm4Rt8Wz"
 BASE_URL = "http://svc.test:8080"
@@ -74,7 +75,7 @@ class Remote:
         self.backend = HTTPBackend(
             options.pop("base_url", BASE_URL),
             options.pop("token", TOKEN),
-            transport=httpx.MockTransport(self.script),
+            transport=ThroughHttpx(httpx.MockTransport(self.script)),
             sleep=self.waits.append,
             **options,
         )

@@ -20,6 +20,7 @@ from convrisk.api_client.errors import (
 )
 from convrisk.api_client.record_types import ConversationCreateParams
 from convrisk.api_client.remote.session import Session
+from tests.through_httpx import ThroughHttpx
 
 from .conftest import Remote, conversation
 
@@ -92,7 +93,7 @@ def test_a_stop_ends_a_retry_wait_at_once_and_nothing_more_is_sent() -> None:
         timeout=5,
         max_retries=1,
         max_response_bytes=1024,
-        transport=httpx.MockTransport(answer),
+        transport=ThroughHttpx(httpx.MockTransport(answer)),
         sleep=time.sleep,
         random=lambda: 0.5,
         allow_insecure_http=True,  # a MockTransport: nothing leaves the process

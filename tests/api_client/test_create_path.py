@@ -19,6 +19,7 @@ from convrisk.api_client.errors import APITimeoutError, InvalidRequestError, Ser
 from convrisk.api_client.record_types import RiskProfileCreateParams
 from convrisk.api_client.records import Created
 from convrisk.api_client.remote.http import HTTPBackend
+from tests.through_httpx import ThroughHttpx
 
 from .conftest import risk_profile
 
@@ -131,7 +132,7 @@ def _quick(**options: Any) -> dict[str, Any]:
 def test_a_create_sends_the_same_request_as_httpx_would(server: _Server, base_path: str) -> None:
     direct = HTTPBackend(server.url + base_path, "tok-direct")
     through_httpx = HTTPBackend(
-        server.url + base_path, "tok-direct", transport=httpx.HTTPTransport()
+        server.url + base_path, "tok-direct", transport=ThroughHttpx(httpx.HTTPTransport())
     )
     try:
         made = direct.risk_profiles.create(PARAMS, idempotency_key="key-1")

@@ -15,6 +15,7 @@ from convrisk.api_client.endpoint import (
 )
 from convrisk.api_client.errors import InvalidRequestError
 from convrisk.api_client.remote.http import HTTPBackend
+from tests.through_httpx import ThroughHttpx
 
 
 @pytest.mark.parametrize("token", ["abc", "s3cr3t-Token_~+/=", "x" * 200, "!#$%&'*"])
@@ -146,7 +147,9 @@ def test_the_backend_is_refused_before_any_connection() -> None:
         return httpx.Response(200, json={"data": [], "has_more": False})
 
     with pytest.raises(InvalidRequestError, match="plain http://") as info:
-        HTTPBackend("http://svc.invalid", "tok-1234", transport=httpx.MockTransport(answer))
+        HTTPBackend(
+            "http://svc.invalid", "tok-1234", transport=ThroughHttpx(httpx.MockTransport(answer))
+        )
     assert info.value.param == "base_url" and not info.value.answered
     assert sent == []
 

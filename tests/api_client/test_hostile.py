@@ -25,6 +25,7 @@ from convrisk.api_client.remote.http import HTTPBackend
 from convrisk.local_backend.backend import LocalBackend
 from convrisk.local_backend.serve.server import make_server
 from tests.loopback import JSONService, on_loopback, running, url_of
+from tests.through_httpx import ThroughHttpx
 
 from .conftest import conversation
 
@@ -207,7 +208,7 @@ def test_any_other_path_prefix_is_kept_before_v1() -> None:
         return httpx.Response(200, json={"data": [], "has_more": False})
 
     for base in ("http://svc.test/api", "http://svc.test/api/v1", "http://svc.test/api/v1/"):
-        mock = httpx.MockTransport(answer)
+        mock = ThroughHttpx(httpx.MockTransport(answer))
         with HTTPBackend(base, "tok", transport=mock, allow_insecure_http=True) as backend:
             backend.conversations.list()
     assert seen == ["/api/v1/conversations"] * 3

@@ -1,5 +1,5 @@
 """A list's request on the wire: its target and headers as httpx writes them, whatever the
-filter's text, whether it goes to httpcore straight (a usual query) or through httpx (a long one).
+filter's text and however long the query.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ GROUPS = [
     "~._-",
     "[x]:@!$'()*,;",
     "\u2028\x7f",
-    "g" * 5000,  # a query over the length sent straight to httpcore
+    "g" * 5000,  # a long query
 ]
 
 
@@ -77,9 +77,8 @@ def test_a_query_too_long_for_a_url_is_refused_as_httpx_refuses_it(server: _Serv
     assert server.seen == []
 
 
-def test_a_refused_list_request_is_the_same_error_either_way(server: _Server) -> None:
-    # Nothing listens there any more: the request sent straight and the one through httpx fail
-    # alike.
+def test_a_refused_list_request_is_the_same_error_whatever_its_length(server: _Server) -> None:
+    # Nothing listens there any more: a usual list request and a long one fail alike.
     base = url_of(server)
     server.shutdown()
     server.server_close()

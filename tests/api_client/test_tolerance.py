@@ -15,6 +15,7 @@ from convrisk.api_client.errors import (
     ServiceError,
 )
 from convrisk.api_client.records import Deleted
+from tests.through_httpx import ThroughHttpx
 
 from .conftest import Remote, conversation, risk_profile
 
@@ -341,7 +342,7 @@ def test_a_short_token_does_not_mangle_error_messages() -> None:
         body = {"error": {"type": "not_found_error", "message": "No such thing; token T refused"}}
         return httpx.Response(404, json=body)
 
-    mock = httpx.MockTransport(answer)
+    mock = ThroughHttpx(httpx.MockTransport(answer))
     backend = HTTPBackend("http://svc.test", "T", transport=mock, allow_insecure_http=True)
     try:
         backend.conversations.retrieve("conv_1")

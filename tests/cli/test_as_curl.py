@@ -456,6 +456,7 @@ def test_printed_lines_send_what_convrisk_sends(
         ["conv", "import", str(records)],
         ["conv", "update", "conv_1", "conv_2", "--pin", "--archived-at", "2024-05-01"],
         ["conv", "delete", "conv_1", "--yes"],
+        ["conv", "list", "--group-id", "g é&x=1 /?", "--limit", "5"],
         ["risk", "create", "--customer-id", "c", "--profile-type", "low", "--score", "1"],
         ["api", "-X", "PATCH", "/v1/conversations/conv_1?x=1", "-d", '{\n "a": "\\u00e9"\n}'],
     ]

@@ -13,6 +13,7 @@ from convrisk.api_client.errors import ConvriskError
 from convrisk.cli.context import AppContext
 from convrisk.cli.journal.journaled import JournaledBackend, Recorder
 from convrisk.local_backend.backend import LocalBackend
+from tests.through_httpx import ThroughHttpx
 
 
 @pytest.fixture
@@ -175,7 +176,10 @@ def test_a_remote_update_or_delete_whose_read_before_it_fails_journals_nothing(
         journal, profile="p", backend="remote", target="t", argv=["convrisk"], warn=print
     )
     inner = HTTPBackend(
-        "http://127.0.0.1:9", "tok", transport=httpx.MockTransport(answer), max_retries=0
+        "http://127.0.0.1:9",
+        "tok",
+        transport=ThroughHttpx(httpx.MockTransport(answer)),
+        max_retries=0,
     )
     made = JournaledBackend(inner, recorder)
     try:

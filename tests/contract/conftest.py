@@ -15,6 +15,7 @@ from convrisk.api_client import Backend, Client
 from convrisk.api_client.remote.http import HTTPBackend
 from convrisk.local_backend.backend import LocalBackend
 from tests.shared_server import SharedServer, shared_server
+from tests.through_httpx import ThroughHttpx
 
 TOKEN = "contract-token-3b9e"
 START = 1_700_000_000
@@ -63,7 +64,10 @@ def open_leg(name: str, db_path: Path, stack: ExitStack, shared: SharedServer) -
     if name == "remote":
         server = stack.enter_context(shared.serving(local, []))
         remote = HTTPBackend(
-            server.url, TOKEN, timeout=10.0, transport=httpx.HTTPTransport(verify=_TLS)
+            server.url,
+            TOKEN,
+            timeout=10.0,
+            transport=ThroughHttpx(httpx.HTTPTransport(verify=_TLS)),
         )
         stack.callback(remote.close)
         backend = remote
