@@ -41,13 +41,17 @@ def screen_text(svg: str) -> str:
     return "\n".join(line.replace("&#160;", " ") for line in lines)
 
 
+# Read as the module loads: the isolation fixture takes every CONVRISK_ variable away from a test.
+UPDATING = os.environ.get("CONVRISK_UPDATE_SNAPSHOTS") == "1"
+
+
 @pytest.mark.writes_into("tests/cli/snapshots/ui")  # with CONVRISK_UPDATE_SNAPSHOTS=1 only
 @pytest.mark.parametrize("shot", SHOTS, ids=[shot.name for shot in SHOTS])
 def test_each_screen_looks_as_its_snapshot(
     shot: Shot, fixed_env: dict[str, str], tmp_path: Path
 ) -> None:
     kept = SNAPSHOTS / f"{shot.name}.svg"
-    updating = os.environ.get("CONVRISK_UPDATE_SNAPSHOTS") == "1"
+    updating = UPDATING
     if not updating and MADE_WITH.read_text().strip() != INSTALLED:
         pytest.skip(
             f"snapshots drawn with Textual {MADE_WITH.read_text().strip()}, not {INSTALLED}"
