@@ -108,11 +108,11 @@ def test_a_string_filter_takes_its_fields_metavar_and_help_and_refuses_an_empty_
 
 
 def test_nothing_to_change_names_the_new_options_with_the_others() -> None:
+    plain = _problem(_update(CONVERSATIONS)[0])
     message = _problem(_update(_with(CONVERSATIONS, FLAGGED))[0])
-    assert message == (
-        "Nothing to change: give --pin/--unpin, --mute/--unmute, --archive/--unarchive, "
-        "--archived-at, --flag/--unflag, --pinned-message-id or --clear-pinned-message."
-    )
+    assert plain.startswith("Nothing to change: give --")
+    assert "--flag/--unflag, " in message
+    assert message.replace("--flag/--unflag, ", "") == plain
 
 
 def test_a_nullable_string_with_a_clear_option_sets_or_clears_it_but_not_both() -> None:
