@@ -131,7 +131,9 @@ class Page(Generic[R]):
 
     def __len__(self) -> int:
         """How many records the page holds."""
-        return len(self._ids if self._ids is not None else self.records)
+        if self._ids is not None:
+            return len(self._ids)
+        return len(self.records)
 
     def cut(self, size: int) -> None:
         """Keep the first `size` records only (more exist, then)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -56,10 +56,11 @@ def _scenario(client: Client, advance: Callable[[float], None]) -> list[Any]:
     out.append([c for c in conv.iterate(page_size=1)])
     # The export path: the same pages as JSON text, which parses back to the same records.
     risk.create(RISK | {"score": 0.1, "details": {"é": [1.5, None, "\x1b"]}})
-    for pages in (
+    walks: list[Iterator[Page[Any]]] = [
         conv.iter_pages(page_size=1, view="json"),
         risk.iter_pages({"customer_id": "cus_1"}, view="json"),
-    ):
+    ]
+    for pages in walks:
         out.append(
             [
                 {
