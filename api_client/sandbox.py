@@ -31,8 +31,26 @@ REQUEST_FIELDS = (
     "body",
     "body_truncated",
     "fault",
+    "fault_rule",
     "duration_ms",
     "violations",
+)
+
+# The fields of an aimed fault rule (`/__sandbox/faults`), in the order they are shown.
+FAULT_FIELDS = (
+    "id",
+    "method",
+    "path",
+    "status",
+    "drop",
+    "drop_after",
+    "times",
+    "after",
+    "delay_ms",
+    "retry_after",
+    "body_jq",
+    "seen",
+    "fired",
 )
 
 # A quoted name: `serve` reads MAX_SNAPSHOT_BYTES here without loading the HTTP answer's module.
@@ -77,7 +95,8 @@ def requests(
 
 
 def reset(send: Send) -> None:
-    """Empty the store (both resources, idempotency keys) and clear the request journal."""
+    """Empty the store (both resources, idempotency keys), clear the request journal and the
+    aimed fault rules, and rewind the seeded random faults and latency."""
     target = PREFIX + "reset"
     if _json(send("POST", target, None), target).get("reset") is not True:
         raise _not_a_sandbox(target, "its answer does not say it was reset")
@@ -98,6 +117,87 @@ def restore(send: Send, snapshot: bytes) -> dict[str, int]:
     ):
         raise _not_a_sandbox(target, "its answer does not say what was restored")
     return {str(name): int(count) for name, count in restored.items()}
+
+
+def add_fault(send: Send, rule: dict[str, Any]) -> dict[str, Any]:
+    """Add an aimed fault rule (after those already there): the rule as the sandbox keeps it,
+    with its id and its counts."""
+    target = PREFIX + "faults"
+    body = json.dumps(rule, separators=(",", ":")).encode("utf-8")
+    added = _json(send("POST", target, body), target)
+    if not isinstance(added.get("id"), int):
+        raise _not_a_sandbox(target, "its answer is not a fault rule")
+    return added
+
+
+def faults(send: Send) -> list[dict[str, Any]]:
+    """The aimed fault rules, in the order added, each with how often it was seen and fired."""
+    target = PREFIX + "faults"
+    data = _json(send("GET", target, None), target).get("data")
+    if not isinstance(data, list) or not all(
+        isinstance(rule, dict) and isinstance(rule.get("id"), int) for rule in data
+    ):
+        raise _not_a_sandbox(target, "its answer is not a list of fault rules")
+    return data
+
+
+def clear_faults(send: Send) -> int:
+    """Remove every aimed fault rule: how many there were."""
+    target = PREFIX + "faults"
+    cleared = _json(send("DELETE", target, None), target).get("cleared")
+    if not isinstance(cleared, int) or isinstance(cleared, bool):
+        raise _not_a_sandbox(target, "its answer does not say how many rules it removed")
+    return cleared
+
+
+def glob_problem(glob: str) -> str | None:
+    """What makes a path glob unusable (empty, a space or control character, a `[` never
+    closed), or None: the one check of `sandbox requests --path`, `fault add --path` and the
+    sandbox's own routes."""
+    if not glob:
+        return "it is empty"
+    if any(not char.isprintable() or char.isspace() for char in glob):
+        return "it holds a space or a control character (percent-encode it, as in the path)"
+    return _unclosed_bracket(glob)
+
+
+# The path glob of a fault rule, as one regular expression that Python and JSON Schema (ECMA-262)
+# read alike: printable ASCII without a space (a path is sent percent-encoded), each `[` closed
+# by a `]`, and a set never begun with `]` or `!]` (fnmatch's `[]]` and `[!]]` are not taken).
+_LITERAL = r"[!-Z\\-~]"
+_SET = r'\[(?:![!-\\^-~]|["-\\^-~])[!-\\^-~]*\]'
+FAULT_GLOB = f"(?:{_LITERAL}|{_SET})+"
+
+
+def fault_glob_problem(glob: str) -> str | None:
+    """What makes a glob unusable as a fault rule's path (glob_problem's, and FAULT_GLOB's), or
+    None."""
+    import re
+
+    problem = glob_problem(glob)
+    if problem is None and not glob.isascii():
+        problem = "it holds a character outside ASCII (percent-encode it, as in the path)"
+    if problem is None and re.fullmatch(FAULT_GLOB, glob) is None:
+        problem = "a set [...] must not begin with ] or !] (name the character another way)"
+    return problem
+
+
+def _unclosed_bracket(glob: str) -> str | None:
+    """Where a `[` has no `]` to close it (fnmatch would read it as a plain character)."""
+    i = 0
+    while i < len(glob):
+        if glob[i] == "[":
+            j = i + 1
+            if j < len(glob) and glob[j] == "!":
+                j += 1
+            if j < len(glob) and glob[j] == "]":
+                j += 1
+            close = glob.find("]", j)
+            if close < 0:
+                return f"the [ at character {i + 1} is never closed by ]"
+            i = close
+        i += 1
+    return None
 
 
 def _checked(answer: RawAnswer, target: str) -> RawAnswer:

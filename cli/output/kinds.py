@@ -340,8 +340,11 @@ def _answered(row: Row) -> str:
     how many contract violations a proxying serve found in it."""
     status = row.get("status")
     shown = "-" if status is None else str(status)
-    fault = row.get("fault")
-    shown = f"{shown} ({fault})" if fault else shown
+    fault, rule = row.get("fault"), row.get("fault_rule")
+    if fault and rule is not None:
+        shown = f"{shown} ({fault}, rule {rule})"
+    elif fault:
+        shown = f"{shown} ({fault})"
     found = row.get("violations")
     if isinstance(found, list) and found:
         shown += f" ({len(found)} violation{'s' if len(found) > 1 else ''})"
@@ -360,6 +363,7 @@ _REQUEST_COLUMNS = (
     Column("body", "BODY"),
     Column("body_truncated", "BODY_TRUNCATED", "bool"),
     Column("fault", "FAULT"),
+    Column("fault_rule", "FAULT_RULE", "number"),
     Column("duration_ms", "DURATION_MS", "number"),
     Column("violations", "VIOLATIONS", "json"),
 )
@@ -379,6 +383,59 @@ REQUESTS = Kind(
     narrowing=(("drop", "body"), ("date", "time"), ("drop", "duration_ms")),
     id_key="seq",
     never_cut=("seq",),
+)
+
+
+def _fault_done(row: Row) -> str:
+    """What an aimed fault rule does when it fires, in a few words: `503 retry-after 2`,
+    `drop`, `drop-after`, with its delay and jq program."""
+    parts = []
+    if row.get("delay_ms"):
+        parts.append(f"delay {row.get('delay_ms')}ms")
+    if row.get("status") is not None:
+        parts.append(str(row.get("status")))
+        if row.get("retry_after") is not None:
+            parts.append(f"retry-after {row.get('retry_after')}")
+    if row.get("drop"):
+        parts.append("drop")
+    if row.get("drop_after"):
+        parts.append("drop-after")
+    if row.get("body_jq") is not None:
+        parts.append(f"body-jq {row.get('body_jq')}")
+    return " ".join(parts)
+
+
+_FAULT_RULE_COLUMNS = (
+    Column("id", "ID", "number"),
+    Column("method", "METHOD"),
+    Column("path", "PATH"),
+    Column("status", "STATUS", "number"),
+    Column("drop", "DROP", "bool"),
+    Column("drop_after", "DROP_AFTER", "bool"),
+    Column("times", "TIMES", "number"),
+    Column("after", "AFTER", "number"),
+    Column("delay_ms", "DELAY_MS", "number"),
+    Column("retry_after", "RETRY_AFTER", "number"),
+    Column("body_jq", "BODY_JQ"),
+    Column("seen", "SEEN", "number"),
+    Column("fired", "FIRED", "number"),
+)
+# `convrisk sandbox fault list` and `fault add`: the aimed fault rules of a `convrisk serve`.
+FAULT_RULES = Kind(
+    "fault rule",
+    "fault rules",
+    _FAULT_RULE_COLUMNS,
+    (
+        Column("id", "ID", "number"),
+        Column("method", "METHOD"),
+        Column("path", "PATH"),
+        Column("fault", "FAULT", value=_fault_done),
+        Column("after", "AFTER", "number"),
+        Column("times", "TIMES", "number"),
+        Column("seen", "SEEN", "number"),
+        Column("fired", "FIRED", "number"),
+    ),
+    never_cut=("id",),
 )
 
 

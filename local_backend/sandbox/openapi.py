@@ -32,6 +32,7 @@ from convrisk.api_client.params import (
 from convrisk.api_client.records import REPLAYED_HEADER, Deleted
 from convrisk.api_client.resources import ID_BODY_LENGTH, RESOURCES, Field, Resource
 from convrisk.api_client.sandbox import MAX_SNAPSHOT_BYTES
+from convrisk.local_backend.sandbox import openapi_faults
 from convrisk.local_backend.sandbox.request_journal import (
     BODY_CUT,
     JOURNAL_SIZE,
@@ -418,6 +419,7 @@ def _paths() -> dict[str, Any]:
         }
     }
     paths |= _sandbox_paths()
+    paths |= openapi_faults.paths(_error_responses, SANDBOX_TAG)
     return paths
 
 
@@ -555,8 +557,13 @@ def _sandbox_schemas() -> dict[str, Any]:
             "body_truncated": {"type": "boolean"},
             "fault": {
                 "type": ["string", "null"],
-                "description": "The fault `serve --faults` injected: 500, 503, 429, drop or "
-                "drop-after.",
+                "description": "The fault injected: by `serve --faults`, 500, 503, 429, drop or "
+                "drop-after; by an aimed rule, its status, drop, drop-after, body-jq or delay.",
+            },
+            "fault_rule": {
+                "type": ["integer", "null"],
+                "minimum": 1,
+                "description": "The id of the aimed fault rule that fired on it, or null.",
             },
             "duration_ms": {"type": "number", "minimum": 0},
             "violations": {
@@ -613,6 +620,7 @@ def _document() -> dict[str, Any]:
     schemas |= {f"{r.model}Page": _page_schema(r.model) for r in resources}
     schemas["Error"] = _error_schema()
     schemas |= _sandbox_schemas()
+    schemas |= openapi_faults.schemas()
     for r in resources:
         schemas[f"{r.model}Create"] = _create_body(r)
         schemas[f"{r.model}Update"] = _update_body(r)

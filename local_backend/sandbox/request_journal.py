@@ -21,6 +21,7 @@ REQUESTS_PATH = "/__sandbox/requests"
 RESET_PATH = "/__sandbox/reset"
 SNAPSHOT_PATH = "/__sandbox/snapshot"
 RESTORE_PATH = "/__sandbox/restore"
+FAULTS_PATH = "/__sandbox/faults"
 # Requests kept; beyond, the oldest is dropped (and counted).
 JOURNAL_SIZE = 10_000
 # Bytes of a body kept in an entry.
@@ -58,6 +59,8 @@ class Entry(NamedTuple):
     duration: float
     # How the request or its answer broke the OpenAPI document (`serve --proxy-to` only).
     violations: tuple[dict[str, str], ...] = ()
+    # The id of the aimed fault rule that fired on it (local_backend.sandbox.fault_rules).
+    fault_rule: int | None = None
 
 
 class Journal:
@@ -83,6 +86,7 @@ class Journal:
         fault: str | None,
         duration: float,
         violations: tuple[dict[str, str], ...] = (),
+        fault_rule: int | None = None,
     ) -> None:
         """Keep one request (O(1): the body is sliced, not copied whole)."""
         key = None
@@ -107,6 +111,7 @@ class Journal:
                 fault,
                 duration,
                 violations,
+                fault_rule,
             )
         )
 
@@ -141,6 +146,7 @@ class Journal:
             "body": body,
             "body_truncated": entry.body_length > BODY_CUT,
             "fault": entry.fault,
+            "fault_rule": entry.fault_rule,
             "duration_ms": round(entry.duration * 1000, 3),
             "violations": [
                 {name: scrub(text) for name, text in found.items()} for found in entry.violations

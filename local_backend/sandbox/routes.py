@@ -1,5 +1,6 @@
 """The admin routes of `convrisk serve` under `/__sandbox/`: list and clear the request journal
-(local_backend.sandbox.request_journal), reset the store, take a snapshot of it and restore one
+(local_backend.sandbox.request_journal), add, list and clear the aimed fault rules
+(local_backend.sandbox.fault_rules), reset the store, take a snapshot of it and restore one
 (local_backend.sandbox.snapshot). The same bearer token as `/v1`."""
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from convrisk.api_client import sandbox as sandbox_api
 from convrisk.api_client.errors import InvalidRequestError, NotFoundError
 from convrisk.api_client.text import printable
 from convrisk.local_backend.sandbox import snapshot
+from convrisk.local_backend.sandbox.fault_rules import MAX_RULE_BYTES, FaultRules
 from convrisk.local_backend.sandbox.request_journal import (
+    FAULTS_PATH,
     REQUESTS_PATH,
     RESET_PATH,
     RESTORE_PATH,
@@ -39,7 +42,10 @@ ROUTES: dict[str, tuple[str, ...]] = {
     RESET_PATH: ("POST",),
     SNAPSHOT_PATH: ("GET",),
     RESTORE_PATH: ("POST",),
+    FAULTS_PATH: ("GET", "POST", "DELETE"),
 }
+# The routes proxy mode has: the journal and the fault rules are the sandbox's own.
+PROXY_ROUTES = (REQUESTS_PATH, FAULTS_PATH)
 NDJSON = "application/x-ndjson"
 # Reads the request's body, at most this many bytes: the body, or the answer refusing it.
 BodyReader = Callable[[int, Callable[[], InvalidRequestError]], Awaitable["bytes | Answer"]]
@@ -65,9 +71,19 @@ class Sandbox:
     """The admin routes over a Wire (for the token) and the journal of its server."""
 
     def __init__(
-        self, wire: Wire, journal: Journal, writer: Executor, *, proxy_mode: bool = False
+        self,
+        wire: Wire,
+        journal: Journal,
+        writer: Executor,
+        *,
+        proxy_mode: bool = False,
+        on_reset: Callable[[], None] = lambda: None,
     ) -> None:
         self.wire = wire
+        # The aimed fault rules the server offers every API request (local_backend.serve).
+        self.faults = FaultRules()
+        # What else a reset rewinds: the server's seeded random faults and latency.
+        self._on_reset = on_reset
         # `serve --proxy-to`: the records are the upstream's; only the journal is the sandbox's.
         self.proxy_mode = proxy_mode
         self.journal = journal
@@ -77,7 +93,8 @@ class Sandbox:
     async def handle(
         self, method: str, path: str, query: str, headers: Headers, read_body: BodyReader
     ) -> Answer:
-        """Answer one admin request (a path under PREFIX); only a restore reads the body."""
+        """Answer one admin request (a path under PREFIX); only a restore and a new fault rule
+        read the body."""
         refused = self.wire.refuse_token(headers)
         if refused is not None:
             return refused
@@ -92,15 +109,19 @@ class Sandbox:
                 status=405,
             )
             return error_answer(error, (("allow", ", ".join(allowed)),))
-        if self.proxy_mode and path != REQUESTS_PATH:
+        if self.proxy_mode and path not in PROXY_ROUTES:
             error = InvalidRequestError(
                 f"{printable(path)} does not apply in proxy mode (serve --proxy-to): the records "
-                "are the upstream's; only the request journal (/__sandbox/requests) is here.",
+                "are the upstream's; only the request journal (/__sandbox/requests) and the "
+                "fault rules (/__sandbox/faults) are here.",
                 status=409,
             )
             return error_answer(error)
         try:
-            params = _query(query, _FILTERS if method == "GET" else ())
+            filters = _FILTERS if method == "GET" and path == REQUESTS_PATH else ()
+            params = _query(query, filters)
+            if path == FAULTS_PATH:
+                return await self._faults(method, headers, read_body)
             if path == RESET_PATH:
                 return await self._reset()
             if path == SNAPSHOT_PATH:
@@ -113,6 +134,18 @@ class Sandbox:
             return self._list(params)
         except InvalidRequestError as exc:
             return error_answer(exc)
+
+    async def _faults(self, method: str, headers: Headers, read_body: BodyReader) -> Answer:
+        if method == "GET":
+            return json_answer(200, {"data": self.faults.listed()})
+        if method == "DELETE":
+            return json_answer(200, {"cleared": self.faults.clear()})
+        body = await read_body(MAX_RULE_BYTES, _rule_too_large)
+        if isinstance(body, Answer):
+            return body
+        key = next((value.strip() for name, value in headers if name == "idempotency-key"), None)
+        rule, new = self.faults.add(body, key or None)
+        return json_answer(201 if new else 200, rule)
 
     def _list(self, params: dict[str, str]) -> Answer:
         method = params.get("method")
@@ -143,6 +176,8 @@ class Sandbox:
     async def _reset(self) -> Answer:
         await asyncio.get_running_loop().run_in_executor(self._writer, self._store().reset)
         self.journal.clear()
+        self.faults.reset()
+        self._on_reset()
         return json_answer(200, {"reset": True})
 
     async def _snapshot(self) -> Answer:
@@ -160,6 +195,10 @@ class Sandbox:
 
         counts = await asyncio.get_running_loop().run_in_executor(self._writer, restore)
         return json_answer(200, {"restored": counts})
+
+
+def _rule_too_large() -> InvalidRequestError:
+    return InvalidRequestError(f"A fault rule's body is over {MAX_RULE_BYTES} bytes.", status=413)
 
 
 def _query(query: str, allowed: tuple[str, ...]) -> dict[str, str]:

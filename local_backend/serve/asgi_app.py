@@ -1,9 +1,11 @@
 """The ASGI app of `convrisk serve`: `Wire` behind a socket, with injected trouble and the log.
 
 It reads the request, asks `Wire` for the answer and writes it (two ASGI messages); it adds
-what only a socket has: injected latency and faults, body deadlines, the connection limit (503),
-the budget of bodies held at once across all requests (local_backend.serve.memory: 503 past it), one
-log line per request, and a JSON 500 should anything here fail (uvicorn's own is text).
+what only a socket has: injected latency and faults (seeded random ones, and the aimed fault
+rules of `/__sandbox/faults`, offered every API request first), body deadlines, the connection
+limit (503), the budget of bodies held at once across all requests (local_backend.serve.memory:
+503 past it), one log line per request, and a JSON 500 should anything here fail (uvicorn's own
+is text).
 The backend runs on the event loop (told never to wait for a lock) or, when it would have to wait,
 on one writer thread; creates that arrive in one turn of the loop are committed together.
 """
@@ -35,11 +37,19 @@ from convrisk.local_backend.sandbox.wire import (
     too_large,
 )
 from convrisk.local_backend.serve.access_log import AccessLog
-from convrisk.local_backend.serve.faults import Chaos, Connections, Dice, injected
+from convrisk.local_backend.serve.faults import (
+    Chaos,
+    Connections,
+    Dice,
+    injected,
+    rule_error,
+    shaped,
+)
 from convrisk.local_backend.serve.memory import RETRY_AFTER, Budget, Hold, Memory
 from convrisk.local_backend.store.database import WouldWait, never_wait
 
 if TYPE_CHECKING:
+    from convrisk.local_backend.sandbox.fault_rules import Rule
     from convrisk.local_backend.serve.proxy import Proxy
 
 # A body may pause this long between reads,
@@ -91,12 +101,19 @@ class ServeApp:
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="convrisk-writer")
         # Every request but the admin ones, for the admin routes (local_backend.sandbox.routes).
         self.journal = journal if journal is not None else Journal("")
-        self.sandbox = Sandbox(wire, self.journal, self.writer, proxy_mode=proxy is not None)
+        self.sandbox = Sandbox(
+            wire, self.journal, self.writer, proxy_mode=proxy is not None, on_reset=self._rewind
+        )
         # Creates waiting for the next group commit (see _create), and whether one is due.
         self._creates: list[Pending] = []
         self._commit_due = False
         # Batches on the writer thread (a reference to each task, so that it is not collected).
         self._waiting: set[asyncio.Task[None]] = set()
+
+    def _rewind(self) -> None:
+        """A reset: the seeded random faults and latency start over."""
+        if self._dice is not None:
+            self._dice.rewind()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """One request (lifespan and other scope types are not used)."""
@@ -151,9 +168,12 @@ class ServeApp:
             for found in violations:
                 self.log.violation(method, path, found)
             if not admin:
+                fired = None if rule is None else rule.id
                 self.journal.record(
-                    method, path, query, headers, body, status, fault, took, violations
+                    method, path, query, headers, body, status, fault, took, violations, fired
                 )
+
+        rule: Rule | None = None
 
         admin = path.startswith(PREFIX)
 
@@ -192,8 +212,15 @@ class ServeApp:
             close = answer.status in (413, 503) if read else _body_pending(headers)
             return await self._send(scope, receive, send, answer, close=close)
         fault = None
-        if self._dice is not None and path != OPENAPI_PATH:
-            delay, fault = self._dice.roll()
+        if path != OPENAPI_PATH:
+            # The draws are made for every request, a rule firing or not, so that a seed gives
+            # the same faults to the same request numbers whatever rules there are.
+            delay, fault = self._dice.roll() if self._dice is not None else (0.0, None)
+            rule = self.sandbox.faults.offer(method, path)
+            if rule is not None:
+                # An aimed rule that fires stands in for the random fault.
+                fault = rule.kind
+                delay += rule.delay_ms / 1000
             if delay:
                 await asyncio.sleep(delay)
             # Each line is logged before the answer goes out (or the connection is dropped),
@@ -201,13 +228,17 @@ class ServeApp:
             if fault == "drop":
                 done(None, fault)
                 return await self.connections.drop(client)
-            if fault in ("500", "503", "429"):
+            if rule is not None and rule.status is not None and rule.status >= 400:
+                answer = shaped(rule, rule_error(rule))
+                done(answer.status, fault)
+                return await self._send(scope, receive, send, answer, close=_body_pending(headers))
+            if rule is None and fault in ("500", "503", "429"):
                 answer = injected(int(fault))
                 done(answer.status, fault)
                 return await self._send(scope, receive, send, answer, close=_body_pending(headers))
 
         if self.proxy is not None and _forwarded(path):
-            return await self._forward(scope, receive, send, headers, fault, done, hold)
+            return await self._forward(scope, receive, send, headers, fault, rule, done, hold)
 
         call = self.wire.start(method, path, query, headers)
         close = False
@@ -231,7 +262,9 @@ class ServeApp:
         if fault == "drop-after":
             done(answer.status, fault, sent)
             return await self.connections.drop(client)
-        done(answer.status, body=sent)
+        if rule is not None:
+            answer = shaped(rule, answer)
+        done(answer.status, fault if rule is not None else None, sent)
         if answer.internal is not None:
             self.log.error(method, path, answer.internal)
         await self._send(scope, receive, send, answer, close=close)
@@ -243,6 +276,7 @@ class ServeApp:
         send: Send,
         headers: list[tuple[str, str]],
         fault: str | None,
+        rule: Rule | None,
         done: Callable[..., None],
         hold: Hold,
     ) -> None:
@@ -267,8 +301,12 @@ class ServeApp:
         if fault == "drop-after":
             done(answer.status, fault, body, violations)
             return await self.connections.drop(scope.get("client"))
-        done(answer.status, None, body, violations)
-        await self._send(scope, receive, send, answer, close=False, as_sent=not forwarded.own)
+        as_sent = not forwarded.own
+        if rule is not None:
+            answer = shaped(rule, answer)
+            as_sent = as_sent and rule.program is None
+        done(answer.status, fault if rule is not None else None, body, violations)
+        await self._send(scope, receive, send, answer, close=False, as_sent=as_sent)
 
     async def _run(self, call: Call, body: bytes) -> Answer:
         """Run the operation right here, or on the writer thread when it would have to wait.
