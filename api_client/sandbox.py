@@ -53,6 +53,14 @@ FAULT_FIELDS = (
     "fired",
 )
 
+# The bounds of a fault rule's numbers, the same for the sandbox (local_backend.sandbox.
+# fault_rules) and `sandbox fault add`: `times` and `after`, `delay_ms`, `retry_after` (seconds),
+# and the statuses it may answer with.
+MAX_FAULT_COUNT = 1_000_000_000
+MAX_FAULT_DELAY_MS = 60_000
+MAX_FAULT_RETRY_AFTER = 86_400
+FAULT_STATUSES = (200, 599)
+
 # A quoted name: `serve` reads MAX_SNAPSHOT_BYTES here without loading the HTTP answer's module.
 Send = Callable[[str, str, bytes | None], "RawAnswer"]
 

@@ -1,5 +1,5 @@
-"""`convrisk sandbox`: the request journal, reset, snapshot and restore of a `convrisk serve`
-(DESIGN 5.4), through its admin routes."""
+"""`convrisk sandbox`: the request journal, aimed faults (`sandbox fault`), reset, snapshot and
+restore of a `convrisk serve` (DESIGN 5.4, 6.4), through its admin routes."""
 
 from __future__ import annotations
 
@@ -12,11 +12,13 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import typer
 
 from convrisk.cli import guard
+from convrisk.cli.commands.base import Group, with_global_options
 from convrisk.cli.context import AppContext, app_context
 from convrisk.cli.errors import UsageProblem, VerifyFailed
 from convrisk.cli.options import common as opt
 from convrisk.cli.options import values
-from convrisk.cli.output.kinds import REQUESTS
+from convrisk.cli.options.sandbox_values import compile_jq, fault_rule, http_method, path_glob
+from convrisk.cli.output.kinds import FAULT_RULES, REQUESTS
 
 if TYPE_CHECKING:
     from convrisk.api_client.sandbox import Send
@@ -25,12 +27,13 @@ if TYPE_CHECKING:
 MAX_NEAR_MISSES = 10
 
 app = typer.Typer(
-    help="""A `convrisk serve` sandbox as a test double: what it was sent, reset, snapshot and
-    restore (the profile's base_url and token).
+    help="""A `convrisk serve` sandbox as a test double: what it was sent, aimed faults, reset,
+    snapshot and restore (the profile's base_url and token).
 
     \b
     Example:
       convrisk sandbox reset
+      convrisk sandbox fault add --method POST --path /v1/conversations --status 503
       convrisk sandbox verify --method POST --path /v1/conversations --count 1
       convrisk sandbox requests --path '/v1/risk-profiles/*' -o json
     """,
@@ -52,7 +55,7 @@ PathGlob = Annotated[
 ]
 
 
-def _sandbox(run: AppContext) -> Send:
+def sandbox_send(run: AppContext) -> Send:
     """How to reach the sandbox's admin routes: the remote backend's one request path."""
     settings = run.settings()
     if not settings.is_remote:
@@ -62,57 +65,6 @@ def _sandbox(run: AppContext) -> Send:
             param="--base-url",
         )
     return run.client().send
-
-
-def _method(text: str | None, *, needed: bool = False) -> str | None:
-    """--method in capitals; a usage error for what is no HTTP method."""
-    if text is None:
-        if needed:
-            raise UsageProblem(
-                "--method M is needed (GET, POST, PUT, DELETE...).", param="--method"
-            )
-        return None
-    if not text.isascii() or not text.isalpha():
-        raise UsageProblem(
-            f"--method takes an HTTP method such as GET or POST, not {text!r}.", param="--method"
-        )
-    return text.upper()
-
-
-def _glob(text: str | None, *, needed: bool = False) -> str | None:
-    """--path GLOB, checked to compile: no space or control character, each [ closed by ]."""
-    if text is None:
-        if needed:
-            raise UsageProblem("--path GLOB is needed (e.g. '/v1/conversations*').", param="--path")
-        return None
-    problem = None
-    if not text:
-        problem = "it is empty"
-    elif any(not char.isprintable() or char.isspace() for char in text):
-        problem = "it holds a space or a control character (percent-encode it, as in the path)"
-    else:
-        problem = _unclosed_bracket(text)
-    if problem is not None:
-        raise UsageProblem(f"--path {text!r} is not a valid glob: {problem}.", param="--path")
-    return text
-
-
-def _unclosed_bracket(glob: str) -> str | None:
-    """Where a `[` has no `]` to close it (fnmatch would read it as a plain character)."""
-    i = 0
-    while i < len(glob):
-        if glob[i] == "[":
-            j = i + 1
-            if j < len(glob) and glob[j] == "!":
-                j += 1
-            if j < len(glob) and glob[j] == "]":
-                j += 1
-            close = glob.find("]", j)
-            if close < 0:
-                return f"the [ at character {i + 1} is never closed by ]"
-            i = close
-        i += 1
-    return None
 
 
 @app.command("requests")
@@ -140,9 +92,9 @@ def requests(
     run = app_context(ctx)
     printer = run.printer(output)
     printer.format_for(REQUESTS)
-    verb, glob = _method(method), _glob(path)
+    verb, glob = http_method(method), path_glob(path)
     code = None if status is None else values.whole_number(status, "--status", low=100, high=599)
-    journal = sandbox.requests(_sandbox(run), method=verb, path=glob, status=code)
+    journal = sandbox.requests(sandbox_send(run), method=verb, path=glob, status=code)
     from convrisk.api_client.page import Page
 
     page = Page(False, records=cast("list[Any]", journal.requests))
@@ -190,14 +142,14 @@ def verify(
 
     run = app_context(ctx)
     printer = run.printer()
-    verb, glob = _method(method, needed=True), _glob(path, needed=True)
+    verb, glob = http_method(method, needed=True), path_glob(path, needed=True)
     assert verb is not None and glob is not None
     if count is not None and at_least is not None:
         raise UsageProblem("Give --count or --at-least, not both.", param="--count")
     exact = None if count is None else values.whole_number(count, "--count", low=0)
     least = 1 if at_least is None else values.whole_number(at_least, "--at-least", low=0)
     holds_body = _body_test(body_jq)
-    send = _sandbox(run)
+    send = sandbox_send(run)
     verdicts = [
         (entry, holds_body(entry))
         for entry in sandbox.requests(send, method=verb, path=glob).requests
@@ -239,14 +191,7 @@ def _body_test(program: str | None) -> Callable[[dict[str, Any]], str | None]:
         return lambda entry: None
     import json
 
-    import jq
-
-    try:
-        compiled = jq.compile(program)
-    except ValueError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        message = first.removeprefix("jq: error: ").rstrip(":")
-        raise UsageProblem(f"--body-jq does not compile: {message}", param="--body-jq") from None
+    compiled = compile_jq(program, "--body-jq")
 
     def test(entry: dict[str, Any]) -> str | None:
         body = entry.get("body")
@@ -309,6 +254,158 @@ def _shown(entry: dict[str, Any]) -> str:
     return f"#{entry.get('seq')} {entry.get('method')} {target} -> {answer}"
 
 
+fault_app = typer.Typer(
+    help="""Aimed faults: make the requests a test names fail, as WireMock's stubs do. Rules
+    apply in the order added; `sandbox reset` clears them.
+
+    \b
+    Example:
+      convrisk sandbox fault add --method POST --path /v1/conversations --status 503 \\
+        --retry-after 1
+      convrisk sandbox fault list
+      convrisk sandbox fault clear
+    """,
+    rich_markup_mode=None,
+    no_args_is_help=True,
+)
+
+
+app.add_typer(with_global_options(fault_app), name="fault", cls=Group)
+
+
+@fault_app.command("add")
+def fault_add(
+    ctx: typer.Context,
+    method: Annotated[
+        str | None,
+        typer.Option(
+            "--method", metavar="M", help="The HTTP method it aims at (any case), or * for any."
+        ),
+    ] = None,
+    path: Annotated[
+        str | None,
+        typer.Option(
+            "--path",
+            metavar="GLOB",
+            help="The paths it aims at (without the query): a glob, * ? [...], as `sandbox "
+            "requests --path` takes.",
+        ),
+    ] = None,
+    status: Annotated[
+        str | None,
+        typer.Option(
+            "--status",
+            metavar="N",
+            help="400 to 599: answer N in the error shape instead of doing the operation. 200 "
+            "to 399: do it and send its answer with status N.",
+        ),
+    ] = None,
+    drop: Annotated[
+        bool,
+        typer.Option("--drop", help="Close the connection before doing the operation."),
+    ] = False,
+    drop_after: Annotated[
+        bool,
+        typer.Option(
+            "--drop-after", help="Do the operation, then close the connection without an answer."
+        ),
+    ] = False,
+    times: Annotated[
+        str | None,
+        typer.Option("--times", metavar="N", help="Fire on N matching requests (default 1)."),
+    ] = None,
+    after: Annotated[
+        str | None,
+        typer.Option(
+            "--after", metavar="N", help="Let the first N matching requests through (default 0)."
+        ),
+    ] = None,
+    delay: Annotated[
+        str | None,
+        typer.Option(
+            "--delay", metavar="MS", help="Wait MS milliseconds first (alone: only a delay)."
+        ),
+    ] = None,
+    retry_after: Annotated[
+        str | None,
+        typer.Option(
+            "--retry-after", metavar="S", help="Send Retry-After: S with the --status answer."
+        ),
+    ] = None,
+    body_jq: Annotated[
+        str | None,
+        typer.Option(
+            "--body-jq",
+            metavar="EXPR",
+            help="Send the first output of this jq program on the answer's body instead (the "
+            "error shape, or the operation's answer); one that fails as it runs makes a 500 "
+            "naming the rule.",
+        ),
+    ] = None,
+    output: opt.Output = None,
+) -> None:
+    """Add an aimed fault rule, after those already there. A request is offered to the rules in
+    order: each rule it matches that is not spent counts it; the first --after it lets through
+    to the next rule, the --times after those it fires on, and the offer stops there. A rule
+    that fires stands in for a random fault of `serve --faults`. The journal (`sandbox
+    requests`) names the rule that fired on each request.
+
+    \b
+    Example:
+      convrisk sandbox fault add --method POST --path /v1/conversations --status 503 \\
+        --retry-after 1
+      convrisk sandbox fault add --method '*' --path '/v1/risk-profiles/*' --drop --after 2
+      convrisk sandbox fault add --method GET --path /v1/conversations --delay 1500 --times 3
+      convrisk sandbox fault add --method GET --path /v1/conversations --body-jq '.data = []'
+    """
+    from convrisk.api_client import sandbox
+
+    run = app_context(ctx)
+    printer = run.printer(output)
+    printer.format_for(FAULT_RULES)
+    rule = fault_rule(
+        method, path, status, drop, drop_after, times, after, delay, retry_after, body_jq
+    )
+    printer.one(FAULT_RULES, sandbox.add_fault(sandbox_send(run), rule))
+
+
+@fault_app.command("list")
+def fault_list(ctx: typer.Context, output: opt.Output = None) -> None:
+    """List the aimed fault rules in the order added: what each does, and how many matching
+    requests it has seen and fired on (a rule that never matched: 0 and 0).
+
+    \b
+    Example:
+      convrisk sandbox fault list
+      convrisk sandbox fault list -o json
+    """
+    from convrisk.api_client import sandbox
+    from convrisk.api_client.page import Page
+
+    run = app_context(ctx)
+    printer = run.printer(output)
+    printer.format_for(FAULT_RULES)
+    rules = sandbox.faults(sandbox_send(run))
+    page: Page[Any] = Page(False, records=cast("list[Any]", rules))
+    printer.pages(FAULT_RULES, [page], hint_more=False)
+
+
+@fault_app.command("clear")
+def fault_clear(ctx: typer.Context) -> None:
+    """Remove every aimed fault rule (the request journal is kept; `sandbox reset` clears both).
+
+    \b
+    Example:
+      convrisk sandbox fault clear
+    """
+    from convrisk.api_client import sandbox
+
+    run = app_context(ctx)
+    cleared = sandbox.clear_faults(sandbox_send(run))
+    rules = "fault rule" if cleared == 1 else "fault rules"
+    run.printer().notice(f"Removed {cleared:,} {rules}.")
+
+
 @app.command("reset")
 def reset(ctx: typer.Context, yes: opt.WriteYes = False) -> None:
     """Empty the sandbox: every conversation and risk profile, the idempotency keys, and the
@@ -324,7 +421,7 @@ def reset(ctx: typer.Context, yes: opt.WriteYes = False) -> None:
     run = app_context(ctx)
     what = "reset the sandbox (delete every record)"
     guard.refuse_early(run, what, yes=yes)
-    send = _sandbox(run)
+    send = sandbox_send(run)
     guard.check_write(run, count=None, what=what, max_affected=None, yes=yes)
     sandbox.reset(send)
     run.printer().notice("The sandbox is empty: no record, no idempotency key, no request.")
@@ -350,7 +447,7 @@ def snapshot(
     printer = run.printer()
     if not file:
         raise UsageProblem("FILE is empty: give a file name, or - for stdout.", param="FILE")
-    data = sandbox.snapshot(_sandbox(run))
+    data = sandbox.snapshot(sandbox_send(run))
     if file == "-":
         if printer.stdout_is_terminal():
             for line in data.decode("utf-8", errors="replace").splitlines():
@@ -403,7 +500,7 @@ def restore(
     run = app_context(ctx)
     what = "replace every record of the sandbox"
     guard.refuse_early(run, what, yes=yes, stdin_free=file != "-")
-    send = _sandbox(run)
+    send = sandbox_send(run)
     data = _read_snapshot(run, file, sandbox.MAX_SNAPSHOT_BYTES)
     count = _check_snapshot(data, file)
     guard.check_write(

@@ -28,9 +28,9 @@ MAX_RULE_BYTES = 16 * 1024
 MAX_GLOB_LENGTH = 2048
 MAX_JQ_LENGTH = 4096
 # The largest `times` and `after`, and the longest wait and Retry-After.
-MAX_COUNT = 1_000_000_000
-MAX_DELAY_MS = 60_000
-MAX_RETRY_AFTER = 86_400
+MAX_COUNT = sandbox_api.MAX_FAULT_COUNT
+MAX_DELAY_MS = sandbox_api.MAX_FAULT_DELAY_MS
+MAX_RETRY_AFTER = sandbox_api.MAX_FAULT_RETRY_AFTER
 # Idempotency keys remembered, so that a retried add (its answer lost) adds nothing twice.
 MAX_KEYS = 1000
 # The fields of a new rule and their defaults; `method` and `path` have none (required).
@@ -48,7 +48,7 @@ REQUIRED = ("method", "path")
 # A rule's method: `*` (any) or letters, in any case.
 METHOD = r"\*|[A-Za-z]{1,20}"
 # The HTTP statuses a rule may answer with.
-LOWEST_STATUS, HIGHEST_STATUS = 200, 599
+LOWEST_STATUS, HIGHEST_STATUS = sandbox_api.FAULT_STATUSES
 
 
 @dataclass

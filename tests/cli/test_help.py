@@ -15,6 +15,7 @@ def test_the_command_tree_is_the_designed_one() -> None:
     expected |= {f"config {verb}" for verb in config_verbs}
     sandbox_verbs = ("requests", "verify", "reset", "snapshot", "restore")
     expected |= {"sandbox", *(f"sandbox {verb}" for verb in sandbox_verbs), "check", "ui"}
+    expected |= {"sandbox fault", *(f"sandbox fault {verb}" for verb in ("add", "list", "clear"))}
     assert paths == expected
 
 
