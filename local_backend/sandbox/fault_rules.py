@@ -261,6 +261,9 @@ def _number(fields: dict[str, Any], name: str, low: int, high: int, *, null: boo
     if value is None and null:
         return None
     what = f"a whole number from {low} to {high}" + (", or null" if null else "")
+    # 254.0 is a whole number to JSON Schema ("integer"), as to JSON; true is not.
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
         raise InvalidRequestError(f"{name} must be {what}.", param=name)
     return value
