@@ -58,6 +58,10 @@ class SharedServer:
         backend.conversations.list(limit=1)  # opened and migrated first, as make_server does
         before, logs_before = self._backend.current, self._logs
         self._backend.current, self._logs = backend, logs
+        # Each test starts with no aimed fault rule and an empty journal, whatever the one
+        # before it did.
+        self.server.app.sandbox.faults.reset()
+        self.server.app.journal.clear()
         try:
             yield self.server
         finally:

@@ -25,6 +25,7 @@ PATHS = (
     "/__sandbox/reset",
     "/__sandbox/restore",
     "/__sandbox/requests",
+    "/__sandbox/faults",
     "/__sandbox/nowhere",
     "/openapi.json",
     "/V1/conversations",
@@ -90,6 +91,7 @@ def test_reads_answer_as_usual(read_only: Served) -> None:
         assert http.get(f"/v1/conversations/{kept['id']}").status_code == 200
         assert http.get("/__sandbox/snapshot").status_code == 200
         assert http.get("/__sandbox/requests").status_code == 200
+        assert http.get("/__sandbox/faults").json() == {"data": []}
         assert http.get("/openapi.json").status_code == 200
 
 

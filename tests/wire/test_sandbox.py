@@ -211,7 +211,13 @@ def test_injected_faults_are_recorded_and_a_drop_has_no_status(serve_with: Serve
 def test_the_admin_routes_are_in_the_document_under_their_own_tag() -> None:
     paths = document()["paths"]
     admin = {path: item for path, item in paths.items() if path.startswith("/__sandbox/")}
-    assert set(admin) == {REQUESTS, RESET, "/__sandbox/snapshot", "/__sandbox/restore"}
+    assert set(admin) == {
+        REQUESTS,
+        RESET,
+        "/__sandbox/snapshot",
+        "/__sandbox/restore",
+        "/__sandbox/faults",
+    }
     for item in admin.values():
         for operation in item.values():
             assert operation["tags"] == ["sandbox"]
