@@ -4,11 +4,12 @@ what a target that is no sandbox gives."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
 from convrisk.api_client import sandbox
-from convrisk.api_client.errors import AuthenticationError
+from convrisk.api_client.errors import AuthenticationError, InvalidRequestError
 from convrisk.api_client.raw import RawAnswer
 
 
@@ -69,3 +70,44 @@ def test_restore_sends_the_snapshot_as_it_is_and_reads_the_counts() -> None:
     data = b'{"resource": "conversations", "id": "conv_1"}\n'
     assert sandbox.restore(send, data) == {"conversations": 2, "risk_profiles": 0}
     assert send.sent == [("POST", "/__sandbox/restore", data)]
+
+
+def test_add_fault_sends_the_rule_as_json_and_gives_back_the_rule_kept() -> None:
+    kept = {"id": 1, "method": "POST", "path": "/v1/conversations", "status": 503}
+    send = Script(201, json.dumps(kept).encode())
+    rule = {"method": "POST", "path": "/v1/conversations", "status": 503}
+    assert sandbox.add_fault(send, rule) == kept
+    ((method, target, body),) = send.sent
+    assert (method, target) == ("POST", "/__sandbox/faults")
+    assert body is not None and json.loads(body) == rule
+
+
+def test_faults_and_clear_faults_read_the_list_and_the_count() -> None:
+    listing = Script(200, b'{"data": [{"id": 1, "fired": 0}, {"id": 2, "fired": 3}]}')
+    assert [rule["id"] for rule in sandbox.faults(listing)] == [1, 2]
+    assert listing.sent == [("GET", "/__sandbox/faults", None)]
+    cleared = Script(200, b'{"cleared": 2}')
+    assert sandbox.clear_faults(cleared) == 2
+    assert cleared.sent == [("DELETE", "/__sandbox/faults", None)]
+
+
+@pytest.mark.parametrize(
+    ("call", "body"),
+    [
+        (lambda send: sandbox.add_fault(send, {"method": "*"}), b'{"rule": 1}'),
+        (sandbox.faults, b'{"data": [{"no_id": 1}]}'),
+        (sandbox.clear_faults, b'{"cleared": true}'),
+    ],
+)
+def test_a_faults_answer_of_another_shape_is_no_sandbox(
+    call: Callable[[Script], object], body: bytes
+) -> None:
+    with pytest.raises(sandbox.NotASandbox):
+        call(Script(200, body))
+
+
+def test_a_refused_rule_is_the_sandboxs_error_naming_the_field() -> None:
+    body = b'{"error": {"type": "invalid_request_error", "message": "times", "param": "times"}}'
+    with pytest.raises(InvalidRequestError) as caught:
+        sandbox.add_fault(Script(400, body), {"times": 0})
+    assert caught.value.param == "times" and caught.value.answered
