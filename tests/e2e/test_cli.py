@@ -290,6 +290,11 @@ IMPORTS: list[tuple[list[str], set[str]]] = [
         | _SERVE_STACK,
     ),
     (
+        ["sandbox", "fault", "add", "--help"],
+        {*_BACKEND - {"convrisk.api_client"}, *_CLIENT, "pydantic", "convrisk.cli.commands.conv"}
+        | _SERVE_STACK,
+    ),
+    (
         ["conv", "list", "-o", "json"],
         {"httpx", "rich", "tomllib", "logging", "jq", *_OTHER_COMMANDS, *_SERVE_STACK},
     ),
