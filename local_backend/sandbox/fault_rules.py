@@ -22,8 +22,10 @@ from convrisk.api_client.text import printable
 
 # Rules kept at once: one more is refused (400), so a runaway test cannot grow the server.
 MAX_RULES = 1000
-# The largest body of `POST /__sandbox/faults`.
-MAX_RULE_BYTES = 16 * 1024
+# The largest body of `POST /__sandbox/faults`: room for the longest rule with every character
+# escaped as a surrogate pair (12 bytes), so that a body is refused for what it says (400, naming
+# the field), not for its size (413).
+MAX_RULE_BYTES = 128 * 1024
 # The longest path glob and jq program a rule takes.
 MAX_GLOB_LENGTH = 2048
 MAX_JQ_LENGTH = 4096
