@@ -107,7 +107,7 @@ class Recorder:
         kept = {name: item[name] for name in resource.names()}
         problem = snapshot.problem(resource.name, kept)
         if problem is not None:
-            return f"a {resource.noun} the sandbox cannot load: {problem}"
+            return f"a {resource.noun} the sandbox cannot load: {problem.rstrip('.')}"
         line = snapshot.line(resource.name, kept)
         with self._lock:
             lines = self._lines[resource.name]
