@@ -215,8 +215,9 @@ def test_after_max_noted_paths_one_line_says_no_more_are_noted(recorder: Recorde
         recorder.observe("GET", f"{CONV}/conv_{n}", 200, JSON, b"x") for n in range(MAX_NOTED + 5)
     ]
     assert all(notes[:MAX_NOTED])
-    assert notes[MAX_NOTED] is not None
-    assert "no more are noted" in notes[MAX_NOTED]
+    last = notes[MAX_NOTED]
+    assert last is not None
+    assert "no more are noted" in last
     assert notes[MAX_NOTED + 1 :] == [None] * 4
     assert recorder.refused == MAX_NOTED + 5
 
