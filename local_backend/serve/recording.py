@@ -87,12 +87,12 @@ class Recorder:
         if not problems:
             return None
         first, problem = problems[0]
-        self.refused += len(problems) - 1
         return self._refuse(
             method,
             path,
             f"{len(problems)} of its {len(data)} records are not recorded "
             f"(/data/{first}: {problem})",
+            count=len(problems),
         )
 
     def _take(self, resource: Resource, item: Any, object_id: str | None = None) -> str | None:
@@ -126,11 +126,11 @@ class Recorder:
         if old is not None:
             self._size -= _size(old)
 
-    def _refuse(self, method: str, path: str, why: str) -> str | None:
+    def _refuse(self, method: str, path: str, why: str, count: int = 1) -> str | None:
         """Count an answer not recorded; the log's line for it, the first time for its method
         and path (MAX_NOTED of them, then one line that says no more are noted)."""
         with self._lock:
-            self.refused += 1
+            self.refused += count
             key = (method, path)
             if key in self._noted or self._muted:
                 return None

@@ -173,6 +173,14 @@ def test_the_good_records_of_a_page_are_kept_and_the_bad_ones_noted(recorder: Re
     assert no_page == f'--record: GET {RISK}: not a page (no "data" array); not recorded'
 
 
+def test_a_number_too_large_for_a_float_is_not_recorded(recorder: Recorder) -> None:
+    text = body(risk()).replace(b'"details": {}', b'"details": {"limit": 1e400}')
+    note = recorder.observe("GET", f"{RISK}/{RP}", 200, JSON, text)
+    assert note is not None
+    assert "the sandbox cannot load: details must be valid JSON" in note
+    assert records(recorder) == []
+
+
 def test_fields_the_sandbox_does_not_have_are_left_out_so_that_it_loads(
     recorder: Recorder,
 ) -> None:
