@@ -221,6 +221,9 @@ def test_local_refuses_a_database_in_a_missing_folder(tmp_path: Path) -> None:
     assert refused.value.param == "db" and not missing.parent.exists()
     with pytest.raises(InvalidRequestError, match="is a directory"):
         Client.local(db=tmp_path)
+    for nothing in ("", 7):
+        with pytest.raises(InvalidRequestError, match="db must be the path of a database file"):
+            Client.local(db=nothing)  # type: ignore[arg-type]
 
 
 def test_local_without_a_path_is_the_commands_default_database() -> None:
