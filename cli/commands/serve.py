@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from convrisk.cli.context import AppContext, app_context, database_path
+from convrisk.cli.connect import database_path
+from convrisk.cli.context import AppContext, app_context
 from convrisk.cli.errors import UsageProblem
 from convrisk.cli.options import complete
 from convrisk.cli.options.values import whole_number
@@ -419,7 +420,7 @@ def _check_read_only(
     """A read-only profile is served only with --read-only, and never with --load (a write);
     --read-only --load loads only into a temporary database (no --db). A usage error
     otherwise, before anything is written."""
-    from convrisk.cli.guard import mark_source
+    from convrisk.cli.settings import mark_source
 
     if settings.read_only:
         marked = (
