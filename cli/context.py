@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from convrisk.cli.connect import backend_for
 from convrisk.cli.errors import UsageProblem
 from convrisk.cli.output.printer import Printer
 from convrisk.cli.settings import (
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     import logging
 
     from convrisk.api_client import Client
-    from convrisk.api_client.protocol import Backend
     from convrisk.api_client.remote.capture import CapturedRequest
     from convrisk.cli.journal.journaled import Recorder
     from convrisk.cli.output.fields import FieldChoice
@@ -287,37 +287,12 @@ def build_client(
 
     if capture is not None:
         return capturing_client(settings, capture)
-    backend = _backend(settings)
+    backend = backend_for(settings)
     if journal is not None:
         from convrisk.cli.journal.journaled import JournaledBackend
 
         backend = JournaledBackend(backend, journal)
     return Client(backend, page_size=settings.page_size)
-
-
-def _backend(settings: Settings) -> Backend:
-    """The remote HTTPBackend for a base_url, else the local SQLite file."""
-
-    if settings.base_url is not None:
-        from convrisk.api_client.errors import ConvriskError
-        from convrisk.api_client.remote.http import HTTPBackend
-
-        try:
-            remote = HTTPBackend(
-                settings.base_url,
-                settings.token,
-                timeout=settings.timeout,
-                max_retries=settings.max_retries,
-                max_response_bytes=settings.max_response_mb * 1024 * 1024,
-                allow_insecure_http=settings.allow_insecure_http,
-            )
-        except ConvriskError as exc:
-            # Nothing was sent: the settings are what is wrong (exit 2), not an HTTP answer.
-            raise UsageProblem(f"{exc}", param=getattr(exc, "param", None)) from exc
-        return remote
-    from convrisk.local_backend.backend import LocalBackend
-
-    return LocalBackend(database_path(settings))
 
 
 def capturing_client(settings: Settings, capture: Callable[[CapturedRequest], None]) -> Client:
@@ -352,33 +327,6 @@ def capturing_client(settings: Settings, capture: Callable[[CapturedRequest], No
         # The same refusal the command would meet (a token over plain http, ...): exit 2.
         raise UsageProblem(f"{exc}", param=getattr(exc, "param", None)) from exc
     return Client(backend, page_size=settings.page_size)
-
-
-def database_path(settings: Settings) -> Path:
-    """The local database file; only the default data folder is created (mode 0700, as are its
-    missing parents), a chosen one must exist. A file convrisk must not use is refused here."""
-    if settings.sources.get("db") == "default":
-        from convrisk.local_backend.store.folders import make_private_folder
-
-        try:
-            make_private_folder(settings.db.parent)
-        except OSError as exc:
-            reason = exc.strerror or exc
-            raise UsageProblem(
-                f"Cannot create the data folder {settings.db.parent}: {reason}.",
-                param="--db",
-            ) from None
-    elif not settings.db.parent.is_dir():
-        raise UsageProblem(
-            f"The folder of the database {settings.db} does not exist.",
-            param="--db",
-        )
-    from convrisk.local_backend.store.database import unsafe_file_problem
-
-    problem = unsafe_file_problem(settings.db)
-    if problem is not None:
-        raise UsageProblem(problem, param="--db")
-    return settings.db
 
 
 def app_context(ctx: typer.Context) -> AppContext:

@@ -7,10 +7,11 @@ dry run and `--as-curl` write nothing, so they pass without a word.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from convrisk.cli.context import AppContext
 from convrisk.cli.errors import NotConfirmed, UsageProblem
+from convrisk.cli.settings import mark_source
 
 # A count, or how to get it when it costs something (ids from stdin, an import file to read).
 Count = int | Callable[[], int] | None
@@ -141,12 +142,3 @@ def _where(run: AppContext) -> str:
 
         return shown_url(settings.base_url)
     return f"database {settings.db}"
-
-
-def mark_source(sources: Mapping[str, str], key: str) -> str:
-    """Where the mark comes from, for the message: the profile's key or the environment's
-    (`sources`: Settings.sources)."""
-    source = sources.get(key, "")
-    if source.startswith("CONVRISK_"):
-        return f"{source} is set"
-    return f"{key} = true in the config file"

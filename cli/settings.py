@@ -649,6 +649,15 @@ def _remote_chosen(sources: dict[str, str], layers: dict[str, int]) -> bool:
     return url_layer <= db_layer
 
 
+def mark_source(sources: Mapping[str, str], key: str) -> str:
+    """Where the mark comes from, for the message: the profile's key or the environment's
+    (`sources`: Settings.sources)."""
+    source = sources.get(key, "")
+    if source.startswith("CONVRISK_"):
+        return f"{source} is set"
+    return f"{key} = true in the config file"
+
+
 def mask_token(token: str) -> str:
     """A token shown safely: its last four characters only when it is long enough to spare them."""
     if len(token) >= 16:

@@ -27,7 +27,12 @@ from convrisk.api_client.record_types import (
     RiskProfileUpdateParams,
 )
 from convrisk.api_client.resources import RESOURCES
-from convrisk.local_backend.store.database import BUSY_TIMEOUT_SECONDS, Database
+from convrisk.local_backend.store.database import (
+    BUSY_TIMEOUT_SECONDS,
+    Database,
+    unsafe_file_problem,
+)
+from convrisk.local_backend.store.folders import make_private_folder
 from convrisk.local_backend.store.ids import SYSTEM, IdSource
 from convrisk.local_backend.store.json_export import register_sql_functions
 from convrisk.local_backend.store.resource import Columns, TableResource
@@ -205,3 +210,17 @@ class LocalBackend:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def database_problem(path: Path, *, default: bool) -> str | None:
+    """Why the local database file at `path` cannot be used, or None. The `default` one's folder
+    is made (mode 0700, as are its missing parents); a chosen one's folder must exist. A file
+    convrisk must not use (store.database.unsafe_file_problem) is refused."""
+    if default:
+        try:
+            make_private_folder(path.parent)
+        except OSError as exc:
+            return f"Cannot create the data folder {path.parent}: {exc.strerror or exc}."
+    elif not path.parent.is_dir():
+        return f"The folder of the database {path} does not exist."
+    return unsafe_file_problem(path)

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from convrisk.cli.context import AppContext, app_context, database_path
+from convrisk.cli.connect import database_path
+from convrisk.cli.context import AppContext, app_context
 from convrisk.cli.errors import UsageProblem
 from convrisk.cli.options import complete
 from convrisk.cli.options.values import whole_number
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from convrisk.cli.settings import Settings
     from convrisk.local_backend.serve.faults import Chaos
     from convrisk.local_backend.serve.proxy import Proxy
+    from convrisk.local_backend.serve.recording import Recorder
     from convrisk.local_backend.store.clock import SandboxClock
     from convrisk.local_backend.store.ids import IdSource
 
@@ -140,6 +142,17 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    record: Annotated[
+        str | None,
+        typer.Option(
+            "--record",
+            metavar="FILE",
+            help="With --proxy-to: keep the last state of each record the service answered "
+            "with (deleted ones dropped) and write them to FILE as a snapshot when serve stops, "
+            "for `serve --load FILE`.",
+            show_default=False,
+        ),
+    ] = None,
     read_only: Annotated[
         bool,
         typer.Option(
@@ -165,6 +178,7 @@ def serve(
       convrisk serve --port 0 --load fixtures.jsonl
       convrisk --profile audit serve --port 0 --read-only
       convrisk serve --port 0 --token "$T" --proxy-to https://api.example.com --validate enforce
+      convrisk serve --port 0 --token "$T" --proxy-to https://api.example.com --record seed.jsonl
     """
     import secrets
 
@@ -185,7 +199,7 @@ def serve(
         fault_rate=fault_rate,
         seed=secrets.randbelow(2**31) if seed_number is None else seed_number,
     )
-    proxy = _proxy(run, proxy_to, validate, proxy_timeout, load, clock)
+    proxy = _proxy(run, proxy_to, validate, proxy_timeout, load, clock, record)
     sandbox_clock = None if clock is None else _sandbox_clock(clock)
     id_sources = None if seed_number is None else _seeded_ids(seed_number, sandbox_clock)
     given = token if token is not None else run.env.get("CONVRISK_SERVE_TOKEN")
@@ -280,10 +294,12 @@ def _proxy(
     timeout: str | None,
     load: str | None,
     clock: str | None,
+    record: str | None,
 ) -> Proxy | None:
     """--proxy-to and its options checked: the proxy, or None without --proxy-to."""
     if url is None:
-        for given, name in ((validate, "--validate"), (timeout, "--proxy-timeout")):
+        given_names = ((validate, "--validate"), (timeout, "--proxy-timeout"), (record, "--record"))
+        for given, name in given_names:
             if given is not None:
                 raise UsageProblem(f"{name} applies only with --proxy-to URL.", param=name)
         return None
@@ -307,10 +323,25 @@ def _proxy(
     seconds = DEFAULT_TIMEOUT if timeout is None else _seconds(timeout, MAX_TIMEOUT)
     env = {k: v for k, v in run.env.items() if k != "CONVRISK_BASE_URL"}
     cap = run.resolve(run.flags, env).max_response_mb * 1024 * 1024
+    recorder = None if record is None else _recorder(record)
     try:
-        return Proxy(url.strip(), mode, seconds, cap)
+        return Proxy(url.strip(), mode, seconds, cap, recorder)
     except ValueError as exc:
         raise UsageProblem(f"--proxy-to: {exc} ({shown_url(url)}).", param="--proxy-to") from None
+
+
+def _recorder(file: str) -> Recorder:
+    """--record FILE: the recorder, once a file can be made beside FILE; a usage error
+    otherwise (at start, not at stop)."""
+    from convrisk.api_client.text import printable
+    from convrisk.local_backend.serve.recording import Recorder
+
+    if not file.strip() or file == "-":
+        raise UsageProblem("--record takes a file name (not - or empty).", param="--record")
+    try:
+        return Recorder(Path(file))
+    except ValueError as exc:
+        raise UsageProblem(f"--record {printable(file)}: {exc}.", param="--record") from None
 
 
 def _seconds(text: str, most: float) -> float:
@@ -332,6 +363,7 @@ def _proxy_text(proxy: Proxy) -> list[tuple[str, str]]:
     from urllib.parse import urlsplit
 
     from convrisk.api_client.endpoint import is_loopback_host, shown_url
+    from convrisk.api_client.text import printable
 
     shown = shown_url(proxy.upstream)
     lines = [
@@ -342,6 +374,14 @@ def _proxy_text(proxy: Proxy) -> list[tuple[str, str]]:
             "the sandbox's own store is not used",
         )
     ]
+    if proxy.recorder is not None:
+        lines.append(
+            (
+                "notice",
+                f"convrisk serve: recording the records answered; written to "
+                f"{printable(str(proxy.recorder.path))} when serve stops",
+            )
+        )
     parts = urlsplit(proxy.upstream)
     if parts.scheme == "http" and not is_loopback_host(parts.hostname or ""):
         lines.append(
@@ -380,7 +420,7 @@ def _check_read_only(
     """A read-only profile is served only with --read-only, and never with --load (a write);
     --read-only --load loads only into a temporary database (no --db). A usage error
     otherwise, before anything is written."""
-    from convrisk.cli.guard import mark_source
+    from convrisk.cli.settings import mark_source
 
     if settings.read_only:
         marked = (

@@ -334,6 +334,18 @@ class Contract:
             out.append(violation(rule, "", f"and {more} more of the same kind"))
         return out
 
+    # -- records --------------------------------------------------------------------------------
+
+    def record_problem(self, model: str, record: Any) -> str | None:
+        """The first way `record` breaks the document's schema `model` (`Conversation`), as
+        `/pointer: message`; None when it conforms. Compiled on first use."""
+        schema = self._components["schemas"][model]
+        errors, _ = self._errors(schema, record)
+        if not errors:
+            return None
+        pointer, message = errors[0]
+        return safe_line(f"{pointer or '/'}: {message}")[:MAX_MESSAGE]
+
     # -- schemas --------------------------------------------------------------------------------
 
     def _errors(self, schema: dict[str, Any], instance: Any) -> tuple[list[tuple[str, str]], int]:

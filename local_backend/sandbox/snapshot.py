@@ -31,6 +31,16 @@ def line(resource: str, record: dict[str, Any]) -> str:
     return json_text({"resource": resource, **record})
 
 
+def problem(resource: ResourceName, record: dict[str, Any]) -> str | None:
+    """Why `record` would not restore as a record of `resource` (what `parse` would say of its
+    line), or None when it would."""
+    try:
+        _columns(RESOURCES[resource], dict(record))
+    except InvalidRequestError as exc:
+        return exc.message
+    return None
+
+
 def too_large() -> InvalidRequestError:
     """The 413 of a snapshot over api_client.sandbox.MAX_SNAPSHOT_BYTES."""
     limit = sandbox_api.MAX_SNAPSHOT_BYTES

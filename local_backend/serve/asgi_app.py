@@ -297,6 +297,8 @@ class ServeApp:
         found = self.proxy.check_request(method, path, query, headers, body)
         forwarded = await self.proxy.forward(method, path, query, headers, body, hold)
         violations = tuple(v.as_json() for v in [*found, *forwarded.violations])
+        if forwarded.note is not None:
+            self.log.notice("notice", forwarded.note)
         answer = forwarded.answer
         if fault == "drop-after":
             done(answer.status, fault, body, violations)

@@ -12,8 +12,9 @@ import asyncio
 import dataclasses
 import io
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import httpx
 
@@ -24,6 +25,9 @@ from convrisk.api_client.text import printable
 from convrisk.local_backend.sandbox.contract import Contract, Violation, violation
 from convrisk.local_backend.sandbox.wire import Answer, json_answer
 from convrisk.local_backend.serve.memory import RETRY_AFTER, Hold
+
+if TYPE_CHECKING:
+    from convrisk.local_backend.serve.recording import Recorder
 
 # `serve --validate`: report passes every answer through, enforce turns a violating one to 502.
 MODES = ("report", "enforce")
@@ -56,6 +60,8 @@ class Forwarded:
     violations: list[Violation] = field(default_factory=list)
     # Whether the answer is the proxy's own (the upstream gave none usable).
     own: bool = False
+    # A line for the log from `serve --record` (what of the answer was not recorded).
+    note: str | None = None
 
 
 def bad_gateway(status: int, message: str) -> Answer:
@@ -66,9 +72,17 @@ def bad_gateway(status: int, message: str) -> Answer:
 
 
 class Proxy:
-    """Forwards requests to one upstream base URL and checks each exchange."""
+    """Forwards requests to one upstream base URL and checks each exchange; a `recorder`
+    (`serve --record`) takes in each answer the upstream gave."""
 
-    def __init__(self, upstream: str, mode: str, timeout: float, max_bytes: int) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        mode: str,
+        timeout: float,
+        max_bytes: int,
+        recorder: Recorder | None = None,
+    ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown validate mode {mode!r}")
         self.upstream = upstream.rstrip("/")
@@ -76,6 +90,7 @@ class Proxy:
         self.timeout = timeout
         self.max_bytes = max_bytes
         self.contract = Contract.load()
+        self.recorder = recorder
         # What this proxy adds to the Via header (RFC 9110 7.6.3); a request that comes back
         # with it went round a loop (--proxy-to naming this serve, directly or through another).
         self.via = f"1.1 convrisk-serve-{secrets.token_hex(6)}"
@@ -142,13 +157,18 @@ class Proxy:
         found = self.contract.check_answer(method, path, got.status, dict(got.headers), got.body)
         # An upstream that echoes the client's token in a body: never into the log or journal.
         found = scrubbed(found, headers)
+        note = None
+        if self.recorder is not None:
+            # Whatever the client is given: the upstream did answer this, and holds it so.
+            note = self.recorder.observe(method, path, got.status, got.headers, got.body)
+            note = None if note is None else _scrub(headers)(note)
         if found and self.mode == "enforce":
             first = found[0].line()
             others = len(found) - 1
             more = f" (and {others} more)" if others else ""
             message = f"The upstream's answer breaks the contract: {first}{more}"
-            return Forwarded(bad_gateway(502, message), found, own=True)
-        return Forwarded(got, found)
+            return Forwarded(bad_gateway(502, message), found, own=True, note=note)
+        return Forwarded(got, found, note=note)
 
     async def _exchange(
         self,
@@ -234,14 +254,19 @@ class Proxy:
 
 def scrubbed(found: list[Violation], headers: Sequence[tuple[str, str]]) -> list[Violation]:
     """The violations with the client's bearer token (if any) hidden in their messages."""
+    if not found:
+        return found
+    scrub = _scrub(headers)
+    return [dataclasses.replace(v, where=scrub(v.where), message=scrub(v.message)) for v in found]
+
+
+def _scrub(headers: Sequence[tuple[str, str]]) -> Callable[[str], str]:
+    """What hides the client's bearer token (if any) in a text."""
     token = None
     for name, value in headers:
         if name == "authorization":
             token = value.strip().partition(" ")[2].strip() or None
-    if token is None or not found:
-        return found
-    scrub = Scrubber(token).text
-    return [dataclasses.replace(v, where=scrub(v.where), message=scrub(v.message)) for v in found]
+    return (lambda text: text) if token is None else Scrubber(token).text
 
 
 def _reason(exc: Exception) -> str:

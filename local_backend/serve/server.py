@@ -43,6 +43,7 @@ from convrisk.local_backend.store.resource import Columns
 
 if TYPE_CHECKING:
     from convrisk.local_backend.serve.proxy import Proxy
+    from convrisk.local_backend.serve.recording import Recorder
 
 # Idle keep-alive connections are closed after this; above httpx's 5 s pool expiry, so that
 # the client, not the server, ends an idle connection (no race on reuse).
@@ -274,7 +275,8 @@ def run_server(
     `clock` stamps the records (`serve --clock`; the system's by default), `id_sources` mint
     their ids (`serve --seed`). `load` (snapshot.parse) replaces the file's records before
     anything is served. `proxy` (`serve --proxy-to`) answers the /v1 requests in its place.
-    `read_only` (`serve --read-only`) answers every request but a read with a 403.
+    `read_only` (`serve --read-only`) answers every request but a read with a 403. The proxy's
+    recorder (`serve --record`), if any, writes its snapshot once the requests are done.
 
     A second signal stops at once, without waiting for requests in flight; a stop that has not
     ended STOP_SECONDS after the first signal ends the process (exit 1) with a line in the log.
@@ -337,6 +339,26 @@ def run_server(
         backend.close()
     if watchdog is not None and server.stopped:
         watchdog.cancel()
+    if proxy is not None and proxy.recorder is not None:
+        _save(proxy.recorder, server.log)
+
+
+def _save(recorder: Recorder, log: AccessLog) -> None:
+    """Write the recording, and say so in the log; one that cannot be written (the folder gone
+    since the start, a full disk) is an error naming the file, and is kept in the temporary
+    folder instead when it can be."""
+    from convrisk.api_client.text import printable
+
+    try:
+        recorder.write()
+    except OSError as exc:
+        kept = recorder.rescue()
+        where = f"kept in {printable(str(kept))} instead" if kept else "it could not be kept"
+        raise ConvriskError(
+            f"Cannot write the recording to {printable(str(recorder.path))}: "
+            f"{exc.strerror or exc}; {where}."
+        ) from None
+    log.notice("notice", recorder.summary())
 
 
 def _end_within(seconds: float, log: Log) -> threading.Timer:
