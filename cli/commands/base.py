@@ -170,8 +170,12 @@ class Group(OneSuggestion, GlobalOptions, TyperGroup):
 
 
 def with_global_options(sub_app: typer.Typer) -> typer.Typer:
-    """The sub-app, its commands made with Command (unless they chose a class of their own)."""
+    """The sub-app, its commands made with Command (unless they chose a class of their own),
+    and those of its own sub-apps (`sandbox fault`)."""
     for info in sub_app.registered_commands:
         if info.cls in (None, TyperCommand):
             info.cls = Command
+    for group in sub_app.registered_groups:
+        if group.typer_instance is not None:
+            with_global_options(group.typer_instance)
     return sub_app

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import typer
 
 from convrisk.cli import guard
-from convrisk.cli.commands.base import Group, with_global_options
+from convrisk.cli.commands.base import Group
 from convrisk.cli.context import AppContext, app_context
 from convrisk.cli.errors import UsageProblem, VerifyFailed
 from convrisk.cli.options import common as opt
@@ -270,7 +270,9 @@ fault_app = typer.Typer(
 )
 
 
-app.add_typer(with_global_options(fault_app), name="fault", cls=Group)
+# Its commands get the global options with the rest (base.with_global_options, as the group is
+# built).
+app.add_typer(fault_app, name="fault", cls=Group)
 
 
 @fault_app.command("add")
