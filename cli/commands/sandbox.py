@@ -410,9 +410,10 @@ def fault_clear(ctx: typer.Context) -> None:
 
 @app.command("reset")
 def reset(ctx: typer.Context, yes: opt.WriteYes = False) -> None:
-    """Empty the sandbox: every conversation and risk profile, the idempotency keys, and the
-    request journal. The ids of `serve --seed` and the time of `serve --clock` start over, so
-    each test that resets first gets the same ids and times.
+    """Empty the sandbox: every conversation and risk profile, the idempotency keys, the request
+    journal and the aimed fault rules. The ids of `serve --seed`, the time of `serve --clock` and
+    the seeded faults and latency of `serve --faults/--latency` start over, so each test that
+    resets first gets the same ids, times and faults.
 
     \b
     Example:
@@ -426,7 +427,9 @@ def reset(ctx: typer.Context, yes: opt.WriteYes = False) -> None:
     send = sandbox_send(run)
     guard.check_write(run, count=None, what=what, max_affected=None, yes=yes)
     sandbox.reset(send)
-    run.printer().notice("The sandbox is empty: no record, no idempotency key, no request.")
+    run.printer().notice(
+        "The sandbox is empty: no record, no idempotency key, no request, no fault rule."
+    )
 
 
 @app.command("snapshot")

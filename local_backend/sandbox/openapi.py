@@ -472,8 +472,9 @@ def _sandbox_paths() -> dict[str, Any]:
             "post": {
                 "operationId": "sandbox_reset",
                 "summary": "Empty the store (both resources, idempotency keys) and the requests",
-                "description": "Also rewinds `serve --clock` and the ids of `serve --seed` to "
-                "where they started, so each test after a reset gets the same ids and times.",
+                "description": "Also removes the aimed fault rules and rewinds `serve --clock`, "
+                "the ids of `serve --seed` and its random faults and latency to where they "
+                "started, so each test after a reset gets the same ids, times and faults.",
                 "tags": [SANDBOX_TAG],
                 "responses": {
                     **_ok("SandboxReset", "The store is empty."),
