@@ -135,7 +135,9 @@ class Sandbox:
         on a command line others can read), and no config file, so no profile of the user's
         (read-only, another db) changes what this sandbox serves."""
         assert self._folder is not None
-        env = {name: value for name, value in os.environ.items() if not name.startswith("CONVRISK_")}
+        env = {
+            name: value for name, value in os.environ.items() if not name.startswith("CONVRISK_")
+        }
         env["CONVRISK_SERVE_TOKEN"] = self._token
         env["CONVRISK_CONFIG"] = str(self._folder / "no-config.toml")
         env["NO_COLOR"] = "1"
@@ -164,9 +166,7 @@ class Sandbox:
                 code: int | str = process.wait(timeout=STOP_SECONDS)
             except subprocess.TimeoutExpired:
                 code = "unknown"
-            raise SandboxError(
-                f"convrisk serve did not start (exit {code}): {self._last_words()}"
-            )
+            raise SandboxError(f"convrisk serve did not start (exit {code}): {self._last_words()}")
 
     def _read_stderr(self, process: subprocess.Popen[bytes], said: queue.Queue[str | None]) -> None:
         """Read serve's stderr to its end, so that its log never fills the pipe: the URL once it
@@ -281,6 +281,15 @@ class Sandbox:
                 "the most a snapshot may hold"
             )
         return sandbox.restore(self._send, data)
+
+    def snapshot(self, path: str | os.PathLike[str]) -> int:
+        """Write every record to a snapshot file (JSON lines, as `convrisk sandbox snapshot`
+        writes it) for `load` to put back: how many records it holds."""
+        from convrisk.api_client import sandbox
+
+        data = sandbox.snapshot(self._send)
+        Path(path).write_bytes(data)
+        return sum(1 for line in data.splitlines() if line.strip())
 
     def reset(self) -> None:
         """Empty the sandbox: every record, the idempotency keys, the request journal and the

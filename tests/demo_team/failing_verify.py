@@ -3,9 +3,9 @@ default (not test_*.py); tests/test_demo_team.py runs it to show the near misses
 
 from __future__ import annotations
 
-from app import open_conversation
-
 from convrisk.testing import Sandbox
+
+from .app import open_conversation
 
 
 def test_a_verify_of_the_wrong_path_lists_the_near_misses(convrisk_sandbox: Sandbox) -> None:

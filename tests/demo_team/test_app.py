@@ -6,9 +6,10 @@ from __future__ import annotations
 import time
 
 import httpx
-from app import open_conversation
 
 from convrisk.testing import Sandbox
+
+from .app import open_conversation
 
 
 def listed(sandbox: Sandbox) -> list[str]:
