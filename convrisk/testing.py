@@ -110,6 +110,7 @@ class Sandbox:
         when it exits first, or says nothing within `start_timeout` seconds."""
         if self._process is not None:
             raise SandboxError("The sandbox is already running.")
+        self._lines.clear()
         self._folder = Path(tempfile.mkdtemp(prefix="convrisk-sandbox-"))
         command = [sys.executable, "-m", "convrisk.cli", "serve", "--host", "127.0.0.1"]
         command += ["--port", "0", "--db", str(self._folder / "sandbox.db")]
