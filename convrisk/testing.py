@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pytest
 
-    from convrisk.api_client.client import Client
     from convrisk.api_client.remote.http import HTTPBackend
+    from convrisk.library import Client
 
 __all__ = ["Sandbox", "SandboxError"]
 
@@ -217,11 +217,10 @@ class Sandbox:
             self._folder = None
 
     def client(self) -> Client:
-        """A convrisk Client on the sandbox (close it, or use it in a `with` block)."""
-        from convrisk.api_client.client import Client
-        from convrisk.api_client.remote.http import HTTPBackend
+        """A `convrisk.Client` on the sandbox (close it, or use it in a `with` block)."""
+        from convrisk.library import Client
 
-        return Client(HTTPBackend(self.base_url, self.token))
+        return Client.remote(self.base_url, self.token)
 
     def _send(self, method: str, target: str, body: bytes | None) -> Any:
         """One request to the sandbox's admin routes, on a connection kept for them."""

@@ -51,7 +51,7 @@ def test_a_sandbox_serves_on_loopback_and_stops_removing_its_database() -> None:
 
 def test_the_client_works_on_the_sandbox_and_the_token_is_needed(sb: Sandbox) -> None:
     with sb.client() as client:
-        created = client.conversations.create({"contact_id": "c_1"})
+        created = client.conversations.create(contact_id="c_1")
         assert client.conversations.retrieve(created["id"])["contact_id"] == "c_1"
     assert httpx.get(f"{sb.base_url}/v1/conversations", timeout=5).status_code == 401
 
@@ -61,14 +61,14 @@ def test_the_seed_and_clock_give_the_same_id_and_time_after_each_reset(sb: Sandb
     for _ in range(2):
         sb.reset()
         with sb.client() as client:
-            made.append(client.conversations.create({"contact_id": "c_1"}))
+            made.append(client.conversations.create(contact_id="c_1"))
     assert made[0]["id"] == made[1]["id"]
     assert made[0]["created_at"] == made[1]["created_at"] == 1767225600
 
 
 def test_requests_lists_the_journal_filtered_by_method_and_glob(sb: Sandbox) -> None:
     with sb.client() as client:
-        created = client.conversations.create({"contact_id": "c_1"})
+        created = client.conversations.create(contact_id="c_1")
         client.conversations.retrieve(created["id"])
         client.risk_profiles.list()
     every = sb.requests()
@@ -89,8 +89,8 @@ def test_verify_with_neither_count_nor_at_least_wants_at_least_one(sb: Sandbox) 
         "No near miss: the sandbox received no request like it.",
     ]
     with sb.client() as client:
-        client.conversations.create({"contact_id": "c_1"})
-        client.conversations.create({"contact_id": "c_2"})
+        client.conversations.create(contact_id="c_1")
+        client.conversations.create(contact_id="c_2")
     matched = sb.verify("POST", "/v1/conversations")
     assert [entry["body"] for entry in matched] == ['{"contact_id":"c_1"}', '{"contact_id":"c_2"}']
     assert sb.verify("post", "/v1/conv*", at_least=2) == matched
@@ -99,17 +99,18 @@ def test_verify_with_neither_count_nor_at_least_wants_at_least_one(sb: Sandbox) 
 
 def test_a_failed_verify_lists_the_near_misses_as_the_command_does(sb: Sandbox) -> None:
     with sb.client() as client:
-        created = client.conversations.create({"contact_id": "c_1"})
+        created = client.conversations.create(contact_id="c_1")
         client.conversations.retrieve(created["id"])
     with pytest.raises(AssertionError) as wrong:
         sb.verify("GET", "/v1/conversations", count=1)
+    first, second = (entry["seq"] for entry in sb.requests())  # numbered on from the last test
     assert str(wrong.value).splitlines() == [
         "Expected exactly 1 GET /v1/conversations; the sandbox received 0.",
         "Near misses, the closest first:",
-        "  #1 POST /v1/conversations -> 200: another method",
-        f"  #2 GET /v1/conversations/{created['id']} -> 200: another path",
+        f"  #{first} POST /v1/conversations -> 200: another method",
+        f"  #{second} GET /v1/conversations/{created['id']} -> 200: another path",
     ]
-    with pytest.raises(AssertionError, match=r"^Expected exactly 0 .*\nMatched: #1$"):
+    with pytest.raises(AssertionError, match=rf"^Expected exactly 0 .*\nMatched: #{first}$"):
         sb.verify("POST", "/v1/conversations", count=0)
 
 
@@ -136,7 +137,7 @@ def test_fault_aims_a_503_at_the_next_create_and_reset_clears_it(sb: Sandbox) ->
 
 def test_load_restores_a_snapshot_file(sb: Sandbox, tmp_path: Path) -> None:
     with sb.client() as client:
-        kept = client.conversations.create({"contact_id": "c_kept"})
+        kept = client.conversations.create(contact_id="c_kept")
     env = isolated_env(tmp_path, CONVRISK_BASE_URL=sb.base_url, CONVRISK_TOKEN=sb.token)
     seed = tmp_path / "seed.jsonl"
     made = run(env, "sandbox", "snapshot", str(seed))
@@ -171,7 +172,7 @@ def test_sandbox_works_where_pytest_cannot_be_imported(tmp_path: Path) -> None:
         from convrisk.testing import Sandbox
         with Sandbox(seed=1) as sb:
             with sb.client() as client:
-                client.conversations.create({"contact_id": "c_1"})
+                client.conversations.create(contact_id="c_1")
             sb.verify("POST", "/v1/conversations", count=1)
             sb.reset()
             print(len(sb.requests()), sorted(m for m in sys.modules if "pytest" in m))
