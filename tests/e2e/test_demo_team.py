@@ -83,3 +83,28 @@ def test_the_demo_suite_writes_nothing_into_the_checkout(tmp_path: Path) -> None
     before = sorted(os.listdir(ROOT / DEMO))
     assert demo(tmp_path, DEMO).returncode == 0
     assert sorted(os.listdir(ROOT / DEMO)) == before
+
+
+def test_pytest_plugins_in_a_conftest_loads_it_too_and_twice_is_once(tmp_path: Path) -> None:
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "pytest.ini").write_text("[pytest]\nconvrisk_seed = 3\n", encoding="utf-8")
+    (suite / "conftest.py").write_text('pytest_plugins = ["convrisk.testing"]\n', encoding="utf-8")
+    (suite / "test_one.py").write_text(
+        "def test_the_fixture_is_there(convrisk_sandbox):\n"
+        "    assert convrisk_sandbox.seed == 3 and convrisk_sandbox.requests() == []\n",
+        encoding="utf-8",
+    )
+    env = {k: v for k, v in isolated_env(tmp_path).items() if not k.startswith("PYTEST_")}
+    for loaded_twice in ([], ["-p", "convrisk.testing"]):
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest", *loaded_twice, "-q", "-p", "no:cacheprovider"],
+            cwd=suite,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=SAFETY_TIMEOUT,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "1 passed" in result.stdout
