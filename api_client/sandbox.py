@@ -4,7 +4,7 @@ the backend's one request path (its token, timeout, retries and size limit)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
@@ -61,6 +61,9 @@ MAX_FAULT_DELAY_MS = 60_000
 MAX_FAULT_RETRY_AFTER = 86_400
 FAULT_STATUSES = (200, 599)
 
+# Near misses listed when a verification fails, the closest first.
+MAX_NEAR_MISSES = 10
+
 # A quoted name: `serve` reads MAX_SNAPSHOT_BYTES here without loading the HTTP answer's module.
 Send = Callable[[str, str, bytes | None], "RawAnswer"]
 
@@ -100,6 +103,110 @@ def requests(
     ):
         raise _not_a_sandbox(target, "its answer is not a request journal")
     return Journal(data, dropped, total)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a verification found: the requests that matched, whether that is what was expected,
+    and, when it is not, the lines that say why (the matches, or the near misses)."""
+
+    held: bool
+    matched: list[dict[str, Any]]
+    wanted: str  # "exactly 2", "at least 1"
+    what: str  # "POST /v1/conversations", with the body test when there is one
+    explanation: list[str]  # empty when it held
+
+    @property
+    def verified(self) -> str:
+        """The line that says it held."""
+        got = len(self.matched)
+        counted = f"{got:,} request" if got == 1 else f"{got:,} requests"
+        return f"Verified: {counted} {self.what} (expected {self.wanted})."
+
+    @property
+    def failure(self) -> str:
+        """The line that says it did not hold."""
+        return f"Expected {self.wanted} {self.what}; the sandbox received {len(self.matched)}."
+
+
+def verify(
+    send: Send,
+    method: str,
+    glob: str,
+    *,
+    count: int | None = None,
+    at_least: int = 1,
+    body_test: Callable[[dict[str, Any]], str | None] | None = None,
+    body_what: str | None = None,
+) -> Verdict:
+    """Whether the sandbox received exactly `count` (when given) or at least `at_least`
+    requests of `method` on a path matching `glob` (and whose body `body_test` passes: None
+    from it, else why not); the near misses from the whole journal when it did not."""
+    verdicts = [
+        (entry, None if body_test is None else body_test(entry))
+        for entry in requests(send, method=method, path=glob).requests
+    ]
+    matched = [entry for entry, why_not in verdicts if why_not is None]
+    refused = [(entry, why_not) for entry, why_not in verdicts if why_not is not None]
+    wanted = f"exactly {count}" if count is not None else f"at least {at_least}"
+    what = f"{method} {glob}" + (f" with a body where {body_what}" if body_what is not None else "")
+    got = len(matched)
+    if (got == count) if count is not None else got >= at_least:
+        return Verdict(True, matched, wanted, what, [])
+    if count is not None and got > count:
+        seqs = ", ".join(f"#{entry.get('seq')}" for entry in matched[:MAX_NEAR_MISSES])
+        more = ", ..." if got > MAX_NEAR_MISSES else ""
+        return Verdict(False, matched, wanted, what, [f"Matched: {seqs}{more}"])
+    misses = near_misses(requests(send).requests, method, glob, refused)
+    if not misses:
+        lines = ["No near miss: the sandbox received no request like it."]
+    else:
+        lines = ["Near misses, the closest first:"]
+        lines += [f"  {line}" for line in misses[:MAX_NEAR_MISSES]]
+        if len(misses) > MAX_NEAR_MISSES:
+            lines.append(f"  ... and {len(misses) - MAX_NEAR_MISSES:,} more")
+    return Verdict(False, matched, wanted, what, lines)
+
+
+def near_misses(
+    journal: Sequence[dict[str, Any]],
+    method: str,
+    glob: str,
+    refused: Sequence[tuple[dict[str, Any], str]] = (),
+) -> list[str]:
+    """The requests that nearly matched, each a line, the closest first: a body the test
+    refused, then the same path with another method, then the same method on another path
+    (the most alike paths first)."""
+    from difflib import SequenceMatcher
+    from fnmatch import fnmatchcase
+
+    lines = [f"{shown(entry)}: {why_not}" for entry, why_not in refused]
+    other_method = [
+        entry
+        for entry in journal
+        if entry.get("method") != method and fnmatchcase(str(entry.get("path")), glob)
+    ]
+    lines += [f"{shown(entry)}: another method" for entry in other_method]
+    other_path = [
+        entry
+        for entry in journal
+        if entry.get("method") == method and not fnmatchcase(str(entry.get("path")), glob)
+    ]
+    other_path.sort(key=lambda e: -SequenceMatcher(None, str(e.get("path")), glob).ratio())
+    lines += [f"{shown(entry)}: another path" for entry in other_path]
+    return lines
+
+
+def shown(entry: dict[str, Any]) -> str:
+    """A recorded request in a line: its number, method, path and query, and its answer (as
+    data: whoever prints it makes it safe)."""
+    query = entry.get("query")
+    target = f"{entry.get('path')}?{query}" if query else str(entry.get("path"))
+    status = entry.get("status")
+    answer = "no answer" if status is None else str(status)
+    if entry.get("fault"):
+        answer += f", fault {entry.get('fault')}"
+    return f"#{entry.get('seq')} {entry.get('method')} {target} -> {answer}"
 
 
 def reset(send: Send) -> None:

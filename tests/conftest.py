@@ -16,6 +16,9 @@ import pytest
 from tests.isolation import ISOLATED_VARIABLES, Guard, guarding, real_user_folders
 
 pytest_plugins = ["pytester"]
+# The demo team's suite is another team's: tests/test_demo_team.py runs it as they would, in a
+# pytest of its own (its own pytest.ini), never collected into this one.
+collect_ignore = ["demo_team"]
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 # Read once, before any test has changed the environment: the folders of whoever runs pytest.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
@@ -22,9 +22,6 @@ from convrisk.cli.output.kinds import FAULT_RULES, REQUESTS
 
 if TYPE_CHECKING:
     from convrisk.api_client.sandbox import Send
-
-# Near misses listed when a verification fails, the closest first.
-MAX_NEAR_MISSES = 10
 
 app = typer.Typer(
     help="""A `convrisk serve` sandbox as a test double: what it was sent, aimed faults, reset,
@@ -148,38 +145,22 @@ def verify(
         raise UsageProblem("Give --count or --at-least, not both.", param="--count")
     exact = None if count is None else values.whole_number(count, "--count", low=0)
     least = 1 if at_least is None else values.whole_number(at_least, "--at-least", low=0)
-    holds_body = _body_test(body_jq)
-    send = sandbox_send(run)
-    verdicts = [
-        (entry, holds_body(entry))
-        for entry in sandbox.requests(send, method=verb, path=glob).requests
-    ]
-    matched = [entry for entry, why_not in verdicts if why_not is None]
-    refused = [(entry, why_not) for entry, why_not in verdicts if why_not is not None]
-    wanted = f"exactly {exact}" if exact is not None else f"at least {least}"
-    what = f"{verb} {glob}" + (f" with a body where {body_jq}" if body_jq is not None else "")
-    got = len(matched)
-    if (got == exact) if exact is not None else got >= least:
-        printer.line(f"Verified: {_requests(got)} {what} (expected {wanted}).")
+    holds_body = _body_test(body_jq)  # compiled before anything is sent
+    verdict = sandbox.verify(
+        sandbox_send(run),
+        verb,
+        glob,
+        count=exact,
+        at_least=least,
+        body_test=holds_body,
+        body_what=body_jq,
+    )
+    if verdict.held:
+        printer.line(verdict.verified)
         return
-    misses = _near_misses(sandbox.requests(send).requests, verb, glob, refused)
-    if exact is not None and got > exact:
-        seqs = ", ".join(f"#{entry.get('seq')}" for entry in matched[:MAX_NEAR_MISSES])
-        more = ", ..." if got > MAX_NEAR_MISSES else ""
-        printer.notice(f"Matched: {seqs}{more}")
-    elif misses:
-        printer.notice("Near misses, the closest first:")
-        for line in misses[:MAX_NEAR_MISSES]:
-            printer.notice(f"  {line}")
-        if len(misses) > MAX_NEAR_MISSES:
-            printer.notice(f"  ... and {len(misses) - MAX_NEAR_MISSES:,} more")
-    else:
-        printer.notice("No near miss: the sandbox received no request like it.")
-    raise VerifyFailed(f"Expected {wanted} {what}; the sandbox received {got}.")
-
-
-def _requests(number: int) -> str:
-    return f"{number:,} request" if number == 1 else f"{number:,} requests"
+    for line in verdict.explanation:
+        printer.notice(line)
+    raise VerifyFailed(verdict.failure)
 
 
 def _body_test(program: str | None) -> Callable[[dict[str, Any]], str | None]:
@@ -212,46 +193,6 @@ def _body_test(program: str | None) -> Callable[[dict[str, Any]], str | None]:
         return "--body-jq is false on its body"
 
     return test
-
-
-def _near_misses(
-    journal: Sequence[dict[str, Any]],
-    verb: str,
-    glob: str,
-    refused: Sequence[tuple[dict[str, Any], str]],
-) -> list[str]:
-    """The requests that nearly matched, each a line, the closest first: a body the program
-    refused, then the same path with another method, then the same method on another path
-    (the most alike paths first)."""
-    from difflib import SequenceMatcher
-    from fnmatch import fnmatchcase
-
-    lines = [f"{_shown(entry)}: {why_not}" for entry, why_not in refused]
-    other_method = [
-        entry
-        for entry in journal
-        if entry.get("method") != verb and fnmatchcase(str(entry.get("path")), glob)
-    ]
-    lines += [f"{_shown(entry)}: another method" for entry in other_method]
-    other_path = [
-        entry
-        for entry in journal
-        if entry.get("method") == verb and not fnmatchcase(str(entry.get("path")), glob)
-    ]
-    other_path.sort(key=lambda e: -SequenceMatcher(None, str(e.get("path")), glob).ratio())
-    lines += [f"{_shown(entry)}: another path" for entry in other_path]
-    return lines
-
-
-def _shown(entry: dict[str, Any]) -> str:
-    """A recorded request in a line: its number, method, path and query, and its answer."""
-    query = entry.get("query")
-    target = f"{entry.get('path')}?{query}" if query else str(entry.get("path"))
-    status = entry.get("status")
-    answer = "no answer" if status is None else str(status)
-    if entry.get("fault"):
-        answer += f", fault {entry.get('fault')}"
-    return f"#{entry.get('seq')} {entry.get('method')} {target} -> {answer}"
 
 
 fault_app = typer.Typer(

@@ -111,3 +111,62 @@ def test_a_refused_rule_is_the_sandboxs_error_naming_the_field() -> None:
     with pytest.raises(InvalidRequestError) as caught:
         sandbox.add_fault(Script(400, body), {"times": 0})
     assert caught.value.param == "times" and caught.value.answered
+
+
+class Journaled:
+    """A `send` answering the journal `entries` filtered as the sandbox filters them (method,
+    and a glob on the path), keeping each target it was sent."""
+
+    def __init__(self, *entries: dict[str, object]) -> None:
+        self.entries = entries
+        self.targets: list[str] = []
+
+    def __call__(self, method: str, target: str, body: bytes | None) -> RawAnswer:
+        from fnmatch import fnmatchcase
+        from urllib.parse import parse_qs, urlsplit
+
+        self.targets.append(target)
+        query = {name: values[0] for name, values in parse_qs(urlsplit(target).query).items()}
+        kept = [
+            entry
+            for entry in self.entries
+            if query.get("method", entry["method"]) == entry["method"]
+            and fnmatchcase(str(entry["path"]), query.get("path", "*"))
+        ]
+        return RawAnswer(200, journal(*kept))
+
+
+def entry(seq: int, method: str, path: str, status: int = 200) -> dict[str, object]:
+    return {"seq": seq, "method": method, "path": path, "query": "", "status": status}
+
+
+def test_a_verify_that_holds_reads_only_the_matching_requests() -> None:
+    send = Journaled(entry(1, "POST", "/v1/conversations"), entry(2, "GET", "/v1/conversations"))
+    verdict = sandbox.verify(send, "POST", "/v1/conversations", count=1)
+    assert verdict.held and verdict.explanation == []
+    assert verdict.verified == "Verified: 1 request POST /v1/conversations (expected exactly 1)."
+    assert send.targets == ["/__sandbox/requests?method=POST&path=/v1/conversations"]
+
+
+def test_near_misses_come_closest_first_and_at_most_ten() -> None:
+    others = [entry(n, "POST", f"/v1/risk-profiles/{n}") for n in range(3, 15)]
+    send = Journaled(
+        entry(1, "GET", "/v1/conversations", 401), *others, entry(2, "POST", "/v1/conversation")
+    )
+    verdict = sandbox.verify(send, "POST", "/v1/conversations")
+    assert not verdict.held
+    assert verdict.failure == "Expected at least 1 POST /v1/conversations; the sandbox received 0."
+    assert verdict.explanation[:3] == [
+        "Near misses, the closest first:",
+        "  #1 GET /v1/conversations -> 401: another method",
+        "  #2 POST /v1/conversation -> 200: another path",  # the most alike path first
+    ]
+    assert len(verdict.explanation) == 1 + sandbox.MAX_NEAR_MISSES + 1
+    assert verdict.explanation[-1] == "  ... and 4 more"
+
+
+def test_a_count_exceeded_names_the_matches() -> None:
+    send = Journaled(*(entry(n, "GET", "/v1/conversations") for n in range(1, 13)))
+    verdict = sandbox.verify(send, "GET", "/v1/*", count=2)
+    assert verdict.explanation == ["Matched: #1, #2, #3, #4, #5, #6, #7, #8, #9, #10, ..."]
+    assert verdict.failure == "Expected exactly 2 GET /v1/*; the sandbox received 12."
