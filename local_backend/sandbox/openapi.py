@@ -32,6 +32,7 @@ from convrisk.api_client.params import (
 from convrisk.api_client.records import REPLAYED_HEADER, Deleted
 from convrisk.api_client.resources import ID_BODY_LENGTH, RESOURCES, Field, Resource
 from convrisk.api_client.sandbox import MAX_SNAPSHOT_BYTES
+from convrisk.local_backend.sandbox import snapshot_schema
 from convrisk.local_backend.sandbox.request_journal import (
     BODY_CUT,
     JOURNAL_SIZE,
@@ -501,14 +502,23 @@ def _sandbox_paths() -> dict[str, Any]:
             "post": {
                 "operationId": "sandbox_restore",
                 "summary": "Replace the whole store by a snapshot, ids and times included",
-                "description": "All or nothing: a line that is not a record of its resource, "
-                "an id given twice or text that is not UTF-8 is a 400 naming the line, and "
-                "the store is left as it was. Idempotency keys are forgotten; the request "
-                "journal is kept.",
+                "description": "The snapshot as one JSON array of records (the schema here), "
+                "or as the JSON lines `GET /__sandbox/snapshot` answers (what `convrisk "
+                "sandbox restore FILE` sends), whatever the Content-Type: a body that starts "
+                "with [ is the array. JSON lines are not listed as a content type: JSON Schema "
+                "cannot say which text is lines of records, so a tool would send any text as "
+                "valid. All or nothing: an item or line that is not a record of its resource, "
+                "an id given twice or text that is not UTF-8 is a 400 naming the item (from 1) "
+                "or the line, and the store is left as it was. An empty body restores an empty "
+                "store. Idempotency keys are forgotten; the request journal is kept.",
                 "tags": [SANDBOX_TAG],
                 "requestBody": {
                     "required": False,
-                    "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+                    "content": {
+                        "application/json": {
+                            "schema": {"$ref": _REF.format(model=snapshot_schema.SNAPSHOT)}
+                        }
+                    },
                 },
                 "responses": {
                     **_ok("SandboxRestored", "How many records of each resource."),
@@ -613,6 +623,7 @@ def _document() -> dict[str, Any]:
     schemas |= {f"{r.model}Page": _page_schema(r.model) for r in resources}
     schemas["Error"] = _error_schema()
     schemas |= _sandbox_schemas()
+    schemas |= snapshot_schema.schemas(_input_field)
     for r in resources:
         schemas[f"{r.model}Create"] = _create_body(r)
         schemas[f"{r.model}Update"] = _update_body(r)

@@ -3,12 +3,15 @@ a `"resource"` key first; conversations first, then risk profiles, each oldest f
 
 `parse` reads one whole (for `POST /__sandbox/restore` and `serve --load`) into the column
 values of each table, or refuses it naming the first line that is not a record of its resource;
-the store (LocalBackend.snapshot, LocalBackend.restore) does the SQL.
+the store (LocalBackend.snapshot, LocalBackend.restore) does the SQL. The same records as one
+JSON array (a text that starts with `[`) are a snapshot too: the form the OpenAPI document
+describes, which JSON Schema can say (docs/design/sandbox.md).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from convrisk.api_client import sandbox as sandbox_api
@@ -24,6 +27,8 @@ from convrisk.local_backend.store.table_spec import spec_of
 LAST_ID_MILLIS = MAX_TIMESTAMP * 1000 + 999
 # Resources in snapshot order.
 ORDER: tuple[ResourceName, ...] = ("conversations", "risk_profiles")
+# What JSON counts as whitespace before a value (RFC 8259).
+_JSON_SPACE = " \t\n\r"
 
 
 def line(resource: str, record: dict[str, Any]) -> str:
@@ -41,7 +46,8 @@ def too_large() -> InvalidRequestError:
 
 def parse(data: bytes) -> dict[str, list[Columns]]:
     """The rows of each table a snapshot holds, in its order; InvalidRequestError naming the
-    first bad line (not UTF-8, not JSON, not a record of its resource, an id seen before)."""
+    first bad line (not UTF-8, not JSON, not a record of its resource, an id seen before), or
+    the first bad item of a JSON array (counted from 1)."""
     if len(data) > sandbox_api.MAX_SNAPSHOT_BYTES:
         raise too_large()
     try:
@@ -49,29 +55,56 @@ def parse(data: bytes) -> dict[str, list[Columns]]:
     except UnicodeDecodeError as exc:
         number = data.count(b"\n", 0, exc.start) + 1
         raise InvalidRequestError(f"Snapshot line {number}: not UTF-8 text.") from None
+    if text.lstrip(_JSON_SPACE).startswith("["):
+        return _rows("item", enumerate(_array(text), start=1), lambda item: item)
+    lines = ((n, raw) for n, raw in enumerate(text.split("\n"), start=1) if raw.strip())
+    return _rows("line", lines, _json_value)
+
+
+def _array(text: str) -> list[object]:
+    """The items of a snapshot written as one JSON array."""
+    try:
+        items = _json_value(text)
+    except InvalidRequestError:
+        raise InvalidRequestError(
+            "The snapshot is not valid JSON (one that starts with [ is a JSON array of records)."
+        ) from None
+    if not isinstance(items, list):
+        raise InvalidRequestError("The snapshot is not a JSON array of records.")
+    return items
+
+
+def _rows(
+    what: str, entries: Iterable[tuple[int, Any]], value: Callable[[Any], object]
+) -> dict[str, list[Columns]]:
+    """The rows of each table from the numbered lines or items (`what`) of a snapshot, each
+    made a JSON value by `value` in turn, so that its error names it."""
     rows: dict[str, list[Columns]] = {name: [] for name in ORDER}
     seen: set[str] = set()
-    for number, raw in enumerate(text.split("\n"), start=1):
-        if not raw.strip():
-            continue
+    for number, entry in entries:
         try:
-            item = _record(raw)
+            item = _record(value(entry))
             object_id = item.get("id")
-            if object_id in seen:
+            # Not a string (a list is not even hashable): _columns refuses it.
+            if isinstance(object_id, str) and object_id in seen:
                 raise InvalidRequestError(f"id {object_id} is in the snapshot twice.")
             resource = RESOURCES[item.pop("resource")]
             rows[resource.name].append(_columns(resource, item))
             seen.add(str(object_id))
         except InvalidRequestError as exc:
-            raise InvalidRequestError(f"Snapshot line {number}: {exc.message}") from None
+            raise InvalidRequestError(f"Snapshot {what} {number}: {exc.message}") from None
     return rows
 
 
-def _record(raw: str) -> dict[str, Any]:
+def _json_value(text: str) -> object:
     try:
-        item = json.loads(raw, parse_constant=_no_constant)
+        return json.loads(text, parse_constant=_no_constant)
     except (ValueError, RecursionError):
         raise InvalidRequestError("not valid JSON.") from None
+
+
+def _record(item: object) -> dict[str, Any]:
+    """A line's or an item's value when it is an object naming its resource."""
     if not isinstance(item, dict):
         raise InvalidRequestError("not a JSON object.")
     resource = item.get("resource")
@@ -127,9 +160,14 @@ def _columns(resource: Resource, item: dict[str, Any]) -> Columns:
         if value is None and field.nullable:
             columns[field.name] = None
             continue
+        # A whole number written 12.0 is one too (JSON Schema's integer, which the document
+        # says): stored as the int it is.
+        if type(value) is float and value.is_integer():
+            value = int(value)
         if type(value) is not int or not 0 <= value <= MAX_TIMESTAMP:
             raise InvalidRequestError(
-                f"{field.name} must be Unix seconds, 0 to {MAX_TIMESTAMP}.", param=field.name
+                f"{field.name} must be whole Unix seconds, 0 to {MAX_TIMESTAMP}.",
+                param=field.name,
             )
         columns[field.name] = value
     return {name: columns[name] for name in names}

@@ -23,7 +23,10 @@ from convrisk.api_client.params import (
     check_risk_profile_create,
     check_risk_profile_update,
 )
+from convrisk.local_backend.sandbox import snapshot
 from convrisk.local_backend.sandbox.openapi import document
+from convrisk.local_backend.sandbox.snapshot import LAST_ID_MILLIS
+from convrisk.local_backend.store import ids
 
 CONV = "/v1/conversations"
 RISK = "/v1/risk-profiles"
@@ -195,3 +198,82 @@ def test_blank_is_what_python_strips() -> None:
 def test_the_document_names_no_design_section_a_reader_does_not_have() -> None:
     text = json.dumps(document())
     assert "DESIGN" not in text
+
+
+# A conversation and a risk profile as a snapshot holds them.
+SNAP_CONV = {
+    "resource": "conversations",
+    "id": "conv_01HZ0000000000000000000000",
+    "contact_id": "c",
+    "group_id": None,
+    "pinned_message_id": None,
+    "is_pinned": False,
+    "is_muted": True,
+    "last_active_at": None,
+    "last_opened_at": 5,
+    "created_at": 1_700_000_000,
+    "archived_at": 1.5,
+}
+SNAP_RISK = {
+    "resource": "risk_profiles",
+    "id": "rp_01HZ0000000000000000000000",
+    **RISK_BODY,
+    "created_at": 0,
+    "updated_at": MAX_TIMESTAMP,
+}
+# The last id time (the end of 9999, its last millisecond), and the millisecond after it.
+LAST_TIME = ids.encode(LAST_ID_MILLIS << ids.RANDOM_BITS)[:10]
+PAST_TIME = ids.encode((LAST_ID_MILLIS + 1) << ids.RANDOM_BITS)[:10]
+SNAPSHOTS: list[Any] = [
+    [],
+    [SNAP_CONV, SNAP_RISK],
+    [SNAP_RISK, SNAP_CONV],
+    [{"resource": "conversations", "id": SNAP_CONV["id"], "group_id": "g", "created_at": 0}],
+    [{k: v for k, v in SNAP_CONV.items() if k != "is_pinned"}],
+    [{k: v for k, v in SNAP_CONV.items() if k != "created_at"}],
+    [{k: v for k, v in SNAP_RISK.items() if k != "details"}],
+    [{k: v for k, v in SNAP_CONV.items() if k != "resource"}],
+    [{**SNAP_CONV, "group_id": "g"}],
+    [{**SNAP_CONV, "contact_id": None}],
+    [{**SNAP_CONV, "contact_id": "", "group_id": "g"}],
+    [{**SNAP_CONV, "colour": "red"}],
+    [{**SNAP_CONV, "resource": "risk_profiles"}],
+    [{**SNAP_CONV, "resource": "contacts"}],
+    [{**SNAP_CONV, "id": SNAP_RISK["id"]}],
+    [{**SNAP_CONV, "id": "conv_" + LAST_TIME + "Z" * 16}],
+    [{**SNAP_CONV, "id": "conv_" + PAST_TIME + "0" * 16}],
+    [{**SNAP_CONV, "id": "conv_" + "Z" * 26}],
+    [{**SNAP_CONV, "id": "conv_01hz0000000000000000000000"}],
+    [{**SNAP_CONV, "created_at": 12.0}],
+    [{**SNAP_CONV, "created_at": 12.5}],
+    [{**SNAP_CONV, "created_at": -1}],
+    [{**SNAP_CONV, "created_at": MAX_TIMESTAMP + 1}],
+    [{**SNAP_CONV, "created_at": None}],
+    [{**SNAP_CONV, "created_at": True}],
+    [{**SNAP_CONV, "last_active_at": 7}],
+    [{**SNAP_CONV, "archived_at": -1}],
+    [{**SNAP_CONV, "is_muted": "yes"}],
+    [{**SNAP_CONV, "pinned_message_id": ""}],
+    [{**SNAP_RISK, "score": MAX_NUMBER + 1}],
+    [{**SNAP_RISK, "customer_id": " "}],
+    [{**SNAP_RISK, "details": []}],
+    [{**SNAP_RISK, "updated_at": 3.0}],
+    [SNAP_CONV, 5],
+    [[SNAP_CONV]],
+]
+
+
+@pytest.mark.parametrize("body", SNAPSHOTS)
+def test_the_snapshot_schema_accepts_exactly_what_a_restore_accepts(body: Any) -> None:
+    try:
+        snapshot.parse(json.dumps(body).encode())
+        accepted = True
+    except InvalidRequestError:
+        accepted = False
+    assert conforms(document(), "Snapshot", body) is accepted
+
+
+def test_the_restore_body_is_the_json_array_and_the_lines_are_described_in_words() -> None:
+    operation = document()["paths"]["/__sandbox/restore"]["post"]
+    assert list(operation["requestBody"]["content"]) == ["application/json"]
+    assert "JSON lines" in operation["description"]

@@ -284,7 +284,9 @@ def bad_snapshots(good: bytes) -> dict[str, tuple[bytes, int, str]]:
         "other resource": (json.dumps(other).encode(), 400, "line 1: not a risk profile"),
         "not utf-8": (lines[0] + b"\n" + lines[1][:-2] + b'\xff"}', 400, "line 2: not UTF-8"),
         "duplicate": (lines[0] + b"\n" + lines[0], 400, "line 2: id"),
-        "array": (b"[1, 2]", 400, "line 1: not a JSON object"),
+        "not an object": (lines[0] + b"\n5", 400, "line 2: not a JSON object"),
+        # A body that starts with [ is the JSON array form.
+        "array": (b"[1, 2]", 400, "item 1: not a JSON object"),
         "no resource": (json.dumps({"id": record["id"]}).encode(), 400, 'line 1: "resource"'),
         # The largest id of its form: no id could be made after it.
         "id past the last time": (json.dumps(last).encode(), 400, "line 1: id conv_ZZZ"),
@@ -300,6 +302,7 @@ def bad_snapshots(good: bytes) -> dict[str, tuple[bytes, int, str]]:
         "other resource",
         "not utf-8",
         "duplicate",
+        "not an object",
         "array",
         "no resource",
         "id past the last time",
@@ -313,6 +316,91 @@ def test_a_bad_snapshot_is_refused_naming_the_line_and_nothing_changes(
     body, status, says = bad_snapshots(before)[case]
     response = http.post(RESTORE, content=body, headers=NDJSON)
     assert response.status_code == status
+    assert says in response.json()["error"]["message"]
+    assert snapshot_of(http) == before
+
+
+def as_array(snapshot: bytes) -> list[dict[str, Any]]:
+    """The records of a JSON-lines snapshot, as the JSON array form holds them."""
+    return [json.loads(line) for line in snapshot.decode().split("\n") if line]
+
+
+def test_a_snapshot_as_a_json_array_restores_the_same_records(http: httpx.Client) -> None:
+    fill(http)
+    taken = snapshot_of(http)
+    assert http.post(RESET).status_code == 200
+    # Any order: each record goes to its resource's table.
+    records = as_array(taken)[::-1]
+    assert conforms("Snapshot", records)
+    response = http.post(RESTORE, json=records)
+    assert response.status_code == 200, response.text
+    assert response.json() == {"restored": {"conversations": 2, "risk_profiles": 1}}
+    assert snapshot_of(http) == taken
+
+
+def test_a_whole_time_written_with_a_fraction_restores_as_whole_seconds(
+    http: httpx.Client,
+) -> None:
+    fill(http)
+    records = as_array(snapshot_of(http))
+    records[0]["created_at"] = 1_700_000_000.0
+    assert conforms("Snapshot", records)
+    response = http.post(RESTORE, json=records)
+    assert response.status_code == 200, response.text
+    assert as_array(snapshot_of(http))[0]["created_at"] == 1_700_000_000
+
+
+def bad_arrays(records: list[dict[str, Any]]) -> dict[str, tuple[Any, str]]:
+    """Broken JSON-array snapshots made from good `records`: the body and what the error says."""
+    first, second = records[0], records[1]
+    return {
+        "unknown field": ([first, dict(second, colour="red")], "item 2: not a conversation"),
+        "not an object": ([first, "x"], "item 2: not a JSON object"),
+        "duplicate id": ([first, dict(second, id=first["id"])], "item 2: id conv_"),
+        "fraction of a second": ([dict(first, created_at=1.5)], "item 1: created_at"),
+        "both contact and group": ([dict(first, group_id="g")], "item 1: "),
+        "other resource": ([dict(first, resource="risk_profiles")], "item 1: not a risk"),
+    }
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "unknown field",
+        "not an object",
+        "duplicate id",
+        "fraction of a second",
+        "both contact and group",
+        "other resource",
+    ],
+)
+def test_a_bad_json_array_snapshot_is_refused_naming_the_item_and_nothing_changes(
+    http: httpx.Client, case: str
+) -> None:
+    fill(http)
+    before = snapshot_of(http)
+    body, says = bad_arrays(as_array(before))[case]
+    response = http.post(RESTORE, json=body)
+    assert response.status_code == 400, response.text
+    assert says in response.json()["error"]["message"]
+    assert snapshot_of(http) == before
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        (b"[{", "not valid JSON"),
+        (b"  [1] x", "not valid JSON"),
+        (b'[{"resource": NaN}]', "not valid JSON"),
+    ],
+)
+def test_a_body_that_starts_with_a_bracket_and_is_no_json_array_is_refused(
+    http: httpx.Client, body: bytes, says: str
+) -> None:
+    fill(http)
+    before = snapshot_of(http)
+    response = http.post(RESTORE, content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 400, response.text
     assert says in response.json()["error"]["message"]
     assert snapshot_of(http) == before
 
