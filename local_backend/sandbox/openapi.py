@@ -502,15 +502,17 @@ def _sandbox_paths() -> dict[str, Any]:
             "post": {
                 "operationId": "sandbox_restore",
                 "summary": "Replace the whole store by a snapshot, ids and times included",
-                "description": "The snapshot as one JSON array of records (the schema here), "
-                "or as the JSON lines `GET /__sandbox/snapshot` answers (what `convrisk "
-                "sandbox restore FILE` sends), whatever the Content-Type: a body that starts "
-                "with [ is the array. JSON lines are not listed as a content type: JSON Schema "
-                "cannot say which text is lines of records, so a tool would send any text as "
-                "valid. All or nothing: an item or line that is not a record of its resource, "
-                "an id given twice or text that is not UTF-8 is a 400 naming the item (from 1) "
-                "or the line, and the store is left as it was. An empty body restores an empty "
-                "store. Idempotency keys are forgotten; the request journal is kept.",
+                "description": "The snapshot as one JSON object of each resource's records "
+                "by id (the schema here), or as the JSON lines `GET /__sandbox/snapshot` "
+                "answers (what `convrisk sandbox restore FILE` sends), whatever the "
+                'Content-Type: an object whose keys are only "conversations" and '
+                '"risk_profiles" is the object form. JSON lines are not listed as a content '
+                "type: JSON Schema cannot say which text is lines of records, so a tool would "
+                "send any text as valid. All or nothing: a record or line that is not a record "
+                "of its resource, an id given twice or text that is not UTF-8 is a 400 naming "
+                "the record (by its id) or the line, and the store is left as it was. An empty "
+                "body restores an empty store. Idempotency keys are forgotten; the request "
+                "journal is kept.",
                 "tags": [SANDBOX_TAG],
                 "requestBody": {
                     "required": False,

@@ -1,6 +1,7 @@
-"""The JSON Schema of a snapshot written as one JSON array, for the OpenAPI document (the body of
-`POST /__sandbox/restore`): each item one record with its `"resource"`, its fields held to the
-rules local_backend.sandbox.snapshot applies, so that a body the schema accepts is restored.
+"""The JSON Schema of a snapshot written as one JSON object, for the OpenAPI document (the body of
+`POST /__sandbox/restore`): each resource's records by id, their fields held to the rules
+local_backend.sandbox.snapshot applies, so that a body the schema accepts is restored (ids are
+unique there by construction, which JSON Schema cannot say of an array's items).
 
 Settable fields take the schema a create or an update body gives them (passed in by the
 document); the others are the id (with a time the service could have stamped) and Unix seconds.
@@ -60,21 +61,23 @@ def _stamped(field: Field) -> dict[str, Any]:
 
 
 def record_schema(resource: Resource, settable: Settable) -> dict[str, Any]:
-    """One item: `"resource"`, then exactly the record's fields; one with a default (a boolean,
-    a nullable field) may be left out, as in a snapshot taken before it existed."""
-    properties: dict[str, Any] = {"resource": {"const": resource.name}}
+    """One record without its id (its key): exactly the record's other fields; one with a
+    default (a boolean, a nullable field) may be left out, as in a snapshot taken before it
+    existed."""
+    properties: dict[str, Any] = {}
     for field in resource.fields:
         if field.name == "id":
-            properties["id"] = {"type": "string", "pattern": id_pattern(resource)}
-        elif field.create or field.update:
+            continue
+        if field.create or field.update:
             properties[field.name] = settable(field, resource)
         else:
             properties[field.name] = _stamped(field)
+    required = [f.name for f in resource.fields if not f.has_default and f.name != "id"]
     schema: dict[str, Any] = {
         "title": f"{resource.model} in a snapshot",
         "type": "object",
         "additionalProperties": False,
-        "required": ["resource", *(f.name for f in resource.fields if not f.has_default)],
+        "required": required,
         "properties": properties,
     }
     if resource.one_of:
@@ -91,9 +94,17 @@ def schemas(settable: Settable) -> dict[str, Any]:
     names = {name: f"{RESOURCES[name].model}SnapshotRecord" for name in ORDER}
     out: dict[str, Any] = {names[name]: record_schema(RESOURCES[name], settable) for name in ORDER}
     out[SNAPSHOT] = {
-        "description": "The whole store as one JSON array: each item a record with its "
-        '"resource", in any order. No id may be given twice.',
-        "type": "array",
-        "items": {"oneOf": [{"$ref": f"#/components/schemas/{names[n]}"} for n in ORDER]},
+        "description": "The whole store: each resource's records by their id. A resource "
+        "left out has none.",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            name: {
+                "type": "object",
+                "propertyNames": {"pattern": id_pattern(RESOURCES[name])},
+                "additionalProperties": {"$ref": f"#/components/schemas/{names[name]}"},
+            }
+            for name in ORDER
+        },
     }
     return out
