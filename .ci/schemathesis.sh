@@ -35,12 +35,13 @@ if [ -z "$url" ]; then
     exit 1
 fi
 
-# Hooks: a fresh Idempotency-Key per generated request (see .ci/schemathesis_hooks.py).
+# No config file. One hook: a fresh Idempotency-Key per generated request, which no document
+# can ask of a generator (see .ci/schemathesis_hooks.py).
 status=0
 for seed in 20261122 7 31337; do
     echo "--- schemathesis, seed $seed ---"
     PYTHONPATH=.ci SCHEMATHESIS_HOOKS=schemathesis_hooks timeout 200 \
-        .venv/bin/schemathesis --config-file .ci/schemathesis.toml run "$url/openapi.json" \
+        .venv/bin/schemathesis run "$url/openapi.json" \
         --header "Authorization: Bearer $token" \
         --checks all \
         --max-examples 25 \

@@ -32,7 +32,7 @@ from convrisk.api_client.params import (
 from convrisk.api_client.records import REPLAYED_HEADER, Deleted
 from convrisk.api_client.resources import ID_BODY_LENGTH, RESOURCES, Field, Resource
 from convrisk.api_client.sandbox import MAX_SNAPSHOT_BYTES
-from convrisk.local_backend.sandbox import openapi_faults
+from convrisk.local_backend.sandbox import openapi_faults, snapshot_schema
 from convrisk.local_backend.sandbox.request_journal import (
     BODY_CUT,
     JOURNAL_SIZE,
@@ -504,14 +504,25 @@ def _sandbox_paths() -> dict[str, Any]:
             "post": {
                 "operationId": "sandbox_restore",
                 "summary": "Replace the whole store by a snapshot, ids and times included",
-                "description": "All or nothing: a line that is not a record of its resource, "
-                "an id given twice or text that is not UTF-8 is a 400 naming the line, and "
-                "the store is left as it was. Idempotency keys are forgotten; the request "
+                "description": "The snapshot as one JSON object of each resource's records "
+                "by id (the schema here), or as the JSON lines `GET /__sandbox/snapshot` "
+                "answers (what `convrisk sandbox restore FILE` sends), whatever the "
+                'Content-Type: an object whose keys are only "conversations" and '
+                '"risk_profiles" is the object form. JSON lines are not listed as a content '
+                "type: JSON Schema cannot say which text is lines of records, so a tool would "
+                "send any text as valid. All or nothing: a record or line that is not a record "
+                "of its resource, an id given twice or text that is not UTF-8 is a 400 naming "
+                "the record (by its id) or the line, and the store is left as it was. An empty "
+                "body restores an empty store. Idempotency keys are forgotten; the request "
                 "journal is kept.",
                 "tags": [SANDBOX_TAG],
                 "requestBody": {
                     "required": False,
-                    "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+                    "content": {
+                        "application/json": {
+                            "schema": {"$ref": _REF.format(model=snapshot_schema.SNAPSHOT)}
+                        }
+                    },
                 },
                 "responses": {
                     **_ok("SandboxRestored", "How many records of each resource."),
@@ -622,6 +633,7 @@ def _document() -> dict[str, Any]:
     schemas["Error"] = _error_schema()
     schemas |= _sandbox_schemas()
     schemas |= openapi_faults.schemas()
+    schemas |= snapshot_schema.schemas(_input_field)
     for r in resources:
         schemas[f"{r.model}Create"] = _create_body(r)
         schemas[f"{r.model}Update"] = _update_body(r)

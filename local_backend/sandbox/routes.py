@@ -128,7 +128,9 @@ class Sandbox:
                 return await self._snapshot()
             if path == RESTORE_PATH:
                 body = await read_body(sandbox_api.MAX_SNAPSHOT_BYTES, snapshot.too_large)
-                return body if isinstance(body, Answer) else await self._restore(body)
+                if isinstance(body, Answer):
+                    return body
+                return await self._restore(body, as_json=_declares_json(headers))
             if method == "DELETE":
                 return json_answer(200, {"cleared": self.journal.clear()})
             return self._list(params)
@@ -187,11 +189,11 @@ class Sandbox:
         body = "".join(f"{line}\n" for line in lines).encode("utf-8")
         return Answer(200, body, (("content-type", NDJSON),))
 
-    async def _restore(self, body: bytes) -> Answer:
+    async def _restore(self, body: bytes, *, as_json: bool) -> Answer:
         store = self._store()
 
         def restore() -> dict[str, int]:
-            return store.restore(snapshot.parse(body))
+            return store.restore(snapshot.parse(body, as_json=as_json))
 
         counts = await asyncio.get_running_loop().run_in_executor(self._writer, restore)
         return json_answer(200, {"restored": counts})
@@ -199,6 +201,14 @@ class Sandbox:
 
 def _rule_too_large() -> InvalidRequestError:
     return InvalidRequestError(f"A fault rule's body is over {MAX_RULE_BYTES} bytes.", status=413)
+
+
+def _declares_json(headers: Headers) -> bool:
+    """Whether the request says its body is JSON (Content-Type: application/json)."""
+    return any(
+        name == "content-type" and value.partition(";")[0].strip().lower() == "application/json"
+        for name, value in headers
+    )
 
 
 def _query(query: str, allowed: tuple[str, ...]) -> dict[str, str]:

@@ -3,12 +3,15 @@ a `"resource"` key first; conversations first, then risk profiles, each oldest f
 
 `parse` reads one whole (for `POST /__sandbox/restore` and `serve --load`) into the column
 values of each table, or refuses it naming the first line that is not a record of its resource;
-the store (LocalBackend.snapshot, LocalBackend.restore) does the SQL.
+the store (LocalBackend.snapshot, LocalBackend.restore) does the SQL. The same records as one
+JSON array (a text that starts with `[`) are a snapshot too: the form the OpenAPI document
+describes, which JSON Schema can say (docs/design/sandbox.md).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from convrisk.api_client import sandbox as sandbox_api
@@ -16,6 +19,7 @@ from convrisk.api_client.errors import InvalidRequestError
 from convrisk.api_client.params import MAX_TIMESTAMP, check_id
 from convrisk.api_client.records import json_text
 from convrisk.api_client.resources import RESOURCES, Resource, ResourceName
+from convrisk.api_client.text import printable
 from convrisk.local_backend.store import ids
 from convrisk.local_backend.store.resource import Columns
 from convrisk.local_backend.store.table_spec import spec_of
@@ -24,6 +28,10 @@ from convrisk.local_backend.store.table_spec import spec_of
 LAST_ID_MILLIS = MAX_TIMESTAMP * 1000 + 999
 # Resources in snapshot order.
 ORDER: tuple[ResourceName, ...] = ("conversations", "risk_profiles")
+# A record of the JSON object form: its resource, its id (its key) and its value.
+_ByIdRecord = tuple[ResourceName, str, Any]
+# What JSON counts as whitespace before a value (RFC 8259).
+_JSON_SPACE = " \t\n\r"
 
 
 def line(resource: str, record: dict[str, Any]) -> str:
@@ -49,9 +57,14 @@ def too_large() -> InvalidRequestError:
     )
 
 
-def parse(data: bytes) -> dict[str, list[Columns]]:
+def parse(data: bytes, *, as_json: bool = False) -> dict[str, list[Columns]]:
     """The rows of each table a snapshot holds, in its order; InvalidRequestError naming the
-    first bad line (not UTF-8, not JSON, not a record of its resource, an id seen before)."""
+    first bad line (not UTF-8, not JSON, not a record of its resource, an id seen before), or
+    in the JSON object form (`_by_id`) the first bad record by its id.
+
+    `as_json`: the body was sent as application/json, so a blank one (whitespace only; an empty
+    one is an empty store) is no JSON, where as lines it would be an empty snapshot.
+    """
     if len(data) > sandbox_api.MAX_SNAPSHOT_BYTES:
         raise too_large()
     try:
@@ -59,29 +72,118 @@ def parse(data: bytes) -> dict[str, list[Columns]]:
     except UnicodeDecodeError as exc:
         number = data.count(b"\n", 0, exc.start) + 1
         raise InvalidRequestError(f"Snapshot line {number}: not UTF-8 text.") from None
+    if as_json and text and not text.strip():
+        raise InvalidRequestError(
+            "The snapshot is blank, which is not JSON: send {} or no body for an empty store."
+        )
+    whole = _by_id(text)
+    if whole is not None:
+        return _rows(_records_by_id(whole), _as_line)
+    lines = (
+        (f"line {number}", raw)
+        for number, raw in enumerate(text.split("\n"), start=1)
+        if raw.strip()
+    )
+    return _rows(lines, _json_value)
+
+
+def _by_id(text: str) -> dict[str, Any] | None:
+    """The snapshot as one JSON object of each resource's records by id
+    (`{"conversations": {"conv_...": {...}}, "risk_profiles": {...}}`, the form the OpenAPI
+    document describes: JSON Schema can say that ids are unique there), or None when `text` is
+    not that form (JSON lines: a line is a record, whose first key is "resource")."""
+    if not text.lstrip(_JSON_SPACE).startswith("{"):
+        return None
+    try:
+        whole = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_no_repeats)
+    except _RepeatedKey as exc:
+        if _by_id_form(json.loads(text, parse_constant=_no_constant)):
+            raise InvalidRequestError(
+                f"Snapshot: the key {printable(exc.key)} is in one object twice."
+            ) from None
+        return None  # one line that repeats a key (in details: the last one counts)
+    except (ValueError, RecursionError):
+        return None  # lines, or no JSON: the lines say which line is not
+    return whole if _by_id_form(whole) else None
+
+
+def _by_id_form(whole: object) -> bool:
+    return isinstance(whole, dict) and set(whole) <= set(ORDER)
+
+
+class _RepeatedKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object of the JSON object form; a key given twice (an id, most likely) is refused,
+    not silently dropped."""
+    made = dict(pairs)
+    if len(made) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RepeatedKey(key)
+            seen.add(key)
+    return made
+
+
+def _records_by_id(whole: dict[str, Any]) -> Iterator[tuple[str, _ByIdRecord]]:
+    """Each record of the object form, named by its id: (label, (resource, id, record))."""
+    for name in ORDER:
+        records = whole.get(name, {})
+        if not isinstance(records, dict):
+            raise InvalidRequestError(f"Snapshot: {name} must be an object of records by their id.")
+        for object_id, record in records.items():
+            yield f"record {printable(object_id)}", (name, object_id, record)
+
+
+def _as_line(entry: _ByIdRecord) -> object:
+    """A record of the object form as a snapshot line holds it."""
+    name, object_id, record = entry
+    if not isinstance(record, dict):
+        raise InvalidRequestError("not a JSON object.")
+    given = [key for key in ("resource", "id") if key in record]
+    if given:
+        raise InvalidRequestError(
+            f"not a {RESOURCES[name].noun}: unknown {', '.join(given)} (its id is its key)."
+        )
+    return {"resource": name, "id": object_id, **record}
+
+
+def _rows(
+    entries: Iterable[tuple[str, Any]], value: Callable[[Any], object]
+) -> dict[str, list[Columns]]:
+    """The rows of each table from the named lines or records of a snapshot, each made a JSON
+    value by `value` in turn, so that its error names it."""
     rows: dict[str, list[Columns]] = {name: [] for name in ORDER}
     seen: set[str] = set()
-    for number, raw in enumerate(text.split("\n"), start=1):
-        if not raw.strip():
-            continue
+    for label, entry in entries:
         try:
-            item = _record(raw)
+            item = _record(value(entry))
             object_id = item.get("id")
-            if object_id in seen:
+            # Not a string (a list is not even hashable): _columns refuses it.
+            if isinstance(object_id, str) and object_id in seen:
                 raise InvalidRequestError(f"id {object_id} is in the snapshot twice.")
             resource = RESOURCES[item.pop("resource")]
             rows[resource.name].append(_columns(resource, item))
             seen.add(str(object_id))
         except InvalidRequestError as exc:
-            raise InvalidRequestError(f"Snapshot line {number}: {exc.message}") from None
+            raise InvalidRequestError(f"Snapshot {label}: {exc.message}") from None
     return rows
 
 
-def _record(raw: str) -> dict[str, Any]:
+def _json_value(text: str) -> object:
     try:
-        item = json.loads(raw, parse_constant=_no_constant)
+        return json.loads(text, parse_constant=_no_constant)
     except (ValueError, RecursionError):
         raise InvalidRequestError("not valid JSON.") from None
+
+
+def _record(item: object) -> dict[str, Any]:
+    """A line's or an item's value when it is an object naming its resource."""
     if not isinstance(item, dict):
         raise InvalidRequestError("not a JSON object.")
     resource = item.get("resource")
@@ -137,9 +239,14 @@ def _columns(resource: Resource, item: dict[str, Any]) -> Columns:
         if value is None and field.nullable:
             columns[field.name] = None
             continue
+        # A whole number written 12.0 is one too (JSON Schema's integer, which the document
+        # says): stored as the int it is.
+        if type(value) is float and value.is_integer():
+            value = int(value)
         if type(value) is not int or not 0 <= value <= MAX_TIMESTAMP:
             raise InvalidRequestError(
-                f"{field.name} must be Unix seconds, 0 to {MAX_TIMESTAMP}.", param=field.name
+                f"{field.name} must be whole Unix seconds, 0 to {MAX_TIMESTAMP}.",
+                param=field.name,
             )
         columns[field.name] = value
     return {name: columns[name] for name in names}

@@ -23,7 +23,10 @@ from convrisk.api_client.params import (
     check_risk_profile_create,
     check_risk_profile_update,
 )
+from convrisk.local_backend.sandbox import snapshot
 from convrisk.local_backend.sandbox.openapi import document
+from convrisk.local_backend.sandbox.snapshot import LAST_ID_MILLIS
+from convrisk.local_backend.store import ids
 
 CONV = "/v1/conversations"
 RISK = "/v1/risk-profiles"
@@ -195,3 +198,88 @@ def test_blank_is_what_python_strips() -> None:
 def test_the_document_names_no_design_section_a_reader_does_not_have() -> None:
     text = json.dumps(document())
     assert "DESIGN" not in text
+
+
+# A conversation and a risk profile as the JSON object form of a snapshot holds them (by id).
+CONV_ID = "conv_01HZ0000000000000000000000"
+RISK_ID = "rp_01HZ0000000000000000000000"
+SNAP_CONV = {
+    "contact_id": "c",
+    "group_id": None,
+    "pinned_message_id": None,
+    "is_pinned": False,
+    "is_muted": True,
+    "last_active_at": None,
+    "last_opened_at": 5,
+    "created_at": 1_700_000_000,
+    "archived_at": 1.5,
+}
+SNAP_RISK = {**RISK_BODY, "created_at": 0, "updated_at": MAX_TIMESTAMP}
+# The last id time (the end of 9999, its last millisecond), and the millisecond after it.
+LAST_TIME = ids.encode(LAST_ID_MILLIS << ids.RANDOM_BITS)[:10]
+PAST_TIME = ids.encode((LAST_ID_MILLIS + 1) << ids.RANDOM_BITS)[:10]
+
+
+def conv(record: Any, object_id: str = CONV_ID) -> dict[str, Any]:
+    """A snapshot of one conversation."""
+    return {"conversations": {object_id: record}}
+
+
+def without(record: dict[str, Any], name: str) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if k != name}
+
+
+SNAPSHOTS: list[Any] = [
+    {},
+    {"conversations": {}, "risk_profiles": {}},
+    {"risk_profiles": {RISK_ID: SNAP_RISK}, "conversations": {CONV_ID: SNAP_CONV}},
+    conv({"group_id": "g", "created_at": 0}),
+    conv(without(SNAP_CONV, "is_pinned")),
+    conv(without(SNAP_CONV, "created_at")),
+    {"risk_profiles": {RISK_ID: without(SNAP_RISK, "details")}},
+    conv({**SNAP_CONV, "group_id": "g"}),
+    conv({**SNAP_CONV, "contact_id": None}),
+    conv({**SNAP_CONV, "contact_id": "", "group_id": "g"}),
+    conv({**SNAP_CONV, "colour": "red"}),
+    conv({**SNAP_CONV, "id": CONV_ID}),
+    conv({**SNAP_CONV, "resource": "conversations"}),
+    conv(SNAP_CONV, RISK_ID),
+    {"risk_profiles": {CONV_ID: SNAP_RISK}},
+    {"contacts": {}},
+    {"conversations": [SNAP_CONV]},
+    conv(SNAP_CONV, "conv_" + LAST_TIME + "Z" * 16),
+    conv(SNAP_CONV, "conv_" + PAST_TIME + "0" * 16),
+    conv(SNAP_CONV, "conv_" + "Z" * 26),
+    conv(SNAP_CONV, "conv_01hz0000000000000000000000"),
+    conv({**SNAP_CONV, "created_at": 12.0}),
+    conv({**SNAP_CONV, "created_at": 12.5}),
+    conv({**SNAP_CONV, "created_at": -1}),
+    conv({**SNAP_CONV, "created_at": MAX_TIMESTAMP + 1}),
+    conv({**SNAP_CONV, "created_at": None}),
+    conv({**SNAP_CONV, "created_at": True}),
+    conv({**SNAP_CONV, "last_active_at": 7}),
+    conv({**SNAP_CONV, "archived_at": -1}),
+    conv({**SNAP_CONV, "is_muted": "yes"}),
+    conv({**SNAP_CONV, "pinned_message_id": ""}),
+    conv(5),
+    {"risk_profiles": {RISK_ID: {**SNAP_RISK, "score": MAX_NUMBER + 1}}},
+    {"risk_profiles": {RISK_ID: {**SNAP_RISK, "customer_id": " "}}},
+    {"risk_profiles": {RISK_ID: {**SNAP_RISK, "details": []}}},
+    {"risk_profiles": {RISK_ID: {**SNAP_RISK, "updated_at": 3.0}}},
+]
+
+
+@pytest.mark.parametrize("body", SNAPSHOTS)
+def test_the_snapshot_schema_accepts_exactly_what_a_restore_accepts(body: Any) -> None:
+    try:
+        snapshot.parse(json.dumps(body).encode(), as_json=True)
+        accepted = True
+    except InvalidRequestError:
+        accepted = False
+    assert conforms(document(), "Snapshot", body) is accepted
+
+
+def test_the_restore_body_is_the_json_object_and_the_lines_are_described_in_words() -> None:
+    operation = document()["paths"]["/__sandbox/restore"]["post"]
+    assert list(operation["requestBody"]["content"]) == ["application/json"]
+    assert "JSON lines" in operation["description"]

@@ -290,7 +290,10 @@ def bad_snapshots(good: bytes) -> dict[str, tuple[bytes, int, str]]:
         "other resource": (json.dumps(other).encode(), 400, "line 1: not a risk profile"),
         "not utf-8": (lines[0] + b"\n" + lines[1][:-2] + b'\xff"}', 400, "line 2: not UTF-8"),
         "duplicate": (lines[0] + b"\n" + lines[0], 400, "line 2: id"),
+        "not an object": (lines[0] + b"\n5", 400, "line 2: not a JSON object"),
         "array": (b"[1, 2]", 400, "line 1: not a JSON object"),
+        # Not even hashable: once a 500.
+        "id a list": (json.dumps(dict(record, id=[1])).encode(), 400, "line 1: id"),
         "no resource": (json.dumps({"id": record["id"]}).encode(), 400, 'line 1: "resource"'),
         # The largest id of its form: no id could be made after it.
         "id past the last time": (json.dumps(last).encode(), 400, "line 1: id conv_ZZZ"),
@@ -306,7 +309,9 @@ def bad_snapshots(good: bytes) -> dict[str, tuple[bytes, int, str]]:
         "other resource",
         "not utf-8",
         "duplicate",
+        "not an object",
         "array",
+        "id a list",
         "no resource",
         "id past the last time",
     ],
@@ -321,6 +326,120 @@ def test_a_bad_snapshot_is_refused_naming_the_line_and_nothing_changes(
     assert response.status_code == status
     assert says in response.json()["error"]["message"]
     assert snapshot_of(http) == before
+
+
+def by_id(snapshot: bytes) -> dict[str, dict[str, Any]]:
+    """The records of a JSON-lines snapshot in the JSON object form: each resource's by id."""
+    out: dict[str, dict[str, Any]] = {}
+    for line in snapshot.decode().split("\n"):
+        if line:
+            record = json.loads(line)
+            resource, object_id = record.pop("resource"), record.pop("id")
+            out.setdefault(resource, {})[object_id] = record
+    return out
+
+
+def test_a_snapshot_as_a_json_object_by_id_restores_the_same_records(http: httpx.Client) -> None:
+    fill(http)
+    taken = snapshot_of(http)
+    assert http.post(RESET).status_code == 200
+    # Risk profiles first, the conversations newest first: each record goes to its table.
+    records = by_id(taken)
+    body = {
+        "risk_profiles": records["risk_profiles"],
+        "conversations": dict(reversed(records["conversations"].items())),
+    }
+    assert conforms("Snapshot", body)
+    response = http.post(RESTORE, json=body)
+    assert response.status_code == 200, response.text
+    assert response.json() == {"restored": {"conversations": 2, "risk_profiles": 1}}
+    assert snapshot_of(http) == taken
+
+
+def test_an_empty_json_object_or_no_body_restores_an_empty_store(http: httpx.Client) -> None:
+    for body in (b"{}", b""):
+        fill(http)
+        response = http.post(RESTORE, content=body, headers={"content-type": "application/json"})
+        assert response.status_code == 200, response.text
+        assert response.json() == {"restored": {"conversations": 0, "risk_profiles": 0}}
+        assert snapshot_of(http) == b""
+
+
+def test_a_whole_time_written_with_a_fraction_restores_as_whole_seconds(
+    http: httpx.Client,
+) -> None:
+    fill(http)
+    records = by_id(snapshot_of(http))
+    first = next(iter(records["conversations"].values()))
+    first["created_at"] = 1_700_000_000.0
+    assert conforms("Snapshot", records)
+    response = http.post(RESTORE, json=records)
+    assert response.status_code == 200, response.text
+    assert json.loads(snapshot_of(http).split(b"\n")[0])["created_at"] == 1_700_000_000
+
+
+def bad_objects(records: dict[str, dict[str, Any]]) -> dict[str, tuple[bytes, str]]:
+    """Broken JSON-object snapshots made from good `records`: the body and what the error
+    says (the record named by its id)."""
+    (one, first), (two, second) = records["conversations"].items()
+    convs = records["conversations"]
+
+    def body(conversations: dict[str, Any]) -> bytes:
+        return json.dumps({"conversations": conversations}).encode()
+
+    # A key given twice can only be written as text (a dict holds it once).
+    repeated = body({one: first}).replace(b"}}", b"}, " + json.dumps(one).encode() + b": {}}")
+    return {
+        "unknown field": (body({**convs, two: dict(second, colour="red")}), f"record {two}: "),
+        "not an object": (body({**convs, two: "x"}), f"record {two}: not a JSON object"),
+        "id inside": (body({one: dict(first, id=one)}), f"record {one}: not a conversation"),
+        "id of the other kind": (body({"rp_" + one[5:]: first}), "is not a conversation id"),
+        "id given twice": (repeated, f"the key {one} is in one object twice"),
+        "fraction of a second": (body({one: dict(first, created_at=1.5)}), "created_at"),
+        "both contact and group": (body({one: dict(first, group_id="g")}), f"record {one}: "),
+        "not by id": (json.dumps({"conversations": [first]}).encode(), "by their id"),
+        "blank": (b" \n\x1f", "blank"),
+    }
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "unknown field",
+        "not an object",
+        "id inside",
+        "id of the other kind",
+        "id given twice",
+        "fraction of a second",
+        "both contact and group",
+        "not by id",
+        "blank",
+    ],
+)
+def test_a_bad_json_object_snapshot_is_refused_naming_the_record_and_nothing_changes(
+    http: httpx.Client, case: str
+) -> None:
+    fill(http)
+    before = snapshot_of(http)
+    body, says = bad_objects(by_id(before))[case]
+    response = http.post(RESTORE, content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 400, response.text
+    assert says in response.json()["error"]["message"]
+    assert snapshot_of(http) == before
+
+
+def test_lines_sent_as_json_are_still_a_snapshot_and_blank_lines_as_ndjson_an_empty_one(
+    http: httpx.Client,
+) -> None:
+    # `convrisk sandbox restore` sends its file with Content-Type: application/json.
+    fill(http)
+    taken = snapshot_of(http)
+    response = http.post(RESTORE, content=taken, headers={"content-type": "application/json"})
+    assert response.status_code == 200, response.text
+    assert snapshot_of(http) == taken
+    response = http.post(RESTORE, content=b"\n \n", headers=NDJSON)
+    assert response.status_code == 200, response.text
+    assert snapshot_of(http) == b""
 
 
 def test_a_snapshot_over_the_cap_is_413_and_nothing_changes(
