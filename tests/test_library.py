@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,12 +149,13 @@ def test_an_update_refuses_an_unknown_field_or_a_wrong_value_and_changes_nothing
 ) -> None:
     made = leg.client.conversations.create(contact_id="c_1")
     log_before = list(leg.log)
-    for fields, param in (
+    cases: list[tuple[dict[str, Any], str]] = [
         ({"is_muted": "yes"}, "is_muted"),
         ({"muted": True}, "muted"),
         ({"contact_id": "c_2"}, "contact_id"),
         ({"archived_at": "soon"}, "archived_at"),
-    ):
+    ]
+    for fields, param in cases:
         with pytest.raises(InvalidRequestError) as refused:
             leg.client.conversations.update(made["id"], **fields)
         assert refused.value.param == param and param in str(refused.value)
@@ -166,12 +167,13 @@ def test_an_update_refuses_an_unknown_field_or_a_wrong_value_and_changes_nothing
 
 def test_a_missing_id_is_not_found_on_retrieve_update_and_delete(leg: Leg) -> None:
     missing = "conv_00000000000000000000000000"
-    for call in (
+    calls: list[Callable[[], object]] = [
         lambda: leg.client.conversations.retrieve(missing),
         lambda: leg.client.conversations.update(missing, is_muted=True),
         lambda: leg.client.conversations.delete(missing),
         lambda: leg.client.risk_profiles.retrieve("rp_00000000000000000000000000"),
-    ):
+    ]
+    for call in calls:
         with pytest.raises(NotFoundError) as absent:
             call()
         assert "No such" in str(absent.value)
@@ -288,11 +290,12 @@ def test_a_read_only_profiles_writes_are_refused_and_nothing_is_sent(
         write_config(own_home, f'[prod]\ndb = "{db}"\nread_only = true\n')
         with Client.from_profile("prod") as client:
             assert client.conversations.retrieve(kept["id"]) == kept
-            for write in (
+            writes: list[Callable[[], object]] = [
                 lambda: client.conversations.create(contact_id="c_2"),
                 lambda: client.conversations.update(kept["id"], is_muted=True),
                 lambda: client.conversations.delete(kept["id"]),
-            ):
+            ]
+            for write in writes:
                 with pytest.raises(PermissionDeniedError, match="'prod' is read-only"):
                     write()
         assert store.conversations.list().records == [kept]
