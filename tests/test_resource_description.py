@@ -65,7 +65,7 @@ def test_every_filter_is_a_query_parameter_of_the_list_route(resource: Resource)
     assert ROUTES[resource.path] is resource
     listed = document()["paths"][resource.path]["get"]["parameters"]
     served = resource.interface_filters()
-    assert [p["name"] for p in listed] == ["paging", *(f.name for f in served)]
+    assert [p["name"] for p in listed] == ["limit", "starting_after", *(f.name for f in served)]
     assert set(TABLES[resource.name].filter_columns) == {f.name for f in resource.filters}
 
 

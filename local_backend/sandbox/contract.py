@@ -20,7 +20,7 @@ from urllib.parse import parse_qsl, unquote
 import jsonschema_rs
 
 from convrisk.api_client.text import safe_line
-from convrisk.local_backend.sandbox.openapi import document
+from convrisk.local_backend.sandbox.openapi import DESCRIBED_PARAMETERS, document
 from convrisk.local_backend.sandbox.request_journal import VIOLATION_RULES as RULES
 
 # Violations named per schema check; beyond, one line says how many more.
@@ -95,7 +95,7 @@ class Contract:
             operations = {
                 method.upper(): _Operation(
                     op["operationId"],
-                    tuple(shared) + tuple(op.get("parameters", [])),
+                    (*shared, *op.get("parameters", []), *op.get(DESCRIBED_PARAMETERS, [])),
                     op.get("requestBody"),
                     op["responses"],
                 )

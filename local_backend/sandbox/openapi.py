@@ -295,33 +295,33 @@ _WITH_BODY = (408, 411, 413, 415)
 _WRITE = (403,)
 
 
+# Parameters that serve takes but the document describes in text rather than lists (see
+# docs/design/serve.md, "The OpenAPI document"): under this extension, for serve's own checker
+# (local_backend.sandbox.contract), which holds requests to them as to listed ones.
+DESCRIBED_PARAMETERS = "x-convrisk-described-parameters"
+
+
 def _list_parameters(resource: Resource) -> list[dict[str, Any]]:
-    cursor = {"type": "string", "pattern": resource.id_pattern}
-    paging = {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "limit": {
+    """A list's query parameters as the document lists them: limit, starting_after, filters."""
+    params: list[dict[str, Any]] = [
+        {
+            "name": "limit",
+            "in": "query",
+            "description": f"Items per page, 1 to {MAX_LIMIT}.",
+            "schema": {
                 "type": "integer",
                 "minimum": 1,
                 "maximum": MAX_LIMIT,
                 "default": DEFAULT_LIMIT,
             },
-            "starting_after": {**cursor, "description": "The items after this id."},
-            "ending_before": {**cursor, "description": "The items before this id."},
         },
-        "not": {"required": ["starting_after", "ending_before"]},
-    }
-    params: list[dict[str, Any]] = [
         {
-            "name": "paging",
+            "name": "starting_after",
             "in": "query",
-            "style": "form",
-            "explode": True,
-            "description": f"limit (1 to {MAX_LIMIT}, default {DEFAULT_LIMIT}) and at most one "
-            f"cursor: ids of this resource ({resource.prefix} and {ID_BODY_LENGTH} characters).",
-            "schema": paging,
-        }
+            "description": f"The items after this id in list order (an id of this resource: "
+            f"{resource.prefix} and {ID_BODY_LENGTH} characters; it need not still exist).",
+            "schema": _cursor(resource),
+        },
     ]
     for filter in resource.interface_filters():
         schema = _boolean_query() if filter.type == "boolean" else _NON_EMPTY
@@ -329,19 +329,50 @@ def _list_parameters(resource: Resource) -> list[dict[str, Any]]:
     return params
 
 
+def _cursor(resource: Resource) -> dict[str, Any]:
+    return {"type": "string", "pattern": resource.id_pattern}
+
+
+def _ending_before(resource: Resource) -> dict[str, Any]:
+    return {
+        "name": "ending_before",
+        "in": "query",
+        "description": "The items just before this id in list order (pages backwards).",
+        "schema": _cursor(resource),
+    }
+
+
+_LIST = (
+    "Query parameters not listed are a 400, and so is one given twice. Query `ending_before=<id>` "
+    "(an id as for `starting_after`) pages backwards: the items just before that id, in list "
+    "order. It is described here rather than listed because it may not come with "
+    "`starting_after` (a 400 naming `ending_before`), and a rule across two parameters is "
+    "nothing OpenAPI can say."
+)
+
+
 def _idempotency_key() -> dict[str, Any]:
     return {
         "name": "Idempotency-Key",
         "in": "header",
-        "description": "Up to 255 visible ASCII characters or inner spaces (empty: none). A "
-        "repeat within 24 hours replays the first answer; the same key with another body is a "
-        "400. A key whose record was deleted since is forgotten: its repeat creates the record "
-        "anew. Spaces around the value are not part of it (HTTP strips them).",
+        "description": "Names one logical create: a repeat replays the first answer.",
         "schema": {
             "type": "string",
             "pattern": f"^([!-~]([ -~]{{0,{MAX_IDEMPOTENCY_KEY_LENGTH - 2}}}[!-~])?)? *$",
         },
     }
+
+
+_IDEMPOTENCY_KEY = (
+    "Header `Idempotency-Key` (optional; convrisk's own client sends a uuid4 on every create): "
+    f"up to {MAX_IDEMPOTENCY_KEY_LENGTH} visible ASCII characters or inner spaces, an empty one "
+    f"being none. A repeat within 24 hours replays the first answer (`{REPLAYED_HEADER}: "
+    "true`); the same key with another body is a 400 naming `idempotency_key`; a key of another "
+    "form is a 400 too. A key whose record was deleted since is forgotten: its repeat creates the "
+    "record anew. Spaces around the value are not part of it (HTTP strips them). It is described "
+    "here rather than listed because its value must be new for each request, which no schema can "
+    "say."
+)
 
 
 def _paths() -> dict[str, Any]:
@@ -359,7 +390,9 @@ def _paths() -> dict[str, Any]:
                 "operationId": f"list_{name}",
                 "summary": f"List {noun}s, newest first",
                 "tags": [tag],
+                "description": _LIST,
                 "parameters": _list_parameters(resource),
+                DESCRIBED_PARAMETERS: [_ending_before(resource)],
                 "responses": {
                     **_ok(f"{model}Page", "One page."),
                     **_error_responses(400, *_COMMON),
@@ -369,7 +402,8 @@ def _paths() -> dict[str, Any]:
                 "operationId": f"create_{name}",
                 "summary": f"Create a {noun}",
                 "tags": [tag],
-                "parameters": [_idempotency_key()],
+                "description": _IDEMPOTENCY_KEY,
+                DESCRIBED_PARAMETERS: [_idempotency_key()],
                 "requestBody": _body(f"{model}Create", required=True),
                 "responses": {
                     **_replayable(_ok(model, f"The new {noun} (or the replayed answer).")),

@@ -186,6 +186,24 @@ def test_requests_that_break_the_document_are_named(contract: Contract) -> None:
     ]
 
 
+def test_parameters_the_document_describes_in_text_are_checked_as_listed_ones(
+    contract: Contract,
+) -> None:
+    cursor = "conv_" + "0" * 26
+    assert (
+        contract.check_request("GET", "/v1/conversations", f"ending_before={cursor}", {}, b"") == []
+    )
+    (bad,) = contract.check_request("GET", "/v1/conversations", "ending_before=rp_1", {}, b"")
+    assert bad.where == "/query/ending_before"
+    sent = {"content-type": "application/json", "idempotency-key": "k-1"}
+    body = json.dumps({"contact_id": "ct_1"}).encode()
+    assert contract.check_request("POST", "/v1/conversations", "", sent, body) == []
+    found = contract.check_request(
+        "POST", "/v1/conversations", "", {**sent, "idempotency-key": "\t"}, body
+    )
+    assert [v.where for v in found] == ["/header/Idempotency-Key"]
+
+
 def test_operations_are_found_by_their_path_templates(contract: Contract) -> None:
     assert contract.operation("GET", "/v1/risk-profiles") == "list_risk_profiles"
     assert contract.operation("put", "/v1/risk-profiles/rp_01") == "update_risk_profiles"

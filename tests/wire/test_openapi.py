@@ -23,8 +23,9 @@ from convrisk.api_client.params import (
     check_risk_profile_create,
     check_risk_profile_update,
 )
+from convrisk.api_client.resources import ID_BODY_LENGTH, RESOURCES
 from convrisk.local_backend.sandbox import snapshot
-from convrisk.local_backend.sandbox.openapi import document
+from convrisk.local_backend.sandbox.openapi import DESCRIBED_PARAMETERS, document
 from convrisk.local_backend.sandbox.snapshot import LAST_ID_MILLIS
 from convrisk.local_backend.store import ids
 
@@ -89,12 +90,22 @@ def test_every_documented_query_parameter_is_taken_and_nothing_else(http: httpx.
             continue
         if path.startswith("/__sandbox/"):
             continue
-        params = {p["name"]: p for p in item["get"]["parameters"]}
-        limit = params.pop("paging")["schema"]["properties"]["limit"]
+        listed = item["get"]["parameters"]
+        described = item["get"][DESCRIBED_PARAMETERS]
+        assert {p["in"] for p in [*listed, *described]} == {"query"}
+        params = {p["name"]: p["schema"] for p in [*listed, *described]}
+        limit = params.pop("limit")
         assert http.get(path, params={"limit": limit["maximum"]}).status_code == 200
         assert http.get(path, params={"limit": limit["maximum"] + 1}).status_code == 400
-        for name, param in params.items():
-            value = "true" if "pattern" in param["schema"] else "x"
+        (resource,) = [r for r in RESOURCES.values() if r.path == path]
+        cursor = resource.prefix + "0" * ID_BODY_LENGTH
+        for name in ("starting_after", "ending_before"):
+            assert params.pop(name)["pattern"] == resource.id_pattern
+            assert http.get(path, params={name: cursor}).status_code == 200, (path, name)
+        both = {"starting_after": cursor, "ending_before": cursor}
+        assert http.get(path, params=both).status_code == 400
+        for name, schema in params.items():
+            value = "true" if "pattern" in schema else "x"
             assert http.get(path, params={name: value}).status_code == 200, (path, name)
         assert http.get(path, params={"colour": "red"}).status_code == 400
 
