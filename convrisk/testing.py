@@ -140,6 +140,8 @@ class Sandbox:
             name: value for name, value in os.environ.items() if not name.startswith("CONVRISK_")
         }
         env["CONVRISK_SERVE_TOKEN"] = self._token
+        # serve stops once this process has ended, even killed outright (cli/commands/serve.py).
+        env["CONVRISK_SERVE_PARENT_PID"] = str(os.getpid())
         env["CONVRISK_CONFIG"] = str(self._folder / "no-config.toml")
         env["NO_COLOR"] = "1"
         return env

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from convrisk.local_backend.store.clock import SandboxClock
     from convrisk.local_backend.store.ids import IdSource
 
+# The process serve lives with (convrisk.testing's): it stops once that one has ended.
+PARENT_PID_ENV = "CONVRISK_SERVE_PARENT_PID"
+
 
 def serve(
     ctx: typer.Context,
@@ -208,6 +211,7 @@ def serve(
         problem = _token_problem(given)
         if problem is not None:
             raise UsageProblem(f"{source}: {problem}", param="--token")
+    parent_pid = _parent_pid(run.env.get(PARENT_PID_ENV))
     served = _served_settings(run, db)
     db_path = Path(database_path(served))
     _check_read_only(served, read_only=read_only, load=load, db=db or run.flags.db)
@@ -281,10 +285,28 @@ def serve(
             load=rows,
             proxy=proxy,
             read_only=read_only,
+            parent_pid=parent_pid,
         )
     finally:
         if scratch is not None:
             scratch.cleanup()
+
+
+def _parent_pid(value: str | None) -> int | None:
+    """CONVRISK_SERVE_PARENT_PID checked: the process id serve stops with (it must be the one
+    that started serve), or None when unset."""
+    if value is None or not value.strip():
+        return None
+    import os
+
+    pid = whole_number(value.strip(), PARENT_PID_ENV, 1)
+    if pid != os.getppid():
+        raise UsageProblem(
+            f"{PARENT_PID_ENV} is {pid}, not the process that started convrisk serve "
+            f"({os.getppid()}); leave it unset unless that process sets it.",
+            param=PARENT_PID_ENV,
+        )
+    return pid
 
 
 def _proxy(

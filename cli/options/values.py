@@ -41,7 +41,10 @@ def whole_number(text: str, option: str, low: int | None = None, high: int | Non
         raise UsageProblem(f"{option} must be a whole number, not {text!r}.", param=option)
     number = int(value)
     if (low is not None and number < low) or (high is not None and number > high):
-        raise UsageProblem(f"{option} must be from {low} to {high}, not {number}.", param=option)
+        within = f"at least {low}" if high is None else f"from {low} to {high}"
+        if low is None:
+            within = f"at most {high}"
+        raise UsageProblem(f"{option} must be {within}, not {number}.", param=option)
     return number
 
 

@@ -269,6 +269,7 @@ def run_server(
     load: dict[str, list[Columns]] | None = None,
     proxy: Proxy | None = None,
     read_only: bool = False,
+    parent_pid: int | None = None,
 ) -> None:
     """Serve the SQLite file at `db_path` until SIGINT or SIGTERM, then close everything.
 
@@ -277,6 +278,8 @@ def run_server(
     anything is served. `proxy` (`serve --proxy-to`) answers the /v1 requests in its place.
     `read_only` (`serve --read-only`) answers every request but a read with a 403. The proxy's
     recorder (`serve --record`), if any, writes its snapshot once the requests are done.
+    `parent_pid` (CONVRISK_SERVE_PARENT_PID, set by convrisk.testing) stops it as a signal
+    would once that process has ended, so a test run killed outright leaves no server behind.
 
     A second signal stops at once, without waiting for requests in flight; a stop that has not
     ended STOP_SECONDS after the first signal ends the process (exit 1) with a line in the log.
@@ -332,6 +335,12 @@ def run_server(
             # A sleep, not a lock: see `signals`. PEP 475 resumes it after each handler.
             while not signals:
                 time.sleep(0.1)
+                if orphaned(parent_pid):
+                    log(
+                        f"convrisk serve: the process that started it ({parent_pid}) has "
+                        "ended; stopping."
+                    )
+                    break
             watchdog = _end_within(STOP_SECONDS, log)
     finally:
         for signum, handler in previous.items():
@@ -341,6 +350,12 @@ def run_server(
         watchdog.cancel()
     if proxy is not None and proxy.recorder is not None:
         _save(proxy.recorder, server.log)
+
+
+def orphaned(parent_pid: int | None) -> bool:
+    """Whether the process serve was told to live with has ended (serve was handed on to
+    another parent: init or a subreaper)."""
+    return parent_pid is not None and os.getppid() != parent_pid
 
 
 def _save(recorder: Recorder, log: AccessLog) -> None:

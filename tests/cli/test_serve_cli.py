@@ -5,6 +5,7 @@ A serve that got past its checks would fail the test at once (never_serve)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -64,5 +65,19 @@ def test_bad_sandbox_options_are_usage_errors(serve: Invoke, args: list[str]) ->
     result = serve(*args)
     assert result.code == 2, result.stderr
     assert args[0] in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "listening" not in result.stderr
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-3", "wrong parent"])
+def test_a_parent_pid_that_is_not_the_parent_of_serve_is_refused_with_exit_2(
+    serve: Invoke, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    # "wrong parent": a real process id, but not the one that started serve.
+    given = str(os.getpid()) if value == "wrong parent" else value
+    monkeypatch.setenv("CONVRISK_SERVE_PARENT_PID", given)
+    result = serve()
+    assert result.code == 2, result.stderr
+    assert "CONVRISK_SERVE_PARENT_PID" in result.stderr
     assert "Traceback" not in result.stderr
     assert "listening" not in result.stderr

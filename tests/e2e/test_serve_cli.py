@@ -49,6 +49,16 @@ def test_a_token_that_is_not_a_header_token_is_refused_with_exit_2(tmp_path: Pat
     assert not (tmp_path / "s.db.token").exists()
 
 
+def test_a_parent_pid_that_is_not_the_parent_of_serve_is_refused_with_exit_2(
+    tmp_path: Path,
+) -> None:
+    # One value here; every kind of wrong value in-process.
+    result = run_serve(tmp_path, CONVRISK_SERVE_PARENT_PID=str(os.getppid()))  # not its parent
+    assert result.returncode == 2, result.stderr
+    assert "CONVRISK_SERVE_PARENT_PID is" in result.stderr
+    assert "listening" not in result.stderr
+
+
 def test_bad_sandbox_options_are_usage_errors(tmp_path: Path) -> None:
     args = ["--faults", "1.5"]  # one of them; every one in-process
     result = run_serve(tmp_path, *args)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -162,6 +163,42 @@ def test_a_start_past_its_deadline_is_an_error_and_the_serve_is_stopped() -> Non
     with pytest.raises(SandboxError, match="did not say it was listening within 0 s"):
         sandbox.start()
     assert sandbox._process is None and sandbox._folder is None
+
+
+def test_a_test_process_killed_outright_leaves_no_serve_behind(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        """
+        import time
+        from convrisk.testing import Sandbox
+        sb = Sandbox()
+        sb.start()
+        print(sb.base_url, flush=True)
+        time.sleep(120)
+        """
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", script],
+        env=isolated_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        url = child.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), url
+        assert httpx.get(f"{url}/openapi.json", timeout=5).status_code == 200
+    finally:
+        child.kill()  # SIGKILL: no `with`, no atexit, nothing of the sandbox's own stop runs
+        child.wait(timeout=30)
+    for _ in range(100):  # serve polls its parent every 0.1 s and stops as on SIGTERM
+        try:
+            httpx.get(f"{url}/openapi.json", timeout=1)
+        except httpx.ConnectError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"serve still answers on {url} 10 s after its test process died")
 
 
 def test_sandbox_works_where_pytest_cannot_be_imported(tmp_path: Path) -> None:
