@@ -4,8 +4,10 @@ the backend's one request path (its token, timeout, retries and size limit)."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
@@ -342,3 +344,23 @@ def _not_a_sandbox(target: str, why: str) -> NotASandbox:
         f"The service is not a convrisk sandbox: {target} has no admin route ({why}). "
         "`convrisk sandbox` talks to `convrisk serve`."
     )
+
+
+def write_whole(path: Path, data: bytes) -> None:
+    """`data` to `path` whole or not at all, mode 0600 (a snapshot: `sandbox snapshot FILE`,
+    `serve --record`, `Sandbox.snapshot`); OSError when it cannot, `path` as it was."""
+    fd, name = temporary_beside(path)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(name, path)
+    except BaseException:
+        os.unlink(name)
+        raise
+
+
+def temporary_beside(path: Path) -> tuple[int, str]:
+    """A new temporary file (mode 0600) in `path`'s folder, to be renamed onto `path`."""
+    import tempfile  # here: the admin client's other calls have no need of it
+
+    return tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

@@ -112,7 +112,9 @@ class Sandbox:
             raise SandboxError("The sandbox is already running.")
         self._lines.clear()
         self._folder = Path(tempfile.mkdtemp(prefix="convrisk-sandbox-"))
-        command = [sys.executable, "-m", "convrisk.cli", "serve", "--host", "127.0.0.1"]
+        # -P: the working folder is not put first on serve's import path, so a file of the
+        # user's named like a library (jq.py) cannot stand in for it.
+        command = [sys.executable, "-P", "-m", "convrisk.cli", "serve", "--host", "127.0.0.1"]
         command += ["--port", "0", "--db", str(self._folder / "sandbox.db")]
         if self.seed is not None:
             command += ["--seed", str(self.seed)]
@@ -285,12 +287,13 @@ class Sandbox:
         return sandbox.restore(self._send, data)
 
     def snapshot(self, path: str | os.PathLike[str]) -> int:
-        """Write every record to a snapshot file (JSON lines, as `convrisk sandbox snapshot`
-        writes it) for `load` to put back: how many records it holds."""
+        """Write every record to a snapshot file (JSON lines, whole or not at all, mode 0600, as
+        `convrisk sandbox snapshot` writes it) for `load` to put back: how many records it
+        holds."""
         from convrisk.api_client import sandbox
 
         data = sandbox.snapshot(self._send)
-        Path(path).write_bytes(data)
+        sandbox.write_whole(Path(path), data)
         return sum(1 for line in data.splitlines() if line.strip())
 
     def reset(self) -> None:

@@ -3,7 +3,6 @@ restore of a `convrisk serve` (DESIGN 5.4, 6.4), through its admin routes."""
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -407,18 +406,11 @@ def snapshot(
 
 def _write_whole(path: Path, data: bytes) -> None:
     """Write `data` to `path` whole or not at all: an existing file stays as it was on failure."""
-    import tempfile
+    from convrisk.api_client.sandbox import write_whole
 
     try:
-        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        write_whole(path, data)
     except OSError as exc:
-        raise UsageProblem(f"Cannot write {path}: {exc.strerror or exc}.", param="FILE") from None
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(name, path)
-    except OSError as exc:
-        os.unlink(name)
         raise UsageProblem(f"Cannot write {path}: {exc.strerror or exc}.", param="FILE") from None
 
 

@@ -217,10 +217,11 @@ def serve(
     _check_read_only(served, read_only=read_only, load=load, db=db or run.flags.db)
     rows = None if load is None else _snapshot_rows(load)
     scratch = None
-    if rows is not None and not (db or run.flags.db):
+    if (rows is not None or proxy is not None) and not (db or run.flags.db):
         import tempfile
 
-        # Nobody's data is replaced by a --load that names no database.
+        # Nobody's data is replaced by a --load that names no database, and a proxy, which
+        # keeps no records, opens none of the user's.
         scratch = tempfile.TemporaryDirectory(prefix="convrisk-serve-")
         db_path = Path(scratch.name) / "sandbox.db"
     printer = run.plain_printer()

@@ -228,14 +228,18 @@ class ServeApp:
             if fault == "drop":
                 done(None, fault)
                 return await self.connections.drop(client)
+            faulted = None
             if rule is not None and rule.status is not None and rule.status >= 400:
-                answer = shaped(rule, rule_error(rule))
-                done(answer.status, fault)
-                return await self._send(scope, receive, send, answer, close=_body_pending(headers))
-            if rule is None and fault in ("500", "503", "429"):
-                answer = injected(int(fault))
-                done(answer.status, fault)
-                return await self._send(scope, receive, send, answer, close=_body_pending(headers))
+                faulted = shaped(rule, rule_error(rule))
+            elif rule is None and fault in ("500", "503", "429"):
+                faulted = injected(int(fault))
+            if faulted is not None:
+                try:
+                    sent, close = await _faulted_body(receive, hold, headers)
+                except _Unanswered:
+                    return done(None, fault)
+                done(faulted.status, fault, sent)
+                return await self._send(scope, receive, send, faulted, close=close)
 
         if self.proxy is not None and _forwarded(path):
             return await self._forward(scope, receive, send, headers, fault, rule, done, hold)
@@ -523,6 +527,22 @@ def _forwarded(path: str) -> bool:
     if path != "/v1" and not path.startswith("/v1/"):
         return False
     return not any(part in (".", "..") for part in path.split("/"))
+
+
+async def _faulted_body(
+    receive: Receive, hold: Hold, headers: list[tuple[str, str]]
+) -> tuple[bytes | None, bool]:
+    """The body of a request a fault answers, kept for the journal (a test checks what the
+    failed attempt sent), and whether to close: read when announced and small; one that is
+    large, chunked or waits for 100 Continue is left unread and the connection closed."""
+    if _body_pending(headers):
+        return None, True
+    if dict(headers).get("content-length", "0").strip() in ("", "0"):
+        return None, False
+    got = await _read_body(receive, hold)
+    if isinstance(got, Answer):
+        return None, True
+    return got, False
 
 
 def _body_pending(headers: list[tuple[str, str]]) -> bool:

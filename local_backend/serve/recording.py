@@ -20,7 +20,7 @@ from urllib.parse import unquote
 
 from convrisk.api_client.records import REPLAYED_HEADER
 from convrisk.api_client.resources import RESOURCES, Resource, ResourceName
-from convrisk.api_client.sandbox import MAX_SNAPSHOT_BYTES
+from convrisk.api_client.sandbox import MAX_SNAPSHOT_BYTES, temporary_beside, write_whole
 from convrisk.api_client.text import printable
 from convrisk.local_backend.sandbox import snapshot
 from convrisk.local_backend.sandbox.contract import Contract
@@ -190,28 +190,12 @@ def unwritable(path: Path) -> str | None:
     if path.is_dir():
         return "is a directory"
     try:
-        fd, name = _temporary(path)
+        fd, name = temporary_beside(path)
     except OSError as exc:
         return f"cannot write in {printable(str(path.parent))}: {exc.strerror or exc}"
     os.close(fd)
     os.unlink(name)
     return None
-
-
-def write_whole(path: Path, data: bytes) -> None:
-    """`data` to `path` whole or not at all, as `sandbox snapshot FILE` writes (mode 0600)."""
-    fd, name = _temporary(path)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(name, path)
-    except BaseException:
-        os.unlink(name)
-        raise
-
-
-def _temporary(path: Path) -> tuple[int, str]:
-    return tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
 
 
 def _target(path: str) -> tuple[Resource, str | None] | None:

@@ -143,6 +143,19 @@ def test_sigint_writes_the_recording_too(tmp_path: Path) -> None:
         assert recorded(rec) == {made: get(direct, "conv", made)}
 
 
+def test_a_proxy_without_db_opens_none_of_the_users_databases(tmp_path: Path) -> None:
+    home = new(tmp_path, "proxy")
+    default = home / "data" / "convrisk" / "convrisk.db"
+    with (
+        serving(new(tmp_path, "up")) as upstream,
+        serving(home, "--proxy-to", upstream.url, db_path=default) as proxy,
+    ):
+        via = cli(new(tmp_path, "via"), proxy.url)
+        ok(via, "conv", "create", "--contact-id", "ct_1")
+        assert httpx.get(f"{proxy.url}/__sandbox/requests", headers=AUTH).status_code == 200
+    assert not default.parent.exists() or list(default.parent.iterdir()) == []
+
+
 def _conversation(object_id: str, **values: Any) -> dict[str, Any]:
     return described.conversation(object_id, 1_700_000_000, **({"contact_id": "ct_1"} | values))
 

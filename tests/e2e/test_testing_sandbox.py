@@ -136,6 +136,20 @@ def test_fault_aims_a_503_at_the_next_create_and_reset_clears_it(sb: Sandbox) ->
     assert httpx.post(url, json={"contact_id": "c_1"}, headers=auth, timeout=10).is_success
 
 
+def test_a_snapshot_file_is_written_whole_and_readable_by_its_owner_alone(
+    sb: Sandbox, tmp_path: Path
+) -> None:
+    target = tmp_path / "seed.jsonl"
+    target.write_text("kept\n", encoding="utf-8")
+    with sb.client() as client:
+        client.conversations.create(contact_id="c_1")
+    assert sb.snapshot(target) == 1
+    assert target.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["seed.jsonl"]  # no temporary file left
+    with pytest.raises(OSError):
+        sb.snapshot(tmp_path / "no-such-folder" / "seed.jsonl")
+
+
 def test_load_restores_a_snapshot_file(sb: Sandbox, tmp_path: Path) -> None:
     with sb.client() as client:
         kept = client.conversations.create(contact_id="c_kept")
@@ -199,6 +213,33 @@ def test_a_test_process_killed_outright_leaves_no_serve_behind(tmp_path: Path) -
         time.sleep(0.1)
     else:
         raise AssertionError(f"serve still answers on {url} 10 s after its test process died")
+
+
+def test_a_file_of_the_working_folder_named_like_a_library_does_not_reach_serve(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "jq.py").write_text("raise SystemExit('the wrong jq')\n", encoding="utf-8")
+    script = textwrap.dedent(
+        """
+        import httpx
+        from convrisk.testing import Sandbox
+        with Sandbox() as sb:
+            sb.fault("GET", "/v1/conversations", status=500, body_jq='{"jq": "real"}')
+            got = httpx.get(sb.base_url + "/v1/conversations",
+                            headers={"Authorization": "Bearer " + sb.token})
+            print(got.status_code, got.text)
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env=isolated_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == '500 {"jq":"real"}'
 
 
 def test_sandbox_works_where_pytest_cannot_be_imported(tmp_path: Path) -> None:

@@ -96,6 +96,29 @@ def test_the_next_create_answers_503_once_with_retry_after_then_succeeds(
     assert (listed["seen"], listed["fired"]) == (1, 1)
 
 
+def test_the_journal_keeps_the_body_of_a_request_a_fault_answered(
+    serve_with: ServeWith,
+) -> None:
+    served = serve_with(chaos=Chaos(fault_rate=1.0, seed=7))
+    with client(served) as http:
+        add(http, method="POST", path=CONV, status=503)
+    for contact in ("c_aimed", "c_random"):
+        with client(served) as http:
+            try:
+                answered = http.post(CONV, json={"contact_id": contact})
+            except (httpx.RemoteProtocolError, httpx.ReadError):
+                continue  # the seeded fault was a dropped connection: no answer, no body
+            assert answered.status_code >= 400, answered.text
+    with client(served) as http:
+        entries = journal(http)
+    assert entries[0]["fault_rule"] == 1
+    assert json.loads(entries[0]["body"]) == {"contact_id": "c_aimed"}
+    (random,) = entries[1:]
+    assert random["fault"] in ("500", "503", "429")  # what seed 7 draws for this request
+    assert json.loads(random["body"]) == {"contact_id": "c_random"}
+    assert contacts(served) == []
+
+
 def test_after_2_lets_two_through_then_fires(served: Served, http: httpx.Client) -> None:
     add(http, method="post", path=CONV, status=500, after=2)
     statuses = [http.post(CONV, json={"contact_id": f"c_{n}"}).status_code for n in range(4)]
