@@ -349,14 +349,32 @@ def _not_a_sandbox(target: str, why: str) -> NotASandbox:
 def write_whole(path: Path, data: bytes) -> None:
     """`data` to `path` whole or not at all, mode 0600 (a snapshot: `sandbox snapshot FILE`,
     `serve --record`, `Sandbox.snapshot`); OSError when it cannot, `path` as it was."""
-    fd, name = temporary_beside(path)
+    target = snapshot_target(path)
+    fd, name = temporary_beside(target)
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
-        os.replace(name, path)
+        os.replace(name, target)
     except BaseException:
         os.unlink(name)
         raise
+
+
+def snapshot_target(path: Path) -> Path:
+    """The file a snapshot for `path` replaces: the one a symbolic link names, written through
+    the link; an OSError for a path that is there and is no regular file (a device, a FIFO, a
+    folder), which a rename would put a file in place of."""
+    import errno
+    import stat
+
+    target = Path(os.path.realpath(path))
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        return target
+    if not stat.S_ISREG(mode):
+        raise OSError(errno.EINVAL, "it is not a regular file", str(path))
+    return target
 
 
 def temporary_beside(path: Path) -> tuple[int, str]:

@@ -226,7 +226,11 @@ class ServeApp:
             # Each line is logged before the answer goes out (or the connection is dropped),
             # so a client that has its answer finds the line.
             if fault == "drop":
-                done(None, fault)
+                try:
+                    sent, _ = await _faulted_body(receive, hold, headers)
+                except _Unanswered:
+                    return done(None, fault)
+                done(None, fault, sent)
                 return await self.connections.drop(client)
             faulted = None
             if rule is not None and rule.status is not None and rule.status >= 400:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import io
+import re
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,8 @@ MAX_TIMEOUT = 3600.0
 # The request headers forwarded (no hop-by-hop ones, no Host, no cookies): what the client says
 # of itself and of its body, its token and its idempotency key.
 FORWARDED_REQUEST = ("authorization", "idempotency-key", "content-type", "accept", "user-agent")
+# What a header value may hold (RFC 9110 field-value: visible characters, spaces and tabs).
+_HEADER_VALUE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
 # The answer headers passed back; content-type included as sent (or absent).
 FORWARDED_ANSWER = (
     "content-type",
@@ -223,6 +226,15 @@ class Proxy:
         # As latin-1, byte for byte (httpx would decode UTF-8, which the answer cannot carry).
         raw = ((n.decode("latin-1").lower(), v.decode("latin-1")) for n, v in response.headers.raw)
         kept = tuple((name, value) for name, value in raw if name in FORWARDED_ANSWER)
+        for name, value in kept:
+            if not _HEADER_VALUE.fullmatch(value):
+                # uvicorn refuses to send it, and the client would get no answer at all.
+                return self._failed(
+                    502,
+                    "upstream",
+                    f"the upstream's {name} header holds a character HTTP does not allow "
+                    f"in a header value: {printable(value)}",
+                )
         return Answer(response.status_code, received.getvalue(), kept)
 
     def _too_large(self, length: int | None) -> Forwarded:

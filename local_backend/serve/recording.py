@@ -20,7 +20,12 @@ from urllib.parse import unquote
 
 from convrisk.api_client.records import REPLAYED_HEADER
 from convrisk.api_client.resources import RESOURCES, Resource, ResourceName
-from convrisk.api_client.sandbox import MAX_SNAPSHOT_BYTES, temporary_beside, write_whole
+from convrisk.api_client.sandbox import (
+    MAX_SNAPSHOT_BYTES,
+    snapshot_target,
+    temporary_beside,
+    write_whole,
+)
 from convrisk.api_client.text import printable
 from convrisk.local_backend.sandbox import snapshot
 from convrisk.local_backend.sandbox.contract import Contract
@@ -190,7 +195,11 @@ def unwritable(path: Path) -> str | None:
     if path.is_dir():
         return "is a directory"
     try:
-        fd, name = temporary_beside(path)
+        target = snapshot_target(path)
+    except OSError as exc:
+        return f"cannot be written: {exc.strerror or exc}"
+    try:
+        fd, name = temporary_beside(target)
     except OSError as exc:
         return f"cannot write in {printable(str(path.parent))}: {exc.strerror or exc}"
     os.close(fd)

@@ -575,3 +575,34 @@ def test_a_status_http_does_not_have_is_the_proxys_502_not_a_dropped_connection(
         assert (entry["status"], [v["rule"] for v in entry["violations"]]) == (502, ["status"])
         _, log = proxy.stop()
     assert "Traceback" not in log
+
+
+class HeaderPastHttp(JSONService):
+    """An upstream whose Location header holds an escape character (raw bytes, as sent)."""
+
+    def do_GET(self) -> None:
+        body = b'{"object":"list","data":[],"has_more":false}'
+        self.wfile.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nLocation: /x\x1b[31m\r\n"
+            + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+            + body
+        )
+        self.close_connection = True
+
+
+def test_an_upstream_header_http_does_not_allow_is_the_proxys_502_not_a_dropped_connection(
+    tmp_path: Path,
+) -> None:
+    with (
+        running(on_loopback(HeaderPastHttp)) as server,
+        serving(new(tmp_path, "p"), "--proxy-to", url_of(server)) as proxy,
+        http(proxy.url) as client,
+    ):
+        answer = client.get(CONV)
+        assert answer.status_code == 502
+        message = answer.json()["error"]["message"]
+        assert "location header" in message and "\\x1b" in message and "\x1b" not in message
+        [entry] = journal(cli_env(tmp_path / "c", proxy.url))
+        assert (entry["status"], [v["rule"] for v in entry["violations"]]) == (502, ["upstream"])
+        _, log = proxy.stop()
+    assert "Traceback" not in log

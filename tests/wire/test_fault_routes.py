@@ -101,8 +101,9 @@ def test_the_journal_keeps_the_body_of_a_request_a_fault_answered(
 ) -> None:
     served = serve_with(chaos=Chaos(fault_rate=1.0, seed=7))
     with client(served) as http:
+        add(http, method="POST", path=CONV, drop=True)
         add(http, method="POST", path=CONV, status=503)
-    for contact in ("c_aimed", "c_random"):
+    for contact in ("c_dropped", "c_aimed", "c_random"):
         with client(served) as http:
             try:
                 answered = http.post(CONV, json={"contact_id": contact})
@@ -111,9 +112,10 @@ def test_the_journal_keeps_the_body_of_a_request_a_fault_answered(
             assert answered.status_code >= 400, answered.text
     with client(served) as http:
         entries = journal(http)
-    assert entries[0]["fault_rule"] == 1
-    assert json.loads(entries[0]["body"]) == {"contact_id": "c_aimed"}
-    (random,) = entries[1:]
+    assert [entry["fault_rule"] for entry in entries[:2]] == [1, 2]
+    assert json.loads(entries[0]["body"]) == {"contact_id": "c_dropped"}
+    assert json.loads(entries[1]["body"]) == {"contact_id": "c_aimed"}
+    (random,) = entries[2:]
     assert random["fault"] in ("500", "503", "429")  # what seed 7 draws for this request
     assert json.loads(random["body"]) == {"contact_id": "c_random"}
     assert contacts(served) == []
