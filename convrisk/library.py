@@ -220,6 +220,8 @@ class Client:
         A token goes over plain http:// to a loopback host only, unless `allow_insecure_http`."""
         from convrisk.api_client.remote.http import HTTPBackend
 
+        _check_range("timeout", timeout)
+        _check_range("max_retries", max_retries)
         backend = HTTPBackend(
             base_url,
             token,
@@ -275,3 +277,15 @@ class Client:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _check_range(key: str, value: object) -> None:
+    """A numeric argument within the range its setting has on the command line (config
+    set), else InvalidRequestError naming it."""
+    from convrisk.cli.settings import ranges
+
+    bounds = ranges()[key]
+    kinds = (int,) if bounds.whole else (int, float)
+    number = value if isinstance(value, kinds) and not isinstance(value, bool) else None
+    if number is None or not bounds.low <= number <= bounds.high:
+        raise InvalidRequestError(f"{key} must be {bounds.describe()}, not {value!r}.", param=key)

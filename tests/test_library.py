@@ -210,10 +210,15 @@ def test_a_token_over_plain_http_to_another_host_is_refused_unless_allowed() -> 
 
 
 def test_remote_takes_timeout_and_retries_as_the_settings_bound_them() -> None:
-    with pytest.raises(InvalidRequestError):
-        Client.remote("https://api.example.com", "t", timeout=0)
-    with pytest.raises(InvalidRequestError):
-        Client.remote("https://api.example.com", "t", max_retries=-1)
+    bad_timeouts: list[Any] = [0, float("inf"), float("nan"), 1e10, 10**400, True, "3"]
+    for timeout in bad_timeouts:
+        with pytest.raises(InvalidRequestError, match="timeout must be a number of seconds"):
+            Client.remote("https://api.example.com", "t", timeout=timeout)
+    bad_retries: list[Any] = [-1, 11, 1.5, True]
+    for retries in bad_retries:
+        with pytest.raises(InvalidRequestError, match="max_retries must be a whole number"):
+            Client.remote("https://api.example.com", "t", max_retries=retries)
+    Client.remote("https://api.example.com", "t", timeout=3600, max_retries=10).close()
 
 
 def test_local_refuses_a_database_in_a_missing_folder(tmp_path: Path) -> None:

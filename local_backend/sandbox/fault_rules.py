@@ -19,6 +19,7 @@ from typing import Any
 from convrisk.api_client import sandbox as sandbox_api
 from convrisk.api_client.errors import InvalidRequestError
 from convrisk.api_client.text import printable
+from convrisk.local_backend.store.idempotency import key_reused
 
 # Rules kept at once: one more is refused (400), so a runaway test cannot grow the server.
 MAX_RULES = 1000
@@ -106,13 +107,16 @@ class FaultRules:
     def __init__(self) -> None:
         self._rules: list[Rule] = []
         self._next_id = 1
-        self._keys: dict[str, Rule] = {}
+        self._keys: dict[str, tuple[bytes, Rule]] = {}  # the body each key came with
 
     def add(self, body: bytes, idempotency_key: str | None = None) -> tuple[dict[str, Any], bool]:
         """Add the rule this body describes: the rule as JSON, and whether it is new (False:
         the answer to an earlier add with the same Idempotency-Key, nothing added)."""
         if idempotency_key is not None and idempotency_key in self._keys:
-            return self._keys[idempotency_key].as_json(), False
+            sent, kept = self._keys[idempotency_key]
+            if sent != body:
+                raise key_reused(idempotency_key)
+            return kept.as_json(), False
         if len(self._rules) >= MAX_RULES:
             # A conflict with what the sandbox holds, not a fault of the body: 409.
             raise InvalidRequestError(
@@ -130,7 +134,7 @@ class FaultRules:
         if idempotency_key is not None:
             if len(self._keys) >= MAX_KEYS:
                 self._keys.pop(next(iter(self._keys)))
-            self._keys[idempotency_key] = rule
+            self._keys[idempotency_key] = (body, rule)
         return rule.as_json(), True
 
     def listed(self) -> list[dict[str, Any]]:

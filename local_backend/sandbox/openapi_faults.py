@@ -191,7 +191,8 @@ def paths(errors: Callable[..., dict[str, Any]], tag: str) -> dict[str, Any]:
                 "it (seen); while seen <= after the rule lets it through to the next; otherwise "
                 "it fires (fired += 1; spent once fired == times) and the offer stops. A rule "
                 "that fires stands in for a random fault of `serve --faults`. An Idempotency-Key "
-                "sent again answers 200 with the rule it added, adding nothing.",
+                "sent again answers 200 with the rule it added, adding nothing; sent again "
+                "with another body, a 400 naming idempotency_key.",
                 "tags": [tag],
                 "requestBody": {
                     "required": True,

@@ -312,6 +312,11 @@ def test_an_add_sent_again_with_its_idempotency_key_answers_200_and_adds_nothing
     assert (first.status_code, again.status_code) == (201, 200)
     assert again.json() == first.json()
     assert len(http.get(FAULTS).json()["data"]) == 1
+    for other in (json.dumps({**rule, "status": 503}), "garbage"):
+        reused = http.post(FAULTS, content=other, headers={"Idempotency-Key": "k-1"})
+        assert reused.status_code == 400, reused.text
+        assert reused.json()["error"]["param"] == "idempotency_key"
+    assert len(http.get(FAULTS).json()["data"]) == 1
 
 
 # Bodies on both sides of every rule the document states; the route must agree with it.
