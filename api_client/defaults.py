@@ -11,6 +11,9 @@ DEFAULT_PAGE_SIZE = MAX_LIMIT
 # Seconds one attempt may take, from connect to last byte, and retries after it (DESIGN 1.2).
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_RETRIES = 2
+# What the settings (and Client.remote) take: timeout 0.1 to 3600 s, max_retries 0 to 10.
+MIN_TIMEOUT, MAX_TIMEOUT = 0.1, 3600
+MAX_RETRIES = 10
 # The most one answer may weigh once decoded: a page of 100 risk profiles with up to 1 MiB of
 # details each is about 100 MiB, so this fits the largest legitimate page with room.
 DEFAULT_MAX_RESPONSE_MB = 256

@@ -47,8 +47,6 @@ IMPORT_FORMATS: Final = ("jsonl", "csv")
 DEFAULT_PROFILE: Final = "default"
 # The one top-level key of the config file: the profile used when none is chosen.
 DEFAULT_PROFILE_KEY: Final = "default_profile"
-# The most retries a setting may ask for (the client itself takes any number).
-MAX_RETRIES: Final = 10
 # A config file is a few lines; more than this is the wrong file (and is not read whole).
 MAX_CONFIG_BYTES: Final = 1024 * 1024
 # How long a config write waits for others to finish (as long as the database's busy timeout).
@@ -94,10 +92,10 @@ def defaults() -> dict[str, Any]:
 def ranges() -> dict[str, Bounds]:
     """The range of each numeric key, checked wherever a value comes from: flag, environment,
     config file or `config set`."""
-    from convrisk.api_client.defaults import MAX_LIMIT
+    from convrisk.api_client.defaults import MAX_LIMIT, MAX_RETRIES, MAX_TIMEOUT, MIN_TIMEOUT
 
     return {
-        "timeout": Bounds(0.1, 3600, whole=False, what="a number of seconds"),
+        "timeout": Bounds(MIN_TIMEOUT, MAX_TIMEOUT, whole=False, what="a number of seconds"),
         "max_retries": Bounds(0, MAX_RETRIES, whole=True, what="a whole number"),
         "page_size": Bounds(1, MAX_LIMIT, whole=True, what="a whole number"),
         "max_response_mb": Bounds(1, 4096, whole=True, what="a whole number of MiB"),

@@ -280,12 +280,19 @@ class Client:
 
 
 def _check_range(key: str, value: object) -> None:
-    """A numeric argument within the range its setting has on the command line (config
-    set), else InvalidRequestError naming it."""
-    from convrisk.cli.settings import ranges
+    """timeout or max_retries within the range its setting has on the command line, else
+    InvalidRequestError naming it (bounds from api_client.defaults: no command line loaded)."""
+    from convrisk.api_client import defaults
 
-    bounds = ranges()[key]
-    kinds = (int,) if bounds.whole else (int, float)
-    number = value if isinstance(value, kinds) and not isinstance(value, bool) else None
-    if number is None or not bounds.low <= number <= bounds.high:
-        raise InvalidRequestError(f"{key} must be {bounds.describe()}, not {value!r}.", param=key)
+    timeout = key == "timeout"
+    low, high = (
+        (defaults.MIN_TIMEOUT, defaults.MAX_TIMEOUT) if timeout else (0, defaults.MAX_RETRIES)
+    )
+    number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if number is not None and not timeout and not isinstance(number, int):
+        number = None
+    if number is None or not low <= number <= high:
+        what = "a number of seconds" if timeout else "a whole number"
+        raise InvalidRequestError(
+            f"{key} must be {what} from {low:g} to {high:g}, not {value!r}.", param=key
+        )
