@@ -370,8 +370,8 @@ def snapshot_target(path: Path) -> Path:
     target = Path(os.path.realpath(path))
     try:
         mode = os.stat(target).st_mode
-    except FileNotFoundError:
-        return target
+    except OSError:
+        return target  # not there (or its folder cannot be read): the write says why
     if not stat.S_ISREG(mode):
         raise OSError(errno.EINVAL, "it is not a regular file", str(path))
     return target
