@@ -59,6 +59,9 @@ FAULT_FIELDS = (
 # fault_rules) and `sandbox fault add`: `times` and `after`, `delay_ms`, `retry_after` (seconds),
 # and the statuses it may answer with.
 MAX_FAULT_COUNT = 1_000_000_000
+# The longest path glob and jq program a fault rule takes, in characters.
+MAX_FAULT_GLOB_LENGTH = 2048
+MAX_FAULT_JQ_LENGTH = 4096
 MAX_FAULT_DELAY_MS = 60_000
 MAX_FAULT_RETRY_AFTER = 86_400
 FAULT_STATUSES = (200, 599)

@@ -36,6 +36,10 @@ def path_glob(text: str | None, *, needed: bool = False, rule: bool = False) -> 
         if needed:
             raise UsageProblem("--path GLOB is needed (e.g. '/v1/conversations*').", param="--path")
         return None
+    if rule and len(text) > sandbox.MAX_FAULT_GLOB_LENGTH:
+        raise UsageProblem(
+            f"--path is over {sandbox.MAX_FAULT_GLOB_LENGTH} characters.", param="--path"
+        )
     problem = sandbox.fault_glob_problem(text) if rule else sandbox.glob_problem(text)
     if problem is not None:
         raise UsageProblem(f"--path {text!r} is not a valid glob: {problem}.", param="--path")
@@ -114,6 +118,10 @@ def fault_rule(
             param="--retry-after",
         )
     if body_jq is not None:
+        if len(body_jq) > sandbox.MAX_FAULT_JQ_LENGTH:
+            raise UsageProblem(
+                f"--body-jq is over {sandbox.MAX_FAULT_JQ_LENGTH} characters.", param="--body-jq"
+            )
         if drop or drop_after:
             raise UsageProblem(
                 "--body-jq changes the answer's body; a dropped connection sends none.",

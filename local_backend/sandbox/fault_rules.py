@@ -28,8 +28,8 @@ MAX_RULES = 1000
 # the field), not for its size (413).
 MAX_RULE_BYTES = 128 * 1024
 # The longest path glob and jq program a rule takes.
-MAX_GLOB_LENGTH = 2048
-MAX_JQ_LENGTH = 4096
+MAX_GLOB_LENGTH = sandbox_api.MAX_FAULT_GLOB_LENGTH
+MAX_JQ_LENGTH = sandbox_api.MAX_FAULT_JQ_LENGTH
 # The largest `times` and `after`, and the longest wait and Retry-After.
 MAX_COUNT = sandbox_api.MAX_FAULT_COUNT
 MAX_DELAY_MS = sandbox_api.MAX_FAULT_DELAY_MS

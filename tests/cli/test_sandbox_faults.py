@@ -111,6 +111,8 @@ def test_clear_removes_every_rule_and_says_how_many(invoke: Invoke, serve: Serve
         (["--path", "/v1/[]]", "--drop"], "must not begin"),
         (["--method", "PO ST", "--drop"], "--method"),
         (["--method", "A" * 21, "--drop"], "--method"),
+        (["--path", "/v1/" + "a" * 2045, "--drop"], "over 2048 characters"),
+        (["--status", "500", "--body-jq", "." * 4097], "over 4096 characters"),
     ],
 )
 def test_bad_flags_exit_2_with_one_line_and_nothing_is_sent(
