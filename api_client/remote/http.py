@@ -246,7 +246,9 @@ class HTTPResource(Generic[M, C, U, F]):
         self._ahead: tuple[dict[str, str], Ahead[Answer]] | None = None
 
     def _item_path(self, id: str) -> str:
-        if isinstance(id, str) and id.strip() in ("", ".", ".."):
+        # `.` and `..` are ids no URL path can carry (they are its own segments); an empty or
+        # blank id is refused as locally, by check_remote_id.
+        if id in (".", ".."):
             raise NotFoundError(f"No such {self._noun}: {id!r}.", param="id")
         check_remote_id(self._name, id)
         return f"{self._path}/{quote(id, safe='')}"

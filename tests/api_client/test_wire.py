@@ -178,11 +178,17 @@ def test_invalid_input_fails_before_any_request(
     assert r.requests == []
 
 
-def test_an_empty_id_is_not_found_without_a_request(remote: MakeRemote) -> None:
+def test_an_empty_id_is_refused_as_locally_and_a_dot_segment_is_not_found_unsent(
+    remote: MakeRemote,
+) -> None:
     r = remote()
-    for bad in ("", "..", "."):
+    for empty in ("", " "):
+        with pytest.raises(InvalidRequestError) as refused:
+            r.backend.conversations.retrieve(empty)
+        assert refused.value.param == "id"
+    for segment in ("..", "."):
         with pytest.raises(NotFoundError):
-            r.backend.conversations.retrieve(bad)
+            r.backend.conversations.retrieve(segment)
     assert r.requests == []
 
 

@@ -357,6 +357,19 @@ def test_ids_that_cannot_be_conversation_ids_are_refused_naming_the_id(leg: Leg,
         assert "not a conversation id" in caught.value.message
 
 
+@pytest.mark.parametrize("empty", ["", " "])
+def test_an_empty_id_is_refused_naming_the_id_on_both_backends(leg: Leg, empty: str) -> None:
+    calls: tuple[Callable[[], object], ...] = (
+        lambda: leg.client.conversations.retrieve(empty),
+        lambda: leg.client.conversations.update(empty, {}),
+        lambda: leg.client.conversations.delete(empty),
+    )
+    for call in calls:
+        with pytest.raises(InvalidRequestError) as caught:
+            call()
+        assert caught.value.param == "id"
+
+
 # -- idempotency ------------------------------------------------------------------------------
 
 
