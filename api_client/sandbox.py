@@ -147,9 +147,9 @@ def verify(
     """Whether the sandbox received exactly `count` (when given) or at least `at_least`
     requests of `method` on a path matching `glob` (and whose body `body_test` passes: None
     from it, else why not); the near misses from the whole journal when it did not."""
+    journal = requests(send, method=method, path=glob)
     verdicts = [
-        (entry, None if body_test is None else body_test(entry))
-        for entry in requests(send, method=method, path=glob).requests
+        (entry, None if body_test is None else body_test(entry)) for entry in journal.requests
     ]
     matched = [entry for entry, why_not in verdicts if why_not is None]
     refused = [(entry, why_not) for entry, why_not in verdicts if why_not is not None]
@@ -170,6 +170,11 @@ def verify(
         lines += [f"  {line}" for line in misses[:MAX_NEAR_MISSES]]
         if len(misses) > MAX_NEAR_MISSES:
             lines.append(f"  ... and {len(misses) - MAX_NEAR_MISSES:,} more")
+    if journal.dropped:
+        lines.append(
+            f"The journal had no room for the {journal.dropped:,} oldest requests (it keeps the "
+            "latest ones): they are not counted. Reset the sandbox before the test."
+        )
     return Verdict(False, matched, wanted, what, lines)
 
 

@@ -170,3 +170,17 @@ def test_a_count_exceeded_names_the_matches() -> None:
     verdict = sandbox.verify(send, "GET", "/v1/*", count=2)
     assert verdict.explanation == ["Matched: #1, #2, #3, #4, #5, #6, #7, #8, #9, #10, ..."]
     assert verdict.failure == "Expected exactly 2 GET /v1/*; the sandbox received 12."
+
+
+def test_a_failed_verify_says_when_the_journal_dropped_older_requests() -> None:
+    entry = {"seq": 10_001, "method": "GET", "path": "/v1/conversations", "status": 200}
+    answer = json.dumps({"data": [entry], "dropped": 50, "total": 1}).encode()
+    verdict = sandbox.verify(Script(200, answer), "GET", "/v1/conversations", count=51)
+    assert not verdict.held
+    assert verdict.explanation[-1].startswith(
+        "The journal had no room for the 50 oldest requests (it keeps the latest ones)"
+    )
+    whole = json.dumps({"data": [entry], "dropped": 0, "total": 1}).encode()
+    assert "no room" not in " ".join(
+        sandbox.verify(Script(200, whole), "GET", "/v1/conversations", count=2).explanation
+    )
