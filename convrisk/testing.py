@@ -254,6 +254,8 @@ class Sandbox:
 
         if count is not None and at_least is not None:
             raise TypeError("verify() takes count or at_least, not both")
+        if not isinstance(path, str):
+            raise TypeError(f"verify() takes a path glob such as /v1/*, not {path!r}")
         exact = None if count is None else _whole(count, "count")
         least = 1 if at_least is None else _whole(at_least, "at_least")
         verdict = sandbox.verify(self._send, _method(method), path, count=exact, at_least=least)

@@ -28,8 +28,9 @@ def http_method(text: str | None, *, needed: bool = False) -> str | None:
 
 
 def path_glob(text: str | None, *, needed: bool = False, rule: bool = False) -> str | None:
-    """--path GLOB, checked to compile: no space or control character, each [ closed by ]
-    (and, for a fault rule's, the sandbox's own check: api_client.sandbox.fault_glob_problem)."""
+    """--path GLOB, checked as the sandbox checks it (api_client.sandbox.fault_glob_problem):
+    printable ASCII, no space, each [ closed by ], no set begun with ] or !]; a fault rule's
+    at most MAX_FAULT_GLOB_LENGTH characters too."""
     from convrisk.api_client import sandbox
 
     if text is None:
@@ -40,7 +41,8 @@ def path_glob(text: str | None, *, needed: bool = False, rule: bool = False) -> 
         raise UsageProblem(
             f"--path is over {sandbox.MAX_FAULT_GLOB_LENGTH} characters.", param="--path"
         )
-    problem = sandbox.fault_glob_problem(text) if rule else sandbox.glob_problem(text)
+    # The sandbox's routes take a glob of one kind (FAULT_GLOB) for the journal and the rules.
+    problem = sandbox.fault_glob_problem(text)
     if problem is not None:
         raise UsageProblem(f"--path {text!r} is not a valid glob: {problem}.", param="--path")
     return text

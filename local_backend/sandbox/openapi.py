@@ -31,7 +31,7 @@ from convrisk.api_client.params import (
 )
 from convrisk.api_client.records import REPLAYED_HEADER, Deleted
 from convrisk.api_client.resources import ID_BODY_LENGTH, RESOURCES, Field, Resource
-from convrisk.api_client.sandbox import MAX_SNAPSHOT_BYTES
+from convrisk.api_client.sandbox import FAULT_GLOB, MAX_SNAPSHOT_BYTES
 from convrisk.local_backend.sandbox import openapi_faults, snapshot_schema
 from convrisk.local_backend.sandbox.request_journal import (
     BODY_CUT,
@@ -476,8 +476,9 @@ def _sandbox_paths() -> dict[str, Any]:
                         "name": "path",
                         "in": "query",
                         "description": "A glob (fnmatch: *, ?, [...]) on the path, without "
-                        "the query.",
-                        "schema": _NON_EMPTY,
+                        "the query, as a fault rule's: printable ASCII, no space (the path as "
+                        "sent, percent-encoded), each [ closed, no set begun with ] or !].",
+                        "schema": {"type": "string", "pattern": f"^{FAULT_GLOB}$"},
                     },
                     {
                         "name": "status",

@@ -157,6 +157,11 @@ class Sandbox:
             raise InvalidRequestError("method must not be empty.", param="method")
         if glob is not None and not glob:
             raise InvalidRequestError("path must be a non-empty glob, e.g. /v1/*.", param="path")
+        problem = None if glob is None else sandbox_api.fault_glob_problem(glob)
+        if problem is not None:
+            raise InvalidRequestError(
+                f"path '{printable(glob or '')}' is not a valid glob: {problem}.", param="path"
+            )
         match = re.compile(fnmatch.translate(glob)).match if glob is not None else None
         wanted = method.upper() if method is not None else None
         data = [

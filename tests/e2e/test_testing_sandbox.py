@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from convrisk import InvalidRequestError
 from convrisk.testing import Sandbox, SandboxError
 
 from .both_backends import isolated_env
@@ -80,6 +81,16 @@ def test_requests_lists_the_journal_filtered_by_method_and_glob(sb: Sandbox) -> 
     ]
     assert [r["seq"] for r in sb.requests("get", "/v1/conversations/*")] == [every[1]["seq"]]
     assert sb.requests(path="/v1/risk-*") == [every[2]]
+
+
+def test_a_glob_the_sandbox_cannot_read_is_an_error_not_an_empty_list(sb: Sandbox) -> None:
+    with pytest.raises(InvalidRequestError, match="not a valid glob") as refused:
+        sb.requests(path="/v1/[")
+    assert refused.value.param == "path"
+    with pytest.raises(InvalidRequestError, match="not a valid glob"):
+        sb.verify("GET", "/v1/[")
+    with pytest.raises(TypeError, match="path glob"):
+        sb.verify("GET", None)  # type: ignore[arg-type]
 
 
 def test_verify_with_neither_count_nor_at_least_wants_at_least_one(sb: Sandbox) -> None:

@@ -118,7 +118,19 @@ def test_filters_pick_by_method_path_glob_and_status(http: httpx.Client) -> None
 
 @pytest.mark.parametrize(
     "query",
-    ["status=abc", "status=99", "status=600", "colour=red", "method=", "path=", "path=a&path=b"],
+    [
+        "status=abc",
+        "status=99",
+        "status=600",
+        "colour=red",
+        "method=",
+        "path=",
+        "path=a&path=b",
+        "path=/v1/%5B",
+        "path=/v1/%5B%5D%5D",
+        "path=/v1/a%20b",
+        "path=/v1/%C3%A9",
+    ],
 )
 def test_a_filter_that_does_not_parse_is_a_400_naming_it(http: httpx.Client, query: str) -> None:
     response = http.get(f"{REQUESTS}?{query}")
