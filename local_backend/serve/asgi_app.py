@@ -13,6 +13,7 @@ on one writer thread; creates that arrive in one turn of the loop are committed 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import traceback
 from collections.abc import Callable
@@ -137,6 +138,16 @@ class ServeApp:
                 "warning",
                 f"{scope['method']} {scope['path']}: not answered, the server stopped first.",
             )
+            if not started:
+                # What uvicorn would answer as plain text: the error shape, a 503 to retry.
+                error = ServiceError(
+                    "The server stopped before it answered; retry.",
+                    status=503,
+                    code="service_unavailable",
+                )
+                answer = json_answer(503, error.to_body(), (("retry-after", "1"),))
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await self._send(scope, receive, send, answer, close=True)
         except Exception:
             if started:
                 raise

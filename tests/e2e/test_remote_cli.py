@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shlex
@@ -226,6 +227,7 @@ def test_a_second_signal_stops_serve_at_once_with_a_request_in_flight(tmp_path: 
             started = time.monotonic()
             code, log = served.stop(signal.SIGINT)
             took = time.monotonic() - started
+            answered = _read_all(held)
     finally:
         if served.proc.poll() is None:
             served.stop(signal.SIGKILL)
@@ -233,3 +235,21 @@ def test_a_second_signal_stops_serve_at_once_with_a_request_in_flight(tmp_path: 
     assert took < 5, f"stopped {took:.1f} s after the second signal"
     assert "Traceback" not in log
     assert "GET /v1/conversations: not answered, the server stopped first." in log
+    # The client is told in the error shape, not uvicorn's plain text.
+    head, _, body = answered.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 503 "), answered
+    assert b"retry-after: 1" in head.lower()
+    assert json.loads(body)["error"]["code"] == "service_unavailable"
+
+
+def _read_all(sock: socket.socket) -> bytes:
+    """What the server sent on `sock` until it closed it (at most 5 s, 64 KiB)."""
+    sock.settimeout(5)
+    got = b""
+    with contextlib.suppress(OSError):
+        while len(got) < 65536:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            got += chunk
+    return got
