@@ -375,11 +375,19 @@ def snapshot_target(path: Path) -> Path:
     import errno
     import stat
 
-    target = Path(os.path.realpath(path))
+    try:
+        # strict: a loop of links is an OSError (ELOOP), not the link itself to write over.
+        target = Path(os.path.realpath(path, strict=True))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise
+        # Not there yet (made where a link points), or no folder to make it in: the write
+        # says why.
+        return Path(os.path.realpath(path))
     try:
         mode = os.stat(target).st_mode
     except OSError:
-        return target  # not there (or its folder cannot be read): the write says why
+        return target  # its folder cannot be read: the write says why
     if not stat.S_ISREG(mode):
         raise OSError(errno.EINVAL, "it is not a regular file", str(path))
     return target

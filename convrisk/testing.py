@@ -112,9 +112,8 @@ class Sandbox:
             raise SandboxError("The sandbox is already running.")
         self._lines.clear()
         self._folder = Path(tempfile.mkdtemp(prefix="convrisk-sandbox-"))
-        # -P: the working folder is not put first on serve's import path, so a file of the
-        # user's named like a library (jq.py) cannot stand in for it.
-        command = [sys.executable, "-P", "-m", "convrisk.cli", "serve", "--host", "127.0.0.1"]
+        command = [sys.executable, *_safe_path(), "-m", "convrisk.cli", "serve"]
+        command += ["--host", "127.0.0.1"]
         command += ["--port", "0", "--db", str(self._folder / "sandbox.db")]
         if self.seed is not None:
             command += ["--seed", str(self.seed)]
@@ -304,6 +303,17 @@ class Sandbox:
         from convrisk.api_client import sandbox
 
         sandbox.reset(self._send)
+
+
+def _safe_path() -> list[str]:
+    """`-P` (the working folder is not put first on serve's import path, so a file of the
+    user's named like a library, a jq.py, cannot stand in for it), unless this process found
+    convrisk itself in the working folder (a checkout used without installing), where serve
+    must look too."""
+    import convrisk
+
+    root = Path(convrisk.__file__).resolve().parent.parent
+    return [] if root == Path.cwd().resolve() else ["-P"]
 
 
 def _method(text: str) -> str:

@@ -445,12 +445,14 @@ def _head(answer: Answer, *, close: bool, as_sent: bool) -> list[tuple[bytes, by
     (an answer's own replaces it in place), the answer's, Connection when closing, names lower-
     cased; then Content-Length and Content-Type unless given (no length for 1xx, 204 and 304;
     no type `as_sent`)."""
-    given = {"cache-control": "no-store"} | dict(answer.headers)
+    # Cache-Control first (the answer's own in its place), then the answer's headers as given:
+    # a name twice (an upstream's two Allow lines, two WWW-Authenticate challenges) goes twice.
+    cache = [(n, v) for n, v in answer.headers if n.lower() == "cache-control"]
+    rest = [(n, v) for n, v in answer.headers if n.lower() != "cache-control"]
     if close:
-        given["connection"] = "close"
-    head = [
-        (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in given.items()
-    ]
+        rest = [(n, v) for n, v in rest if n.lower() != "connection"] + [("connection", "close")]
+    given = (cache or [("cache-control", "no-store")]) + rest
+    head = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in given]
     names = {name for name, _ in head}
     status = answer.status
     if b"content-length" not in names and not (status < 200 or status in (204, 304)):

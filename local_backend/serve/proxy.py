@@ -183,7 +183,11 @@ class Proxy:
         hold: Hold,
     ) -> Answer | Forwarded:
         url = self.upstream + path + (f"?{query}" if query else "")
-        chosen = [(name, value) for name, value in headers if name in FORWARDED_REQUEST]
+        # Spaces and tabs around a value are not part of it (RFC 9110 5.5), and httpx refuses
+        # to send them.
+        chosen = [
+            (name, value.strip(" \t")) for name, value in headers if name in FORWARDED_REQUEST
+        ]
         # The proxies the request came through, this one last.
         chosen.append(("via", ", ".join([v for n, v in headers if n == "via"] + [self.via])))
         # No compressed answers: the cap counts the bytes as they arrive and as they are kept.

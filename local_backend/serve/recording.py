@@ -201,7 +201,7 @@ def unwritable(path: Path) -> str | None:
     try:
         fd, name = temporary_beside(target)
     except OSError as exc:
-        return f"cannot write in {printable(str(path.parent))}: {exc.strerror or exc}"
+        return f"cannot write in {printable(str(target.parent))}: {exc.strerror or exc}"
     os.close(fd)
     os.unlink(name)
     return None

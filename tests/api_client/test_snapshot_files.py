@@ -36,3 +36,19 @@ def test_a_new_file_is_made_0600(tmp_path: Path) -> None:
     target = tmp_path / "new.jsonl"
     write_whole(target, b"x\n")
     assert target.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_loop_of_links_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    with pytest.raises(OSError, match="symbolic links"):
+        write_whole(tmp_path / "a", b"x\n")
+    assert (tmp_path / "a").is_symlink() and (tmp_path / "b").is_symlink()
+    assert "symbolic links" in (unwritable(tmp_path / "a") or "")
+
+
+def test_a_link_into_a_missing_folder_names_that_folder(tmp_path: Path) -> None:
+    (tmp_path / "dangling").symlink_to(tmp_path / "gone" / "rec.jsonl")
+    assert unwritable(tmp_path / "dangling") == (
+        f"cannot write in {tmp_path / 'gone'}: No such file or directory"
+    )

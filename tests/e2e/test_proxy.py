@@ -606,3 +606,25 @@ def test_an_upstream_header_http_does_not_allow_is_the_proxys_502_not_a_dropped_
         assert (entry["status"], [v["rule"] for v in entry["violations"]]) == (502, ["upstream"])
         _, log = proxy.stop()
     assert "Traceback" not in log
+
+
+def test_spaces_after_a_request_header_value_are_not_part_of_it_through_the_proxy(
+    tmp_path: Path,
+) -> None:
+    with (
+        serving(new(tmp_path, "up")) as upstream,
+        serving(new(tmp_path, "p"), "--proxy-to", upstream.url) as proxy,
+    ):
+        host, port = proxy.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=20) as sock:
+            sock.sendall(
+                f"GET {CONV} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN} \r\n".encode()
+                + b"User-Agent: spaced \t\r\nConnection: close\r\n\r\n"
+            )
+            head = b""
+            while b"\r\n\r\n" not in head and len(head) < 65536:
+                got = sock.recv(4096)
+                if not got:
+                    break
+                head += got
+        assert head.startswith(b"HTTP/1.1 200 "), head

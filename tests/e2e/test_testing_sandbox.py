@@ -253,6 +253,18 @@ def test_a_file_of_the_working_folder_named_like_a_library_does_not_reach_serve(
     assert result.stdout.strip() == '500 {"jq":"real"}'
 
 
+def test_serve_looks_in_the_working_folder_only_where_convrisk_itself_was_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import convrisk
+    from convrisk.testing import _safe_path
+
+    monkeypatch.chdir(tmp_path)
+    assert _safe_path() == ["-P"]
+    monkeypatch.chdir(Path(convrisk.__file__).resolve().parent.parent)  # a checkout, not installed
+    assert _safe_path() == []
+
+
 def test_sandbox_works_where_pytest_cannot_be_imported(tmp_path: Path) -> None:
     script = textwrap.dedent(
         """

@@ -214,11 +214,19 @@ ANSWERS = [
 ]
 
 
+def test_a_header_an_answer_gives_twice_is_sent_twice() -> None:
+    answer = Answer(405, b"{}", (("allow", "GET"), ("allow", "POST"), ("x-up", "1")))
+    start = _sent(answer, False, True)[0]
+    assert [value for name, value in start["headers"] if name == b"allow"] == [b"GET", b"POST"]
+
+
 @pytest.mark.parametrize(("answer", "close", "as_sent"), ANSWERS)
 def test_an_answer_is_sent_with_the_head_starlette_s_response_sent(
     answer: Answer, close: bool, as_sent: bool
 ) -> None:
-    headers = {"cache-control": "no-store"} | dict(answer.headers)
+    # The answer's own Cache-Control, in any letter case, replaces the default.
+    own = any(name.lower() == "cache-control" for name, _ in answer.headers)
+    headers = ({} if own else {"cache-control": "no-store"}) | dict(answer.headers)
     if close:
         headers["connection"] = "close"
     media_type = None if as_sent else "application/json"
