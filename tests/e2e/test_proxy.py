@@ -547,17 +547,27 @@ def test_headers_past_ascii_go_both_ways_as_their_bytes_not_a_500(
         assert [v["rule"] for v in entry["violations"]] == ["redirect"]
 
 
-class StatusPastHttp(JSONService):
-    """Answers status 999 (three digits, so an HTTP parser takes it; HTTP has no such status)."""
+class RawUpstream(JSONService):
+    """An upstream that answers every GET with `head` as raw bytes (what no library would send),
+    then a page as JSON."""
+
+    head: ClassVar[bytes] = b"HTTP/1.1 200 OK\r\n"
 
     def do_GET(self) -> None:
         body = b'{"data": [], "has_more": false}'
         self.wfile.write(
-            b"HTTP/1.1 999 Odd\r\nContent-Type: application/json\r\n"
+            self.head
+            + b"Content-Type: application/json\r\n"
             + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
             + body
         )
         self.close_connection = True
+
+
+class StatusPastHttp(RawUpstream):
+    """Answers status 999 (three digits, so an HTTP parser takes it; HTTP has no such status)."""
+
+    head = b"HTTP/1.1 999 Odd\r\n"
 
 
 def test_a_status_http_does_not_have_is_the_proxys_502_not_a_dropped_connection(
@@ -577,17 +587,10 @@ def test_a_status_http_does_not_have_is_the_proxys_502_not_a_dropped_connection(
     assert "Traceback" not in log
 
 
-class HeaderPastHttp(JSONService):
+class HeaderPastHttp(RawUpstream):
     """An upstream whose Location header holds an escape character (raw bytes, as sent)."""
 
-    def do_GET(self) -> None:
-        body = b'{"object":"list","data":[],"has_more":false}'
-        self.wfile.write(
-            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nLocation: /x\x1b[31m\r\n"
-            + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
-            + body
-        )
-        self.close_connection = True
+    head = b"HTTP/1.1 200 OK\r\nLocation: /x\x1b[31m\r\n"
 
 
 def test_an_upstream_header_http_does_not_allow_is_the_proxys_502_not_a_dropped_connection(

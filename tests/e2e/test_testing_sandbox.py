@@ -36,6 +36,21 @@ def sb(sandbox: Sandbox) -> Sandbox:
     return sandbox
 
 
+def run_python(script: str, tmp_path: Path, *, cwd: Path | None = None) -> str:
+    """Run `script` with this interpreter, as a user's program, from a HOME of its own: its
+    stdout (it must exit 0; never waits past 120 s)."""
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=cwd,
+        env=isolated_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 def test_a_sandbox_serves_on_loopback_and_stops_removing_its_database() -> None:
     with Sandbox() as sandbox:
         assert sandbox.base_url.startswith("http://127.0.0.1:")
@@ -241,16 +256,7 @@ def test_a_file_of_the_working_folder_named_like_a_library_does_not_reach_serve(
             print(got.status_code, got.text)
         """
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=tmp_path,
-        env=isolated_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == '500 {"jq":"real"}'
+    assert run_python(script, tmp_path, cwd=tmp_path).strip() == '500 {"jq":"real"}'
 
 
 def test_serve_looks_in_the_working_folder_only_where_convrisk_itself_was_found(
@@ -279,15 +285,8 @@ def test_sandbox_works_where_pytest_cannot_be_imported(tmp_path: Path) -> None:
             print(len(sb.requests()), sorted(m for m in sys.modules if "pytest" in m))
         """
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        env=isolated_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split("\n")[0] == "0 ['_pytest', 'pytest']"  # the blocked names alone
+    first = run_python(script, tmp_path).split("\n")[0]
+    assert first == "0 ['_pytest', 'pytest']"  # the blocked names alone
 
 
 def test_importing_convrisk_testing_loads_neither_pytest_nor_httpx(tmp_path: Path) -> None:
@@ -296,12 +295,4 @@ def test_importing_convrisk_testing_loads_neither_pytest_nor_httpx(tmp_path: Pat
         "print(sorted({'pytest', 'httpx', 'httpcore', 'convrisk.api_client.client'} "
         "& set(sys.modules)))"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        env=isolated_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "[]"
+    assert run_python(script, tmp_path).strip() == "[]"
